@@ -1,0 +1,68 @@
+# nxcc — plain make. `make` builds build/nxcc and build/libnxcc.a.
+# BUILD=dir selects the output directory (make asan uses build-asan).
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2 -g
+SAN     ?=
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror
+CPPFLAGS += -D_GNU_SOURCE -I. -I$(BUILD)/gen
+CFLAGS  += $(WARN) $(OPT) $(SAN)
+LDLIBS  += -lprotobuf-c -lcurl -lxxhash -lpthread -lm
+LDFLAGS += $(SAN)
+
+LIB_DIRS := ir passes backend runtime-stub compiler
+LIB_SRC  := $(filter-out compiler/main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
+PROTO    := $(wildcard ir/*.proto)
+GEN_SRC  := $(patsubst ir/%.proto,$(BUILD)/gen/ir/%.pb-c.c,$(PROTO))
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(GEN_SRC:.c=.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+all: $(BUILD)/nxcc
+
+$(BUILD)/nxcc: $(BUILD)/obj/compiler/main.o $(BUILD)/libnxcc.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libnxcc.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/%.o: %.c $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# Generated protobuf-c code is compiled without -Wpedantic -Werror: it is not ours.
+$(BUILD)/gen/ir/%.pb-c.c: ir/%.proto
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/ir/%.pb-c.o: $(BUILD)/gen/ir/%.pb-c.c
+	$(CC) $(CPPFLAGS) -std=c11 $(OPT) $(SAN) -w -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a -lcmocka $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+deps:
+	@sh tools/deps.sh
+
+test: all unit
+	@BUILD=$(BUILD) sh tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+bench: all
+	@BUILD=$(BUILD) sh bench/run.sh
+
+fuzz:
+	@sh tests/fuzz/run.sh
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+.PHONY: all unit deps test asan bench fuzz clean
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

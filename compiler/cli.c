@@ -1,0 +1,130 @@
+/* compiler/cli.c — flag matching, diagnostics output, file I/O. */
+#include "compiler/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int nx_cli_flag(int argc, char **argv, int *i, const char *flag, const char **val)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(flag);
+	if (strncmp(a, flag, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (a[n] != 0)
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "nxcc: error: %s needs a value\n", flag);
+		return -1;
+	}
+	*val = argv[++*i];
+	return 1;
+}
+
+int nx_cli_report(const nx_diag *d)
+{
+	char *s = nx_diag_format(d);
+	fputs(s, stderr);
+	free(s);
+	return d->status == NX_ERR_INTERNAL ? NX_EXIT_ICE : NX_EXIT_USER;
+}
+
+int nx_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "nxcc %s: error: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return NX_EXIT_USER;
+}
+
+char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f) {
+		nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				if (f != stdin)
+					fclose(f);
+				nx_diag_set(d, NX_ERR_IO, path, 0, 0, "out of memory reading file");
+				return NULL;
+			}
+			buf = nb;
+		}
+		size_t k = fread(buf + n, 1, cap - n, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	int err = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (err) {
+		free(buf);
+		nx_diag_set(d, NX_ERR_IO, path, 0, 0, "read error");
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d)
+{
+	if (strcmp(path, "-") == 0) {
+		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+			return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot write to stdout");
+		return NX_OK;
+	}
+	size_t n = strlen(path);
+	char *tmp = malloc(n + 32);
+	snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+		free(tmp);
+		return st;
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t k = write(fd, p, left);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "write failed: %s", strerror(errno));
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+			return st;
+		}
+		p += k;
+		left -= (size_t)k;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+		nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return st;
+	}
+	free(tmp);
+	return NX_OK;
+}

@@ -1,0 +1,31 @@
+/* compiler/cli.h — helpers shared by the nxcc subcommands. */
+#ifndef NX_CLI_H
+#define NX_CLI_H
+
+#include "ir/ir.h"
+
+#include <stdio.h>
+
+#define CMD(name, fn, summary) int fn(int argc, char **argv);
+#include "compiler/commands.def"
+#undef CMD
+
+/* Exit statuses (DESIGN.md section 10). */
+enum { NX_EXIT_OK = 0, NX_EXIT_USER = 1, NX_EXIT_ICE = 70 };
+
+/* Matches argv[*i] against flag in both "--flag value" and "--flag=value"
+ * forms. On a match sets *val (advancing *i past a separate value) and
+ * returns 1; returns -1 (after printing an error) when the value is missing;
+ * 0 when argv[*i] is another flag. */
+int nx_cli_flag(int argc, char **argv, int *i, const char *flag, const char **val);
+/* Prints d to stderr (once) and returns its exit status. */
+int nx_cli_report(const nx_diag *d);
+/* Prints "nxcc CMD: error: msg" and returns NX_EXIT_USER. */
+int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads a whole file (malloc'd, NUL-terminated). NULL with *d set on error. */
+char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d);
+/* Writes atomically: a temp file in the same directory, fsync, rename. No
+ * partial file is ever visible at path. "-" writes to stdout. */
+nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d);
+
+#endif

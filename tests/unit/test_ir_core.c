@@ -1,0 +1,112 @@
+/* tests/unit/test_ir_core.c — arena, type and opcode tables, shapes, modules. */
+#include "testutil.h"
+
+static void test_arena(void **state)
+{
+	(void)state;
+	nx_arena a;
+	nx_arena_init(&a);
+	char *s = nx_arena_strdup(&a, "hello");
+	assert_string_equal(s, "hello");
+	void *big = nx_arena_alloc(&a, 1 << 20);
+	assert_non_null(big);
+	assert_int_equal(((unsigned char *)big)[12345], 0);
+	assert_int_equal((uintptr_t)big % 16, 0);
+	char *p = nx_arena_printf(&a, "%s.%d", "add", 7);
+	assert_string_equal(p, "add.7");
+	int64_t v[3] = {1, 2, 3};
+	int64_t *g = nx_arena_grow(&a, v, 3, 6, sizeof(int64_t));
+	assert_int_equal(g[2], 3);
+	assert_int_equal(g[5], 0);
+	nx_arena_free(&a);
+}
+
+static void test_tables(void **state)
+{
+	(void)state;
+	assert_int_equal(nx_opcode_from_name("add", 3), NX_OP_ADD);
+	assert_int_equal(nx_opcode_from_name("count-leading-zeros", 19), NX_OP_CLZ);
+	assert_int_equal(nx_opcode_from_name("opt-barrier", 11), NX_OP_OPT_BARRIER);
+	assert_int_equal(nx_opcode_from_name("addx", 4), NX_OP_COUNT);
+	for (int op = 0; op < NX_OP_COUNT; op++) {
+		const char *n = nx_opcode_name((nx_opcode)op);
+		assert_int_equal(nx_opcode_from_name(n, strlen(n)), op);
+	}
+	assert_int_equal(nx_type_from_name("bf16", 4), NX_BF16);
+	assert_int_equal(nx_type_from_name("f8e4m3fn", 8), NX_F8E4M3FN);
+	assert_int_equal(nx_type_from_proto(16), NX_BF16);
+	assert_int_equal(nx_type_proto(NX_F32), 11);
+	assert_int_equal(nx_type_bytes(NX_C128), 16);
+	for (int t = 1; t < NX_TYPE_COUNT; t++)
+		assert_int_equal(nx_type_from_proto(nx_type_proto((nx_type)t)), t);
+}
+
+static void test_shapes(void **state)
+{
+	(void)state;
+	nx_arena a;
+	nx_arena_init(&a);
+	int64_t d[2] = {2, 3};
+	nx_shape *s = nx_shape_array(&a, NX_F32, 2, d);
+	assert_int_equal(nx_shape_elems(s), 6);
+	assert_int_equal(nx_shape_bytes(s), 24);
+	assert_string_equal(nx_shape_str(&a, s, true), "f32[2,3]{1,0}");
+	assert_string_equal(nx_shape_str(&a, s, false), "f32[2,3]");
+	nx_shape *t = nx_shape_copy(&a, s);
+	t->minor_to_major[0] = 0;
+	t->minor_to_major[1] = 1;
+	assert_true(nx_shape_compatible(s, t));
+	assert_false(nx_shape_equal(s, t));
+	nx_shape *el[2] = {s, nx_shape_scalar(&a, NX_PRED)};
+	nx_shape *tup = nx_shape_tuple(&a, 2, el);
+	assert_string_equal(nx_shape_str(&a, tup, true), "(f32[2,3]{1,0}, pred[])");
+	int64_t idx = 1;
+	assert_ptr_equal(nx_shape_subshape(tup, &idx, 1), el[1]);
+	int64_t huge[3] = {INT64_MAX / 2, 4, 4};
+	assert_int_equal(nx_shape_elems(nx_shape_array(&a, NX_F32, 3, huge)), -1);
+	nx_arena_free(&a);
+}
+
+static void test_module(void **state)
+{
+	(void)state;
+	nx_module *m = nx_module_new("m");
+	nx_comp *c = nx_comp_new(m, "main");
+	nx_shape *s = nx_shape_scalar(&m->arena, NX_F32);
+	nx_inst *p = nx_inst_new(c, NX_OP_PARAMETER, s, NULL, 0, "p");
+	nx_comp_add_param(c, p);
+	nx_inst *ops[2] = {p, p};
+	nx_inst *add = nx_inst_new(c, NX_OP_ADD, s, ops, 2, "add");
+	c->root = add;
+	assert_ptr_equal(nx_comp_find_inst(c, "add"), add);
+	assert_ptr_equal(nx_module_find_comp(m, "main"), c);
+	nx_inst *neg = nx_inst_new(c, NX_OP_NEGATE, s, &p, 1, "neg");
+	nx_comp_replace_uses(c, p, neg);
+	assert_ptr_equal(add->operands[1], neg);
+	const char *u = nx_module_unique_name(m, "add");
+	assert_null(nx_comp_find_inst(c, u));
+	nx_module_free(m);
+}
+
+static void test_diag(void **state)
+{
+	(void)state;
+	nx_diag d = {0};
+	nx_diag_set(&d, NX_ERR_INPUT, "m.hlo", 3, 5, "bad %s", "thing");
+	const char *line = "  ROOT a = f32[4] add(p0, p9)";
+	nx_diag_set_src(&d, line, strlen(line));
+	char *s = nx_diag_format(&d);
+	assert_string_equal(s, "m.hlo:3:5: error: bad thing\n    ROOT a = f32[4] add(p0, p9)\n      ^\n");
+	free(s);
+	nx_diag_clear(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_arena),  cmocka_unit_test(test_tables),
+		cmocka_unit_test(test_shapes), cmocka_unit_test(test_module),
+		cmocka_unit_test(test_diag),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

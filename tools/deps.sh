@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the Debian packages nxcc needs, only when some are missing.
+set -e
+PKGS="build-essential libcmocka-dev libprotobuf-c-dev protobuf-c-compiler llvm-16-dev llvm-16-tools \
+libcurl4-openssl-dev libxxhash-dev python3 python3-numpy python3-boto3 clang libclang-rt-14-dev"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "deps: installing$missing"
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
+else
+	echo "deps: all Debian packages present"
+fi

@@ -7,7 +7,7 @@ SAN     ?=
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror
 CPPFLAGS += -D_GNU_SOURCE -I. -I$(BUILD)/gen
 CFLAGS  += $(WARN) $(OPT) $(SAN)
-LDLIBS  += -lprotobuf-c -lcurl -lxxhash -lpthread -lm
+LDLIBS  += -lprotobuf-c -lcurl -lcrypto -lxxhash -lpthread -lm
 LDFLAGS += $(SAN)
 
 LIB_DIRS := ir passes backend runtime-stub compiler

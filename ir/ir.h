@@ -402,7 +402,9 @@ struct nx_comp {
 	const char *name;
 	int64_t id;
 	nx_module *module;
-	nx_inst **insts; /* definition order; the printer keeps it */
+	nx_inst **insts; /* topological order (operands before users); the reader
+	                    keeps file order when it already is one; the printer
+	                    prints in this order */
 	int ninsts, cap;
 	nx_inst *root;
 	nx_inst **params; /* indexed by parameter number */
@@ -478,6 +480,11 @@ nx_module *nx_read_text(const char *text, size_t len, const char *file, nx_diag 
 nx_module *nx_read_file(const char *path, nx_diag *d);
 bool nx_looks_like_text(const char *buf, size_t len);
 
+/* ir/read_text.c: parses "<shape> <value>" literal text as HLO constants and
+ * XLA's literal printer write it ("f32[2,2] {{1, 2}, {3, 4}}", "pred[] true",
+ * "c64[2] {(1, 0), (2, 3)}", "(s32[], f32[]) (1, 2.5)") into arena a. */
+nx_literal *nx_parse_literal(nx_arena *a, const char *text, size_t len, nx_diag *d);
+
 /* ir/print.c: HLO text. The result is malloc'd; caller frees. */
 typedef struct nx_print_opts {
 	bool no_metadata;  /* omit metadata={...} */
@@ -485,9 +492,16 @@ typedef struct nx_print_opts {
 } nx_print_opts;
 char *nx_print_module(const nx_module *m, const nx_print_opts *o);
 char *nx_print_inst(const nx_inst *i, const nx_print_opts *o); /* one line */
+/* "<shape> <value>" in the form nx_parse_literal reads (shortest round-trip
+ * decimal for floats, inf/-inf/nan). malloc'd. */
+char *nx_print_literal(const nx_literal *l);
 
 /* ir/verify.c: shape inference and structural checks. */
 nx_status nx_verify_module(const nx_module *m, nx_diag *d);
+
+/* ir/hash.c: SHA-256 (OpenSSL libcrypto). */
+void nx_sha256(const void *data, size_t len, uint8_t out[32]);
+void nx_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* ir/fingerprint.c: 32 hex chars + NUL. */
 void nx_fingerprint(const nx_module *m, char out[33]);

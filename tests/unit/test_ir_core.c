@@ -101,12 +101,20 @@ static void test_diag(void **state)
 	nx_diag_clear(&d);
 }
 
+static void test_sha256(void **state)
+{
+	(void)state;
+	char hex[65];
+	nx_sha256_hex("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arena),  cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_module),
-		cmocka_unit_test(test_diag),
+		cmocka_unit_test(test_diag), cmocka_unit_test(test_sha256),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

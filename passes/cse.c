@@ -1,0 +1,140 @@
+/* passes/cse.c — common subexpression elimination: an instruction identical
+ * to an earlier one in the same computation (same opcode, shape, operands,
+ * called computations and attributes) is replaced by it.
+ * Never merges: parameters, side-effecting ops, rng, collectives (their
+ * identity is their communication), custom calls with side effects. */
+#include "passes/pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool mergeable(const nx_inst *i)
+{
+	unsigned f = nx_opcode_flags(i->op);
+	if (f & (NX_OPF_SIDE_EFFECT | NX_OPF_COLLECTIVE))
+		return false;
+	switch (i->op) {
+	case NX_OP_PARAMETER:
+	case NX_OP_RNG:
+	case NX_OP_RNG_BIT_GENERATOR:
+	case NX_OP_RNG_GET_AND_UPDATE_STATE:
+	case NX_OP_REPLICA_ID:
+	case NX_OP_PARTITION_ID:
+	case NX_OP_AFTER_ALL:
+	case NX_OP_ASYNC_START:
+	case NX_OP_ASYNC_UPDATE:
+	case NX_OP_ASYNC_DONE:
+	case NX_OP_COPY_START:
+	case NX_OP_COPY_DONE:
+	case NX_OP_OPT_BARRIER:
+		return false;
+	case NX_OP_CUSTOM_CALL:
+		return !i->a.custom_call_has_side_effect;
+	default:
+		return true;
+	}
+}
+
+/* The instruction's printed form without its name: everything after " = ". */
+static char *key_of(const nx_inst *i)
+{
+	nx_print_opts o = {.no_metadata = true};
+	char *s = nx_print_inst(i, &o);
+	char *eq = strstr(s, " = ");
+	if (!eq)
+		return s;
+	memmove(s, eq + 3, strlen(eq + 3) + 1);
+	return s;
+}
+
+typedef struct {
+	char **keys;
+	nx_inst **vals;
+	size_t cap, n;
+} table;
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* Returns the existing instruction for key, or inserts val and returns NULL. */
+static nx_inst *lookup_or_insert(table *t, char *key, nx_inst *val, bool *owned)
+{
+	if (2 * (t->n + 1) > t->cap) {
+		table nt = {0};
+		nt.cap = t->cap ? 2 * t->cap : 64;
+		nt.keys = calloc(nt.cap, sizeof(char *));
+		nt.vals = calloc(nt.cap, sizeof(nx_inst *));
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->keys[i]) {
+				size_t j = hash_str(t->keys[i]) & (nt.cap - 1);
+				while (nt.keys[j])
+					j = (j + 1) & (nt.cap - 1);
+				nt.keys[j] = t->keys[i];
+				nt.vals[j] = t->vals[i];
+			}
+		nt.n = t->n;
+		free(t->keys);
+		free(t->vals);
+		*t = nt;
+	}
+	size_t j = hash_str(key) & (t->cap - 1);
+	while (t->keys[j]) {
+		if (strcmp(t->keys[j], key) == 0)
+			return t->vals[j];
+		j = (j + 1) & (t->cap - 1);
+	}
+	t->keys[j] = key;
+	t->vals[j] = val;
+	t->n++;
+	*owned = true;
+	return NULL;
+}
+
+static void table_free(table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->keys[i]);
+	free(t->keys);
+	free(t->vals);
+}
+
+nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
+{
+	for (int c = 0; c < m->ncomps; c++) {
+		nx_comp *comp = m->comps[c];
+		table t = {0};
+		bool *keep = malloc(sizeof(bool) * (size_t)(comp->ninsts ? comp->ninsts : 1));
+		bool removed = false;
+		for (int i = 0; i < comp->ninsts; i++) {
+			nx_inst *in = comp->insts[i];
+			keep[i] = true;
+			if (!mergeable(in) || in == comp->root)
+				continue;
+			/* Operands were already canonicalized (topological order), so
+			 * identical keys mean identical values. */
+			char *key = key_of(in);
+			bool owned = false;
+			nx_inst *prev = lookup_or_insert(&t, key, in, &owned);
+			if (!owned)
+				free(key);
+			if (!prev)
+				continue;
+			nx_pass_log(ctx, 2, "cse: %s -> %s", in->name, prev->name);
+			nx_comp_replace_uses(comp, in, prev);
+			keep[i] = false;
+			removed = true;
+		}
+		if (removed) {
+			nx_comp_compact(comp, keep);
+			*changed = true;
+		}
+		free(keep);
+		table_free(&t);
+	}
+	return NX_OK;
+}

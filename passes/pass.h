@@ -1,0 +1,96 @@
+/* passes/pass.h — the pass interface, the registry and the pass manager.
+ *
+ * A pass is one file with one entry point:
+ *   nx_status nx_pass_NAME(nx_module *, const nx_pass_ctx *, bool *changed);
+ * *changed is true exactly when the printed module differs. The manager, not
+ * the pass, does timing, dumping, verifying and fixed-point iteration. */
+#ifndef NX_PASS_H
+#define NX_PASS_H
+
+#include "ir/ir.h"
+
+#include <stdio.h>
+
+typedef enum nx_autocast_mode {
+	NX_AUTOCAST_NONE = 0, /* keep every type */
+	NX_AUTOCAST_MATMULT,  /* only matrix-multiply inputs */
+	NX_AUTOCAST_ALL,      /* all f32 computation */
+} nx_autocast_mode;
+
+typedef enum nx_model_type {
+	NX_MODEL_GENERIC = 0,
+	NX_MODEL_TRANSFORMER,
+	NX_MODEL_UNET_INFERENCE,
+} nx_model_type;
+
+/* Costs for passes that need them (O3 fusion priority, auto-cast): filled by
+ * the driver from the chosen target, so passes never include backend code. */
+typedef struct nx_cost_model {
+	void *user;
+	/* Estimated cycles of instruction i when executed as its own kernel. */
+	double (*inst_cycles)(void *user, const nx_inst *i);
+	/* Estimated cycles to move `bytes` between HBM and on-chip memory. */
+	double (*hbm_cycles)(void *user, int64_t bytes);
+} nx_cost_model;
+
+typedef struct nx_pass_ctx {
+	int opt_level;              /* 1, 2 or 3 */
+	nx_autocast_mode autocast;
+	nx_type autocast_type;      /* bf16, f16, f32 (tf32 is f32 math on TensorE), f8 */
+	bool autocast_tf32;         /* --auto-cast-type tf32 */
+	nx_model_type model_type;
+	int verbose;                /* 0 quiet, 1 info, 2 debug */
+	FILE *log;                  /* where --verbose output goes (stderr when NULL) */
+	const nx_cost_model *cost;  /* may be NULL below O3 */
+	int64_t fold_max_elems;     /* constant folding size cap */
+	nx_diag *diag;              /* user errors */
+} nx_pass_ctx;
+
+typedef nx_status (*nx_pass_fn)(nx_module *m, const nx_pass_ctx *ctx, bool *changed);
+
+/* The registry: passes/passes.def expanded. */
+typedef struct nx_pass_info {
+	const char *name;  /* stable short name: --disable-pass, --dump-after */
+	nx_pass_fn fn;
+	const char *group; /* consecutive passes of one group iterate to a fixed point; NULL = once */
+	int min_level;     /* runs at -O<min_level> and above */
+	const char *summary;
+} nx_pass_info;
+
+#define PASS(name, fn, group, level, summary) \
+	nx_status fn(nx_module *m, const nx_pass_ctx *ctx, bool *changed);
+#include "passes/passes.def"
+#undef PASS
+
+int nx_pass_count(void);
+const nx_pass_info *nx_pass_get(int i);
+const nx_pass_info *nx_pass_find(const char *name);
+
+/* Manager options (the --time-passes ... flags). */
+typedef struct nx_pass_opts {
+	bool time_passes;        /* print a timing table to log */
+	bool verify_each;        /* run the verifier after every pass that changed the module */
+	const char *dump_after;  /* pass name or "all"; NULL = none */
+	const char *dump_dir;    /* where dumps go ("." when NULL) */
+	const char **disabled;   /* pass names not to run */
+	int ndisabled;
+	int max_iterations;      /* fixed-point cap per group; 0 = 16 */
+	bool check_changed;      /* debug: print before/after and assert that a pass that
+	                            says "unchanged" did not change the printed module */
+} nx_pass_opts;
+
+/* Runs the pipeline of ctx->opt_level on m. */
+nx_status nx_pass_run_pipeline(nx_module *m, const nx_pass_ctx *ctx, const nx_pass_opts *o);
+/* Runs only the named passes, in order (for tests: `nxcc opt --passes=a,b`). */
+nx_status nx_pass_run_list(nx_module *m, const nx_pass_ctx *ctx, const nx_pass_opts *o,
+                           const char *const *names, int n);
+
+/* Shared helpers for passes (passes/util.c). */
+/* Number of uses of each instruction of c (operands + root), indexed by the
+ * instruction's position; caller frees. */
+int *nx_pass_use_counts(const nx_comp *c);
+/* Logs at the given verbosity level. */
+void nx_pass_log(const nx_pass_ctx *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

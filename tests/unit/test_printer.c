@@ -702,6 +702,7 @@ static void test_corpus_roundtrip(void **state)
 	tu_list_free(files, n);
 	if (total == 0)
 		skip(); /* no corpus */
+	print_message("corpus round-trip: %d files, %d failures\n", total, failures);
 	if (failures)
 		fail_msg("%d of %d corpus files do not round-trip", failures, total);
 }

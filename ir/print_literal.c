@@ -3,7 +3,8 @@
  *
  * Floats print as the shortest decimal (fewest characters; ties go to fewer
  * significant digits) that reads back as exactly the same value of the
- * literal's own type, so print -> read -> print is a fixed point for every
+ * literal's own type (plain notation wins ties), so print -> read -> print
+ * is a fixed point for every
  * float type, including bf16, f16 and the f8/f4 variants. Integral values
  * print without ".0" ("1", "-9984"), as XLA's %g-style printer does. */
 #include "ir/print_internal.h"
@@ -210,7 +211,10 @@ static void shortest(nx_buf *b, double v, int maxp, bool (*ok)(const void *, con
 	size_t bestlen = 0;
 	for (int p = 1; p <= maxp; p++) {
 		int k = snprintf(cand, sizeof cand, "%.*g", p, v);
-		if (bestlen && (size_t)k >= bestlen)
+		/* On equal length, plain notation reads better: -30000, not -3e+04. */
+		bool better = !bestlen || (size_t)k < bestlen ||
+		              ((size_t)k == bestlen && strchr(best, 'e') && !strchr(cand, 'e'));
+		if (!better)
 			continue;
 		if (ok(ctx, cand)) {
 			memcpy(best, cand, (size_t)k + 1);

@@ -572,6 +572,27 @@ static bool parse_comp(parser *P)
 		if (!parse_inst(P, c))
 			return false;
 	}
+	/* XLA writes the thread after the body: "}, execution_thread=\"x\"". */
+	size_t after = r->pos;
+	if (!rd_ws(r))
+		return false;
+	if (rd_peek(r) == ',' && r->pos + 1 < r->len) {
+		r->pos++;
+		if (!rd_ws(r))
+			return false;
+		const char *k;
+		size_t kn, kp = r->pos;
+		if (rd_name(r, &k, &kn) && kn == 16 && memcmp(k, "execution_thread", 16) == 0) {
+			if (!rd_expect(r, '=', "after execution_thread") ||
+			    !rd_string(r, r->a, &c->execution_thread))
+				return false;
+		} else {
+			return rd_err(r, kp, "expected execution_thread after computation '%s'",
+			              c->name);
+		}
+	} else {
+		r->pos = after;
+	}
 	if (c->ninsts == 0)
 		return rd_err(r, r->pos - 1, "computation '%s' has no instructions", c->name);
 	if (!c->root)

@@ -707,6 +707,49 @@ static void test_corpus_roundtrip(void **state)
 		fail_msg("%d of %d corpus files do not round-trip", failures, total);
 }
 
+/* Constructs the corpus lacks, through read -> print -> read -> print. */
+static void test_text_roundtrip_constructs(void **state)
+{
+	(void)state;
+	if (!reader_ready())
+		skip(); /* the HLO text reader (branch reader) is not merged yet */
+	const char *text =
+	    "HloModule rt, is_scheduled=true, input_output_alias={ {0}: (0, {}, may-alias) }, "
+	    "entry_computation_layout={(f32[4]{0}, s32[])->f32[4]{0}}, replica_count=4, "
+	    "frontend_attributes={x=\"y\"}\n\n"
+	    "%neg (a: f32[4]) -> f32[4] {\n"
+	    "  %a = f32[4]{0} parameter(0)\n"
+	    "  ROOT %n = f32[4]{0} negate(f32[4]{0} %a)\n"
+	    "}, execution_thread=\"side\"\n\n"
+	    "%cond (c: f32[4]) -> pred[] {\n"
+	    "  %c = f32[4]{0} parameter(0)\n"
+	    "  ROOT %t = pred[] constant(true)\n"
+	    "}\n\n"
+	    "ENTRY %main (p: f32[4], i: s32[]) -> f32[4] {\n"
+	    "  %p = f32[4]{0} parameter(0)\n"
+	    "  %i = s32[] parameter(1)\n"
+	    "  %k = bf16[2,2]{0,1} constant({{1, -0.5}, {inf, nan}})\n"
+	    "  %w = f32[4]{0} while(f32[4]{0} %p), condition=%cond, body=%neg, "
+	    "backend_config={\"known_trip_count\":{\"n\":\"2\"}}\n"
+	    "  %cd = f32[4]{0} conditional(s32[] %i, f32[4]{0} %w, f32[4]{0} %p), "
+	    "branch_computations={%neg, %neg}, control-predecessors={%k}\n"
+	    "  %ar = f32[4]{0} all-reduce(f32[4]{0} %cd), channel_id=3, "
+	    "replica_groups=[2,2]<=[4], to_apply=%cond\n"
+	    "  ROOT %s = f32[4]{0} sine(f32[4]{0} %ar), sharding={maximal device=0}, "
+	    "metadata={op_name=\"a\\\"b\" source_line=3}, operand_precision={high}\n"
+	    "}\n\n";
+	nx_module *m1 = tu_parse(text);
+	char *p1 = nx_print_module(m1, NULL);
+	nx_module *m2 = tu_parse(p1);
+	char *p2 = nx_print_module(m2, NULL);
+	assert_string_equal(p1, p2);
+	assert_string_equal(p1, text);
+	free(p1);
+	free(p2);
+	nx_module_free(m1);
+	nx_module_free(m2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -722,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_bf16_roundtrip_exhaustive),
 		cmocka_unit_test(test_f8_roundtrip_exhaustive),
 		cmocka_unit_test(test_corpus_roundtrip),
+		cmocka_unit_test(test_text_roundtrip_constructs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

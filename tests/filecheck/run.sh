@@ -15,7 +15,7 @@ for t in "$ROOT"/tests/filecheck/*.hlo; do
 	ok=1
 	echo "$runs" | while IFS= read -r cmd; do
 		c=$(printf '%s' "$cmd" | sed -e "s|%s|$t|g" -e "s|\bnxcc\b|$NXCC|g" -e "s|\bFileCheck\b|$FC|g")
-		if ! sh -c "set -o pipefail 2>/dev/null; $c" >/tmp/fc.$$ 2>&1; then
+		if ! bash -c "set -o pipefail; $c" >/tmp/fc.$$ 2>&1; then
 			echo "FAIL $(basename "$t"): $cmd"; sed 's/^/    /' /tmp/fc.$$ | head -30; exit 1
 		fi
 	done || ok=0

@@ -68,7 +68,10 @@ static void test_truncations(void **state)
 		nx_module *m = nx_read_text(buf, k, "t.hlo", &d);
 		if (m) {
 			/* a prefix is a complete module only right after a computation */
-			assert_true(k > 0 && buf[k - 1] == '}');
+			size_t e = k;
+			while (e > 0 && (buf[e - 1] == '\n' || buf[e - 1] == ' '))
+				e--;
+			assert_true(e > 0 && buf[e - 1] == '}');
 			nx_module_free(m);
 		} else {
 			assert_int_equal(d.status, NX_ERR_INPUT);

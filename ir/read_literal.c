@@ -577,7 +577,9 @@ bool rd_literal_value(nx_rd *r, nx_shape *shape, nx_literal **out)
 			if (k && !rd_expect(r, ',', "between tuple literal elements"))
 				return false;
 			nx_shape *es = shape->tuple[k];
-			if (rd_at_shape(r)) {
+			if (!rd_ws(r))
+				return false;
+			if (rd_peek(r) != '(' && rd_at_shape(r)) {
 				size_t at = r->pos;
 				nx_shape *w;
 				if (!rd_shape(r, &w))

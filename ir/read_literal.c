@@ -73,7 +73,7 @@ static bool rd_layout(nx_rd *r, nx_shape *s)
 	}
 	r->pos++;
 	if (n != s->rank && !(n == 0 && s->layout_extra == NULL && s->rank == 0))
-		return rd_err(r, start, "layout has %d entries but the shape has rank %d", n, s->rank);
+		return rd_err(r, start, "layout lists %d dimensions but the shape has rank %d", n, s->rank);
 	for (int k = 0; k < n; k++)
 		s->minor_to_major[k] = m2m[k];
 	return true;
@@ -577,7 +577,9 @@ bool rd_literal_value(nx_rd *r, nx_shape *shape, nx_literal **out)
 			if (k && !rd_expect(r, ',', "between tuple literal elements"))
 				return false;
 			nx_shape *es = shape->tuple[k];
-			if (rd_at_shape(r)) {
+			if (!rd_ws(r))
+				return false;
+			if (rd_peek(r) != '(' && rd_at_shape(r)) {
 				size_t at = r->pos;
 				nx_shape *w;
 				if (!rd_shape(r, &w))

@@ -141,7 +141,8 @@ static void op_push(nx_rd *r, rd_pending *pd, rd_ref ref)
 	pd->ops[pd->nops++] = ref;
 }
 
-static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepos, nx_shape *shape);
+static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepos, nx_shape *shape,
+                          bool nested);
 
 /* Operands up to and including ')'. */
 static bool parse_operands(parser *P, nx_comp *c, rd_pending *pd)
@@ -182,7 +183,7 @@ static bool parse_operands(parser *P, nx_comp *c, rd_pending *pd)
 				gen = nx_arena_printf(&r->scratch, "%.*s.nested.%d", (int)nn, nm, ++P->nested);
 			while (ht_get(&P->insts, gen, strlen(gen)));
 			const char *saved = r->inst;
-			nx_inst *ni = parse_rhs(P, c, gen, ref.pos, ref.written);
+			nx_inst *ni = parse_rhs(P, c, gen, ref.pos, ref.written, true);
 			r->inst = saved;
 			if (!ni)
 				return false;
@@ -208,7 +209,8 @@ static bool parse_operands(parser *P, nx_comp *c, rd_pending *pd)
 	}
 }
 
-static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepos, nx_shape *shape)
+static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepos, nx_shape *shape,
+                          bool nested)
 {
 	nx_rd *r = &P->r;
 	r->inst = name;
@@ -301,7 +303,9 @@ static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepo
 		}
 		nx_comp_add_param(c, i);
 	}
-	if (!rd_attrs(r, i, pd))
+	/* a nested operand instruction has no attributes: a ',' after it
+	 * separates operands */
+	if (!nested && !rd_attrs(r, i, pd))
 		return NULL;
 	int arity = nx_opcode_arity(op);
 	if (wrapped == NX_OP_COUNT && arity >= 0 && op != NX_OP_PARAMETER && op != NX_OP_CONSTANT &&
@@ -336,7 +340,7 @@ static bool parse_inst(parser *P, nx_comp *c)
 	nx_shape *shape;
 	if (!rd_shape(r, &shape))
 		return false;
-	nx_inst *i = parse_rhs(P, c, name, namepos, shape);
+	nx_inst *i = parse_rhs(P, c, name, namepos, shape, false);
 	if (!i)
 		return false;
 	if (is_root) {

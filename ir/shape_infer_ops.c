@@ -692,11 +692,7 @@ static nx_shape *infer_fft(const si_ctx *c)
 		if (!cplx)
 			return si_fail(c, "%s needs a complex operand, got %s",
 			               at->fft_type == NX_FFT_FFT ? "FFT" : "IFFT", si_str(c, o));
-		for (int k = 0; k < n; k++)
-			if (o->dims[base + k] != at->fft_length.v[k])
-				return si_fail(c, "operand dimension %d (%lld) differs from fft_length %lld",
-				               base + k, (long long)o->dims[base + k],
-				               (long long)at->fft_length.v[k]);
+		/* XLA does not tie FFT/IFFT operand dims to fft_length. */
 		return r;
 	case NX_FFT_RFFT:
 		if (o->type != NX_F32 && o->type != NX_F64)

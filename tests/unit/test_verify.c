@@ -495,6 +495,13 @@ static const char *const good_cases[] = {
 	"  id = u32[] replica-id()\n"
 	"  ROOT t = (f32[16,2], f32[32,2], f32[4,2], f32[8,2], f32[8,2], f32[8,2], f32[16,2], u32[]) "
 	"tuple(ag, ag2, rs, ar, a2a, cp, agd, id)\n}\n",
+	/* generic async with calls=, entry layout, iota, transpose, gte */
+	"HloModule m, entry_computation_layout={(f32[4,2]{0,1})->(f32[2,4]{1,0}, s32[4]{0})}\n"
+	"f {\n  p = f32[4,2] parameter(0)\n  ROOT t = f32[2,4] transpose(p), dimensions={1,0}\n}\n"
+	"ENTRY e {\n  x = f32[4,2]{0,1} parameter(0)\n"
+	"  s = ((f32[4,2]), f32[2,4], s32[]) async-start(x), calls=f\n"
+	"  d = f32[2,4] async-done(s)\n  i = s32[4] iota(), iota_dimension=0\n"
+	"  ROOT t = (f32[2,4], s32[4]) tuple(d, i)\n}\n",
 	/* custom-calls of Neuron, cholesky, triangular-solve, map */
 	"HloModule m\nmul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
 	"  ROOT s = f32[] multiply(a, b)\n}\n"
@@ -645,6 +652,31 @@ static const bad_case bad_cases[] = {
 	{"HloModule m\nENTRY e {\n  x = f32[4,4] parameter(0)\n"
 	 "  ROOT s = s32[] get-dimension-size(x), dimensions={2}\n}\n",
 	 "dimension 2 out of range for rank-2 operand"},
+	{"HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\nENTRY e {\n"
+	 "  x = f32[5] parameter(0)\n  ROOT n = f32[5] negate(x)\n}\n",
+	 "parameter 0 has shape f32[5], entry_computation_layout says f32[4]"},
+	{"HloModule m, entry_computation_layout={(f32[4]{0})->f32[8]{0}}\nENTRY e {\n"
+	 "  x = f32[4] parameter(0)\n  ROOT n = f32[4] negate(x)\n}\n",
+	 "result f32[4] does not match entry_computation_layout f32[8]"},
+	{"HloModule m\n" ADD_COMP "ENTRY e {\n  x = f32[4,6] parameter(0)\n  z = f32[] constant(0)\n"
+	 "  ROOT r = f32[3,5] reduce-window(x, z), window={size=2x2x2}, to_apply=add\n}\n",
+	 "window has 3 dimensions for rank-2 operand"},
+	{"HloModule m\nENTRY e {\n  x = f32[6,2] parameter(0)\n"
+	 "  ROOT a = f32[6,2] all-to-all(x), replica_groups={{0,1,2,3}}, dimensions={0}\n}\n",
+	 "all-to-all split dimension 0 (6) is not divisible by the group size 4"},
+	{"HloModule m\nENTRY e {\n  x = f32[4,4] parameter(0)\n  u = f32[2,5] parameter(1)\n"
+	 "  i = s32[] parameter(2)\n"
+	 "  ROOT d = f32[4,4] dynamic-update-slice(x, u, i, i)\n}\n",
+	 "update dimension 1 (5) exceeds operand dimension (4)"},
+	{"HloModule m\nf {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n"
+	 "ENTRY e {\n  x = f32[4] parameter(0)\n"
+	 "  s = ((f32[4]), f32[3], s32[]) async-start(x), calls=f\n"
+	 "  ROOT d = f32[3] async-done(s)\n}\n",
+	 "does not match the inferred shape ((f32[4]), f32[4], s32[])"},
+	{"HloModule m\nf {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n"
+	 "ENTRY e {\n  x = f32[4] parameter(0)\n"
+	 "  ROOT c = f32[4] call(x, x), to_apply=f\n}\n",
+	 "to_apply computation 'f' takes 1 parameter, call needs 2"},
 };
 
 /* Parses text and verifies it: want NULL = must verify, else the message

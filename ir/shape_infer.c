@@ -270,10 +270,15 @@ static nx_shape *same_shape_operands(const si_ctx *c, int base, const bool *scal
 		if (!si_same_dims(s, b))
 			return si_fail(c, "operand %d has shape %s, incompatible with operand %d %s", k,
 			               si_str(c, s), base, si_str(c, b));
-		for (int d = 0; d < s->rank; d++)
-			if (si_dyn(s, d) > si_dyn(r, d))
-				si_set_dim(c, r, d, si_dyn(s, d) == NX_DIM_UNBOUNDED ? b->dims[d] : r->dims[d],
-				           si_dyn(s, d));
+		/* An unbounded dim takes the other operand's size; a bounded one
+		 * makes the result dynamic. */
+		for (int d = 0; d < s->rank; d++) {
+			uint8_t sd = si_dyn(s, d), rd = si_dyn(r, d);
+			if (rd == NX_DIM_UNBOUNDED && sd != NX_DIM_UNBOUNDED)
+				si_set_dim(c, r, d, s->dims[d], sd);
+			else if (sd == NX_DIM_BOUNDED && rd == NX_DIM_STATIC)
+				si_set_dim(c, r, d, r->dims[d], NX_DIM_BOUNDED);
+		}
 	}
 	return r;
 }

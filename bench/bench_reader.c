@@ -32,12 +32,18 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 	long insts = 0;
-	double best = 1e30, total = 0;
+	double best = 1e30, total = 0, vtotal = 0;
 	for (int k = 0; k < reps; k++) {
 		nx_diag d = {0};
 		double t0 = now();
 		nx_module *m = nx_read_text(buf, (size_t)n, path, &d);
+		double t1 = now();
+		if (m && nx_verify_module(m, &d) != NX_OK) {
+			nx_module_free(m);
+			m = NULL;
+		}
 		double t = now() - t0;
+		vtotal += now() - t1;
 		if (!m) {
 			char *s = nx_diag_format(&d);
 			fprintf(stderr, "%s", s);
@@ -54,8 +60,9 @@ int main(int argc, char **argv)
 	}
 	double mean = total / reps;
 	printf("reader: %s (%ld bytes, %ld instructions), %d reps\n", path, n, insts, reps);
-	printf("reader: mean %.2f ms: %.1f MB/s, %.0f instructions/s (best %.1f MB/s)\n", mean * 1e3,
-	       (double)n / mean / 1e6, (double)insts / mean, (double)n / best / 1e6);
+	printf("parse+verify: mean %.2f ms (verify %.2f ms): %.1f MB/s, %.0f instructions/s (best %.1f MB/s)\n",
+	       mean * 1e3, vtotal / reps * 1e3, (double)n / mean / 1e6, (double)insts / mean,
+	       (double)n / best / 1e6);
 	free(buf);
 	return 0;
 }

@@ -252,10 +252,33 @@ nx_status nx_eval_reduce(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, 
 	nx_literal **outs = nin == 1 && !nx_shape_is_tuple(i->shape) ? &o : o->tuple;
 	if (nin > 1 && o->ntuple != nin)
 		return nx_eval_error(ev, i, "variadic reduce needs a tuple result of %d elements", nin);
+	/* accumulate in the init values' type (the computation's), convert at the end */
+	nx_literal *acc[64];
+	if (nin > 64)
+		return nx_eval_error(ev, i, "reduce with more than 64 operands");
+	for (int k = 0; k < nin; k++) {
+		nx_type it = ops[nin + k]->shape->type;
+		acc[k] = outs[k]->shape->type == it ? outs[k]
+		       : nx_eval_alloc(ev, nx_shape_with_type(&ev->arena, outs[k]->shape, it));
+		if (!acc[k])
+			return NX_ERR_INPUT;
+	}
 	nx_opcode op = nin == 1 ? simple_op(i->called[0]) : NX_OP_COUNT;
-	nx_type t = outs[0]->shape->type;
-	if (op != NX_OP_COUNT && ops[0]->shape->type == t && ops[1]->shape->type == t &&
-	    i->called[0]->root->shape->type == t && nx_dom_of(t) != NX_DOM_C && nx_dom_of(t) != NX_DOM_NONE)
-		return fast_reduce(ev, i, op, ops[0], ops[1], outs[0], red);
-	return generic_reduce(ev, i, ops, nin, outs, red);
+	nx_type t = acc[0]->shape->type;
+	nx_status st;
+	if (op != NX_OP_COUNT && ops[0]->shape->type == t && i->called[0]->root->shape->type == t &&
+	    nx_dom_of(t) != NX_DOM_C && nx_dom_of(t) != NX_DOM_NONE)
+		st = fast_reduce(ev, i, op, ops[0], ops[1], acc[0], red);
+	else
+		st = generic_reduce(ev, i, ops, nin, acc, red);
+	for (int k = 0; k < nin && st == NX_OK; k++) {
+		if (acc[k] == outs[k])
+			continue;
+		nx_literal *c = nx_eval_convert_lit(ev, acc[k], outs[k]->shape->type);
+		if (!c)
+			return NX_ERR_INPUT;
+		if (c->nbytes)
+			memcpy(outs[k]->data, c->data, (size_t)c->nbytes);
+	}
+	return st;
 }

@@ -396,6 +396,9 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 	NX_ASSERT(vals && left);
 	memcpy(left, ci->uses, sizeof(int) * (size_t)n);
 	nx_status st = NX_OK;
+	/* arguments belong to the caller, whatever their count: pin them */
+	for (int k = 0; k < nargs; k++)
+		retain(ev, args[k]);
 	priv(ev)->depth++;
 	for (int k = 0; k < n && st == NX_OK; k++) {
 		const nx_inst *in = c->insts[k];
@@ -432,6 +435,8 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 	for (int k = 0; k < n; k++)
 		if (vals[k])
 			release(ev, vals[k], true);
+	for (int k = 0; k < nargs; k++)
+		release(ev, args[k], false);
 	free(vals);
 	free(left);
 	return st;

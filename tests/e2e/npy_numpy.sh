@@ -44,5 +44,5 @@ H
 "$PY" -c "import numpy as np; assert np.array_equal(np.load('$T/p/out0.npy'), -np.arange(6, dtype=np.float32).reshape(2,3))"
 # wrong shape is a clear error
 ! "$NXCC" eval "$T/n.hlo" --input 0="$T/o/out0.npy" 2>"$T/err"
-grep -q "parameter 0" "$T/err"
+grep -q "expected f32" "$T/err"
 echo ok

@@ -132,11 +132,17 @@ typedef struct ev_priv {
 	pmap comps; /* comp -> comp_info */
 	nx_literal *held; /* deposited in the last exchange, kept alive until the next */
 	int depth;
+	bool arena_data; /* data in the arena, no refcounts (an nx_eval we did not create) */
 } ev_priv;
+
+/* The evaluation this thread runs. An nx_eval built by someone else (unit
+ * tests of single ops) has none: it gets arena-backed data and a temporary
+ * private state inside nx_eval_call. */
+static _Thread_local ev_priv *cur_priv;
 
 static ev_priv *priv(nx_eval *ev)
 {
-	return (ev_priv *)ev;
+	return cur_priv && &cur_priv->pub == ev ? cur_priv : NULL;
 }
 
 nx_status nx_eval_error(nx_eval *ev, const nx_inst *i, const char *fmt, ...)
@@ -182,6 +188,11 @@ static nx_literal *alloc_lit(nx_eval *ev, nx_shape *shape, bool zero)
 	l->nbytes = bytes;
 	if (bytes == 0)
 		return l;
+	if (!priv(ev) || priv(ev)->arena_data) {
+		l->data = nx_arena_alloc(&ev->arena, (size_t)bytes);
+		ev->bytes_live += bytes;
+		return l;
+	}
 	l->data = zero ? calloc(1, (size_t)bytes) : malloc((size_t)bytes);
 	if (!l->data) {
 		nx_diag_set(ev->diag, NX_ERR_INPUT, NULL, 0, 0, "out of memory allocating %lld bytes",
@@ -224,7 +235,7 @@ nx_literal *nx_eval_clone(nx_eval *ev, const nx_literal *l)
 
 static void retain(nx_eval *ev, nx_literal *l)
 {
-	if (!l)
+	if (!l || !priv(ev))
 		return;
 	for (int k = 0; k < l->ntuple; k++)
 		retain(ev, l->tuple[k]);
@@ -238,7 +249,7 @@ static void retain(nx_eval *ev, nx_literal *l)
 /* Drops one reference; frees buffers that reach zero when free_dead. */
 static void release(nx_eval *ev, nx_literal *l, bool free_dead)
 {
-	if (!l)
+	if (!l || !priv(ev))
 		return;
 	for (int k = 0; k < l->ntuple; k++)
 		release(ev, l->tuple[k], free_dead);
@@ -337,8 +348,10 @@ nx_status nx_eval_exchange(nx_eval *ev, const nx_inst *i, nx_literal *mine, nx_l
 	bool ok = g->gen != gen;
 	pthread_mutex_unlock(&g->mu);
 	/* every replica has passed the previous exchange: its deposit may go */
-	release(ev, priv(ev)->held, true);
-	priv(ev)->held = mine;
+	if (priv(ev)) {
+		release(ev, priv(ev)->held, true);
+		priv(ev)->held = mine;
+	}
 	if (mismatch)
 		return nx_eval_error(ev, i, "replicas diverged: replica %d reached a different "
 		                     "collective than the others", ev->replica);
@@ -379,9 +392,25 @@ static comp_info *info_of(nx_eval *ev, const nx_comp *c)
 static nx_status eval_inst(nx_eval *ev, const nx_inst *i, nx_literal *const *ops,
                            nx_literal *const *args, int nargs, nx_literal **out);
 
+static void ev_free(ev_priv *p);
+
 nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, int nargs,
                        nx_literal **out)
 {
+	if (!priv(ev)) {
+		ev_priv tp, *saved = cur_priv;
+		memset(&tp, 0, sizeof(tp));
+		tp.pub = *ev;
+		tp.arena_data = true;
+		cur_priv = &tp;
+		nx_status st = nx_eval_call(&tp.pub, c, args, nargs, out);
+		cur_priv = saved;
+		ev->arena = tp.pub.arena;
+		ev->bytes_live = tp.pub.bytes_live;
+		nx_arena_init(&tp.pub.arena); /* now owned by ev again */
+		ev_free(&tp);
+		return st;
+	}
 	if (nargs != c->nparams)
 		return nx_diag_set(ev->diag, NX_ERR_INPUT, NULL, 0, 0,
 		                   "computation '%s' takes %d arguments, got %d", c->name, c->nparams, nargs);
@@ -724,8 +753,9 @@ static int64_t default_max_memory(void)
 static void *run_replica(void *arg)
 {
 	replica_job *j = arg;
-	ev_priv p;
+	ev_priv p, *saved = cur_priv;
 	ev_init(&p, j->m, j->o, &j->diag);
+	cur_priv = &p;
 	p.pub.replica = j->replica;
 	p.pub.nreplicas = j->g ? j->g->n : 1;
 	p.pub.group = j->g;
@@ -753,6 +783,7 @@ static void *run_replica(void *arg)
 	}
 	release(&p.pub, p.held, true);
 	ev_free(&p);
+	cur_priv = saved;
 	return NULL;
 }
 

@@ -177,10 +177,12 @@ static inline void nx_evop_apply(nx_opcode op, nx_literal *dst, int64_t di, cons
 	}
 }
 
-/* Scalar literals of the given types, for calling a computation per element. */
+/* A scalar argument for calling a computation per element. Its data lives
+ * in the arena, outside the core's buffer reference counts, so that the
+ * callee releasing its parameters never frees it and it can be reused. */
 static inline nx_literal *nx_evop_scalar(nx_eval *ev, nx_type t)
 {
-	return nx_eval_alloc(ev, nx_shape_scalar(&ev->arena, t));
+	return nx_literal_new(&ev->arena, nx_shape_scalar(&ev->arena, t));
 }
 
 #endif

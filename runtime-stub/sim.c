@@ -195,6 +195,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 		case NX_I_WAIT:
 			if (sem[in->iarg[0]] < in->iarg[1]) {
 				g->wait_sem = in->iarg[0];
+				st->insns[be]--; /* counted when it passes */
 				continue; /* re-executed when woken */
 			}
 			g->clock += ctrl;

@@ -528,7 +528,8 @@ char *nx_flags_canonical_json(const nx_compile_flags *f)
 	char **dp = malloc(sizeof(char *) * (size_t)(f->n_disable_pass + 1));
 	if (!dp)
 		abort();
-	memcpy(dp, f->disable_pass, sizeof(char *) * (size_t)f->n_disable_pass);
+	if (f->n_disable_pass)
+		memcpy(dp, f->disable_pass, sizeof(char *) * (size_t)f->n_disable_pass);
 	qsort(dp, (size_t)f->n_disable_pass, sizeof(char *), cmp_str);
 	for (int i = 0, first = 1; i < f->n_disable_pass; i++) {
 		if (i > 0 && strcmp(dp[i], dp[i - 1]) == 0)

@@ -1,0 +1,587 @@
+/* compiler/cache.c — compile cache front: key, layout, lookup/store, locking.
+ * The backends (cache_fs.c, cache_s3.c) are plain object stores; everything
+ * about entries, markers and hashes lives here. */
+#include "compiler/cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VERSION_DIR "nxcc-" NX_VERSION
+
+struct nx_cache {
+	const nx_cache_backend *be;
+	void *impl;
+	char *url;
+	bool usable;
+	nx_cache_log_fn log;
+	void *log_ud;
+};
+
+void (*nx_cache_test_before_done)(void);
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s);
+	char *q = malloc(n + 1);
+	if (!q)
+		abort();
+	memcpy(q, s, n + 1);
+	return q;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap, ap2;
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = malloc((size_t)n + 1);
+	if (!s)
+		abort();
+	vsnprintf(s, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	return s;
+}
+
+static void default_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	if (level >= 1)
+		fprintf(stderr, "nxcc: warning: %s\n", msg);
+}
+
+static void say(nx_cache *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(nx_cache *c, int level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	c->log(c->log_ud, level, buf);
+}
+
+/* The store failed in a way that will not fix itself within this run
+ * (unreachable, forbidden): warn once and stop using it. */
+static void give_up(nx_cache *c, const char *what, const nx_diag *d)
+{
+	if (!c->usable)
+		return;
+	c->usable = false;
+	say(c, 1, "compile cache %s: %s failed (%s); continuing without the cache", c->url, what,
+	    d && d->msg ? d->msg : "unknown error");
+}
+
+const char *nx_cache_location(const char *cache_dir_flag)
+{
+	if (cache_dir_flag && *cache_dir_flag)
+		return cache_dir_flag;
+	const char *env = getenv("NEURON_COMPILE_CACHE_URL");
+	if (env && *env)
+		return env;
+	return NX_CACHE_DEFAULT_DIR;
+}
+
+nx_status nx_cache_open(const char *url, nx_cache **out, nx_diag *d)
+{
+	*out = NULL;
+	if (!url || !*url)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "empty compile cache location");
+	const nx_cache_backend *be;
+	void *impl;
+	char *canon;
+	if (strncmp(url, "s3://", 5) == 0) {
+		const char *bp = url + 5;
+		if (!*bp || *bp == '/')
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "compile cache url '%s' names no bucket", url);
+		be = &nx_cache_s3_backend;
+		impl = nx_cache_s3_open(bp, d);
+		size_t n = strlen(url);
+		canon = xstrdup(url);
+		while (n > 5 && canon[n - 1] == '/')
+			canon[--n] = 0;
+	} else {
+		const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
+		be = &nx_cache_fs_backend;
+		impl = nx_cache_fs_open(path, d);
+		canon = xstrdup(path);
+	}
+	if (!impl) {
+		free(canon);
+		return d ? d->status : NX_ERR_IO;
+	}
+	nx_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		abort();
+	c->be = be;
+	c->impl = impl;
+	c->url = canon;
+	c->usable = true;
+	c->log = default_log;
+	*out = c;
+	return NX_OK;
+}
+
+void nx_cache_close(nx_cache *c)
+{
+	if (!c)
+		return;
+	c->be->close(c->impl);
+	free(c->url);
+	free(c);
+}
+
+void nx_cache_set_log(nx_cache *c, nx_cache_log_fn fn, void *ud)
+{
+	c->log = fn ? fn : default_log;
+	c->log_ud = ud;
+}
+
+const char *nx_cache_kind(const nx_cache *c) { return c->be->kind; }
+const char *nx_cache_url(const nx_cache *c) { return c->url; }
+bool nx_cache_usable(const nx_cache *c) { return c->usable; }
+
+static bool key_chars_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+nx_status nx_cache_key_make(const char *hlo_fingerprint, const char *flags_hash, nx_cache_key *k,
+                            nx_diag *d)
+{
+	if (!key_chars_ok(hlo_fingerprint, 64) || !key_chars_ok(flags_hash, 32))
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "bad cache key parts '%s' + '%s'", hlo_fingerprint,
+		                   flags_hash);
+	snprintf(k->name, sizeof(k->name), "MODULE_%s+%s", hlo_fingerprint, flags_hash);
+	return NX_OK;
+}
+
+char *nx_cache_where(const nx_cache *c, const nx_cache_key *k)
+{
+	return xasprintf("%s/%s/%s", c->url, VERSION_DIR, k->name);
+}
+
+static char *obj(const char *version, const char *key, const char *file)
+{
+	return xasprintf("%s/%s/%s", version, key, file);
+}
+
+/* Reads model.done: the first 64 chars are the neff's sha256 hex. */
+static bool done_hash(const uint8_t *data, size_t len, char out[65])
+{
+	if (len < 64)
+		return false;
+	for (int i = 0; i < 64; i++) {
+		char ch = (char)data[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+			return false;
+		out[i] = ch;
+	}
+	out[64] = 0;
+	return true;
+}
+
+/* 1 intact (neff and len set), 0 absent or corrupt (*why set), -1 store error. */
+static int read_done_entry(nx_cache *c, const char *version, const char *key, uint8_t **neff, size_t *len,
+                           const char **why, nx_diag *d)
+{
+	char *n_done = obj(version, key, "model.done");
+	uint8_t *done = NULL;
+	size_t done_len = 0;
+	int r = c->be->get(c->impl, n_done, &done, &done_len, d);
+	free(n_done);
+	if (r <= 0) {
+		*why = "no model.done";
+		return r;
+	}
+	char want[65];
+	bool ok = done_hash(done, done_len, want);
+	free(done);
+	if (!ok) {
+		*why = "model.done does not hold a sha256";
+		return 0;
+	}
+	char *n_neff = obj(version, key, "model.neff");
+	uint8_t *data = NULL;
+	size_t dlen = 0;
+	r = c->be->get(c->impl, n_neff, &data, &dlen, d);
+	free(n_neff);
+	if (r <= 0) {
+		*why = "model.done present but model.neff missing";
+		return r;
+	}
+	char got[65];
+	nx_sha256_hex(data, dlen, got);
+	if (strcmp(got, want) != 0) {
+		free(data);
+		*why = "model.neff does not match the hash in model.done";
+		return 0;
+	}
+	*neff = data;
+	*len = dlen;
+	return 1;
+}
+
+nx_cache_result nx_cache_lookup(nx_cache *c, const nx_cache_key *k, bool retry_failed, uint8_t **neff,
+                                size_t *len, char **failed_log)
+{
+	if (!c || !c->usable)
+		return NX_CACHE_MISS;
+	nx_diag d = {0};
+	const char *why = NULL;
+	int r = read_done_entry(c, VERSION_DIR, k->name, neff, len, &why, &d);
+	if (r < 0) {
+		give_up(c, "lookup", &d);
+		nx_diag_clear(&d);
+		return NX_CACHE_MISS;
+	}
+	if (r == 1)
+		return NX_CACHE_HIT;
+	if (strcmp(why, "no model.done") != 0)
+		say(c, 1, "compile cache entry %s/%s/%s is corrupt (%s); recompiling", c->url, VERSION_DIR, k->name,
+		    why);
+	if (retry_failed)
+		return NX_CACHE_MISS;
+	char *n_log = obj(VERSION_DIR, k->name, "model.log");
+	uint8_t *log = NULL;
+	size_t log_len = 0;
+	r = c->be->get(c->impl, n_log, &log, &log_len, &d);
+	free(n_log);
+	if (r < 0) {
+		give_up(c, "lookup", &d);
+		nx_diag_clear(&d);
+		return NX_CACHE_MISS;
+	}
+	if (r == 0)
+		return NX_CACHE_MISS;
+	char *s = malloc(log_len + 1);
+	if (!s)
+		abort();
+	memcpy(s, log, log_len);
+	s[log_len] = 0;
+	free(log);
+	if (failed_log)
+		*failed_log = s;
+	else
+		free(s);
+	return NX_CACHE_FAILED;
+}
+
+/* ------------------------------------------------------------------ locks */
+
+nx_status nx_cache_lock_key(nx_cache *c, const nx_cache_key *k, nx_cache_lock *lk, bool *waited, nx_diag *d)
+{
+	lk->fd = -1;
+	if (waited)
+		*waited = false;
+	char *entry = xasprintf("%s/%s", VERSION_DIR, k->name);
+	char *dir = c->be->lock_dir(c->impl, entry);
+	free(entry);
+	if (!dir)
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot create a lock directory for %s", k->name);
+	char *path = xasprintf("%s/model.lock", dir);
+	free(dir);
+	/* A lock file can be unlinked (nxcc cache clear-locks) between our open
+	 * and our flock; then we would hold a lock nobody else can see. After
+	 * locking, check the path still names our inode, else start over. */
+	for (;;) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0) {
+			nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open lock: %s", strerror(errno));
+			free(path);
+			return st;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			if (errno != EWOULDBLOCK) {
+				nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "flock: %s", strerror(errno));
+				close(fd);
+				free(path);
+				return st;
+			}
+			if (waited && !*waited)
+				say(c, 0, "waiting for another compile of %s", k->name);
+			if (waited)
+				*waited = true;
+			while (flock(fd, LOCK_EX) != 0) {
+				if (errno != EINTR) {
+					nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "flock: %s", strerror(errno));
+					close(fd);
+					free(path);
+					return st;
+				}
+			}
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+			lk->fd = fd;
+			free(path);
+			return NX_OK;
+		}
+		close(fd);
+	}
+}
+
+void nx_cache_unlock(nx_cache_lock *lk)
+{
+	if (lk->fd >= 0) {
+		/* the file stays: unlinking here would race with a waiter */
+		flock(lk->fd, LOCK_UN);
+		close(lk->fd);
+	}
+	lk->fd = -1;
+}
+
+/* ------------------------------------------------------------------ store */
+
+static nx_status put_entry_files(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                                 const char *flags_json, nx_diag *d)
+{
+	nx_status st = NX_OK;
+	if (hlo_pb) {
+		char *n = obj(VERSION_DIR, k->name, "model.hlo_module.pb");
+		st = c->be->put(c->impl, n, hlo_pb, hlo_len, d);
+		free(n);
+	}
+	if (st == NX_OK && flags_json) {
+		char *n = obj(VERSION_DIR, k->name, "compile_flags.json");
+		st = c->be->put(c->impl, n, flags_json, strlen(flags_json), d);
+		free(n);
+	}
+	return st;
+}
+
+static nx_status del_quiet(nx_cache *c, const nx_cache_key *k, const char *file, nx_diag *d)
+{
+	char *n = obj(VERSION_DIR, k->name, file);
+	nx_status st = c->be->del(c->impl, n, d);
+	free(n);
+	return st;
+}
+
+nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                         const char *flags_json, const void *neff, size_t neff_len, nx_diag *d)
+{
+	if (!c->usable)
+		return NX_OK;
+	/* An old marker must not vouch for a neff while we replace it. */
+	nx_status st = del_quiet(c, k, "model.done", d);
+	if (st == NX_OK)
+		st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
+	if (st == NX_OK) {
+		char *n = obj(VERSION_DIR, k->name, "model.neff");
+		st = c->be->put(c->impl, n, neff, neff_len, d);
+		free(n);
+	}
+	if (st == NX_OK && nx_cache_test_before_done)
+		nx_cache_test_before_done();
+	if (st == NX_OK) {
+		char hex[66];
+		nx_sha256_hex(neff, neff_len, hex);
+		hex[64] = '\n';
+		hex[65] = 0;
+		char *n = obj(VERSION_DIR, k->name, "model.done");
+		st = c->be->put(c->impl, n, hex, 65, d);
+		free(n);
+	}
+	if (st == NX_OK)
+		st = del_quiet(c, k, "model.log", d);
+	if (st != NX_OK)
+		give_up(c, "store", d);
+	return st;
+}
+
+nx_status nx_cache_store_failure(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                                 const char *flags_json, const char *log, nx_diag *d)
+{
+	if (!c->usable)
+		return NX_OK;
+	nx_status st = del_quiet(c, k, "model.done", d);
+	if (st == NX_OK)
+		st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
+	if (st == NX_OK) {
+		char *n = obj(VERSION_DIR, k->name, "model.log");
+		st = c->be->put(c->impl, n, log ? log : "", log ? strlen(log) : 0, d);
+		free(n);
+	}
+	if (st != NX_OK)
+		give_up(c, "store", d);
+	return st;
+}
+
+/* ------------------------------------------------------------ maintenance */
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const nx_cache_entry *x = a, *y = b;
+	int r = strcmp(x->version, y->version);
+	return r ? r : strcmp(x->key, y->key);
+}
+
+nx_status nx_cache_list(nx_cache *c, nx_cache_entry **out, int *n_out, nx_diag *d)
+{
+	*out = NULL;
+	*n_out = 0;
+	nx_cache_obj *objs = NULL;
+	int n = 0;
+	nx_status st = c->be->list(c->impl, "", &objs, &n, d);
+	if (st != NX_OK)
+		return st;
+	nx_cache_entry *e = NULL;
+	int ne = 0;
+	/* objects arrive in any order: group by "<version>/<key>/" */
+	for (int i = 0; i < n; i++) {
+		const char *name = objs[i].name;
+		const char *s1 = strchr(name, '/');
+		const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+		if (!s1 || !s2 || strncmp(name, "nxcc-", 5) != 0 || strncmp(s1 + 1, "MODULE_", 7) != 0 ||
+		    strchr(s2 + 1, '/'))
+			continue;
+		size_t vl = (size_t)(s1 - name), kl = (size_t)(s2 - s1 - 1);
+		const char *file = s2 + 1;
+		int j;
+		for (j = 0; j < ne; j++)
+			if (strlen(e[j].version) == vl && strncmp(e[j].version, name, vl) == 0 &&
+			    strlen(e[j].key) == kl && strncmp(e[j].key, s1 + 1, kl) == 0)
+				break;
+		if (j == ne) {
+			nx_cache_entry *ee = realloc(e, sizeof(*e) * (size_t)(ne + 1));
+			if (!ee)
+				abort();
+			e = ee;
+			memset(&e[ne], 0, sizeof(e[ne]));
+			e[ne].version = xasprintf("%.*s", (int)vl, name);
+			e[ne].key = xasprintf("%.*s", (int)kl, s1 + 1);
+			e[ne].state = NX_ENTRY_INCOMPLETE;
+			ne++;
+		}
+		if (strcmp(file, "model.lock") == 0)
+			continue;
+		e[j].bytes += objs[i].size;
+		if (objs[i].mtime > e[j].mtime)
+			e[j].mtime = objs[i].mtime;
+		if (strcmp(file, "model.done") == 0)
+			e[j].state = NX_ENTRY_DONE;
+		else if (strcmp(file, "model.log") == 0 && e[j].state != NX_ENTRY_DONE)
+			e[j].state = NX_ENTRY_FAILED;
+	}
+	for (int i = 0; i < n; i++)
+		free(objs[i].name);
+	free(objs);
+	qsort(e, (size_t)ne, sizeof(*e), cmp_entry);
+	*out = e;
+	*n_out = ne;
+	return NX_OK;
+}
+
+void nx_cache_entries_free(nx_cache_entry *e, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(e[i].version);
+		free(e[i].key);
+	}
+	free(e);
+}
+
+bool nx_cache_verify_entry(nx_cache *c, const char *version, const char *key, const char **why)
+{
+	nx_diag d = {0};
+	uint8_t *neff = NULL;
+	size_t len = 0;
+	*why = NULL;
+	int r = read_done_entry(c, version, key, &neff, &len, why, &d);
+	if (r < 0)
+		*why = "cannot read from the store";
+	nx_diag_clear(&d);
+	free(neff);
+	return r == 1;
+}
+
+nx_status nx_cache_remove_entry(nx_cache *c, const char *version, const char *key, nx_diag *d)
+{
+	/* model.done first: a reader must never see a marker without its neff */
+	static const char *const files[] = {"model.done", "model.neff", "model.log", "compile_flags.json",
+	                                    "model.hlo_module.pb", "model.lock"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *n = obj(version, key, files[i]);
+		nx_status st = c->be->del(c->impl, n, d);
+		free(n);
+		if (st != NX_OK)
+			return st;
+	}
+	return NX_OK;
+}
+
+static int clear_lock_file(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int removed = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		/* held by us now, so no one is compiling: safe to unlink (lockers
+		 * re-check the inode after locking) */
+		removed = unlink(path) == 0;
+		flock(fd, LOCK_UN);
+	}
+	close(fd);
+	return removed;
+}
+
+bool nx_cache_entry_busy(nx_cache *c, const char *version, const char *key)
+{
+	char *entry = xasprintf("%s/%s", version, key);
+	char *dir = c->be->lock_dir(c->impl, entry);
+	free(entry);
+	if (!dir)
+		return false;
+	char *path = xasprintf("%s/model.lock", dir);
+	free(dir);
+	bool busy = false;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		busy = flock(fd, LOCK_EX | LOCK_NB) != 0;
+		close(fd); /* closing drops our flock if we got it */
+	}
+	free(path);
+	return busy;
+}
+
+int nx_cache_clear_locks(nx_cache *c)
+{
+	nx_cache_entry *e;
+	int n, removed = 0;
+	nx_diag d = {0};
+	if (nx_cache_list(c, &e, &n, &d) != NX_OK) {
+		nx_diag_clear(&d);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		char *entry = xasprintf("%s/%s", e[i].version, e[i].key);
+		char *dir = c->be->lock_dir(c->impl, entry);
+		free(entry);
+		if (!dir)
+			continue;
+		char *path = xasprintf("%s/model.lock", dir);
+		removed += clear_lock_file(path);
+		free(path);
+		free(dir);
+	}
+	nx_cache_entries_free(e, n);
+	return removed;
+}

@@ -62,12 +62,11 @@ static Xla__ShapeProto *wshape(wctx *w, const nx_shape *s)
 		Xla__LayoutProto tmp = XLA__LAYOUT_PROTO__INIT;
 		bool ok = nx_pb_layout_extra_parse(&w->a, s->layout_extra, &tmp);
 		char *back = ok ? nx_pb_layout_extra_format(&w->a, &tmp) : NULL;
-		if (ok) {
-			l->n_tiles = tmp.n_tiles;
-			l->tiles = tmp.tiles;
-			l->element_size_in_bits = tmp.element_size_in_bits;
-			l->memory_space = tmp.memory_space;
-		}
+		/* What parsed before an unknown item still tells XLA the tiling. */
+		l->n_tiles = tmp.n_tiles;
+		l->tiles = tmp.tiles;
+		l->element_size_in_bits = tmp.element_size_in_bits;
+		l->memory_space = tmp.memory_space;
 		if (!back || strcmp(back, s->layout_extra) != 0) {
 			NX_PB_NEW(&w->a, l->nxcc_layout_extra, Xla__NxccText, XLA__NXCC_TEXT__INIT);
 			l->nxcc_layout_extra->text = wstr(w, s->layout_extra);

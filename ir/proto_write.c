@@ -57,7 +57,8 @@ static Xla__ShapeProto *wshape(wctx *w, const nx_shape *s)
 	Xla__LayoutProto *l;
 	NX_PB_NEW(&w->a, l, Xla__LayoutProto, XLA__LAYOUT_PROTO__INIT);
 	l->n_minor_to_major = (size_t)s->rank;
-	l->minor_to_major = nx_arena_dup(&w->a, s->minor_to_major, sizeof(int64_t) * (size_t)(s->rank + 1));
+	l->minor_to_major = nx_arena_alloc(&w->a, sizeof(int64_t) * (size_t)(s->rank + 1));
+	memcpy(l->minor_to_major, s->minor_to_major, sizeof(int64_t) * (size_t)s->rank);
 	if (s->layout_extra) {
 		Xla__LayoutProto tmp = XLA__LAYOUT_PROTO__INIT;
 		bool ok = nx_pb_layout_extra_parse(&w->a, s->layout_extra, &tmp);

@@ -217,6 +217,20 @@ static void test_fields(void **state)
 	nx_module_free(r);
 }
 
+static void drop_attrs(Xla__NxccAttr **v, size_t *n)
+{
+	for (size_t k = 0; k < *n; k++)
+		xla__nxcc_attr__free_unpacked(v[k], NULL);
+	*n = 0;
+}
+
+static void drop_text(Xla__NxccText **t)
+{
+	if (*t)
+		xla__nxcc_text__free_unpacked(*t, NULL);
+	*t = NULL;
+}
+
 /* The XLA fields alone (what a real dump has) carry the mapped forms. */
 static void test_xla_fields(void **state)
 {
@@ -265,15 +279,15 @@ static void test_xla_fields(void **state)
 	for (size_t ci = 0; ci < p->n_computations; ci++)
 		for (size_t k = 0; k < p->computations[ci]->n_instructions; k++) {
 			Xla__HloInstructionProto *ip = p->computations[ci]->instructions[k];
-			ip->n_nxcc_unknown_attributes = 0;
-			ip->n_nxcc_metadata = 0;
-			ip->nxcc_sharding = NULL;
-			ip->nxcc_api_version = NULL;
+			drop_attrs(ip->nxcc_unknown_attributes, &ip->n_nxcc_unknown_attributes);
+			drop_attrs(ip->nxcc_metadata, &ip->n_nxcc_metadata);
+			drop_text(&ip->nxcc_sharding);
+			drop_text(&ip->nxcc_api_version);
 			ip->nxcc_dimensions_given = 0;
 			if (ip->shape->layout)
-				ip->shape->layout->nxcc_layout_extra = NULL;
+				drop_text(&ip->shape->layout->nxcc_layout_extra);
 		}
-	p->n_nxcc_unknown_attributes = 0;
+	drop_attrs(p->nxcc_unknown_attributes, &p->n_nxcc_unknown_attributes);
 	p->nxcc_replica_count = 0;
 	p->nxcc_no_entry_layout = false;
 	size_t n2 = xla__hlo_module_proto__get_packed_size(p);
@@ -524,6 +538,44 @@ static void test_bad_content(void **state)
 	nx_module_free(m);
 }
 
+/* Deterministic byte mutations of a valid proto: the reader must either
+ * refuse with a diagnostic or give a module the writer can write again. */
+static void test_mutations(void **state)
+{
+	(void)state;
+	nx_module *m = build();
+	nx_diag d = {0};
+	size_t len;
+	uint8_t *buf = nx_write_proto(m, &len, &d);
+	uint8_t *b = malloc(len);
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	int refused = 0, read = 0;
+	for (int it = 0; it < 3000; it++) {
+		memcpy(b, buf, len);
+		for (int k = 0; k < 1 + it % 4; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			b[x % len] = (uint8_t)(x >> 32);
+		}
+		nx_module *r = nx_read_proto(b, len - (it % 7 == 0 ? x % 8 : 0), "mut.pb", &d);
+		if (!r) {
+			assert_non_null(d.msg);
+			nx_diag_clear(&d);
+			refused++;
+			continue;
+		}
+		read++;
+		size_t l2;
+		void *again = nx_write_proto(r, &l2, &d);
+		assert_non_null(again);
+		free(again);
+		nx_module_free(r);
+	}
+	assert_true(refused > 0 && read > 0);
+	free(b);
+	free(buf);
+	nx_module_free(m);
+}
+
 /* ---------------------------------------------------------------- corpus */
 
 static int corpus_file(const char *path, int *skipped)
@@ -631,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_bad_bytes),
 		cmocka_unit_test(test_bad_content),
+		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,7 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 .PHONY: all unit deps test asan bench fuzz clean
+.SECONDARY: $(GEN_SRC)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # Reader throughput benchmark (bench/bench_reader.c).

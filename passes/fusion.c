@@ -258,16 +258,25 @@ static void choose_duplicates(fstate *s)
 {
 	nx_fgraph *g = &s->g;
 	const nx_pass_ctx *ctx = g->ctx;
-	s->dupok = calloc((size_t)g->n + 1, sizeof(bool));
+	if (!s->dupok)
+		s->dupok = calloc((size_t)g->n + 1, sizeof(bool));
+	/* Candidates: kernels of one cheap elementwise instruction whose every
+	 * user is in another kernel that may copy it. Dissolving such a kernel
+	 * never adds one, and the kernel graph keeps its edges (the copy reads
+	 * what the producer read), so no cycle can appear. */
 	for (int p = 0; p < g->n; p++) {
 		nx_inst *pi = g->insts[p];
 		int k = g->uoff[p + 1] - g->uoff[p];
-		if (k < 2 || pi == g->comp->root || !(nx_opcode_flags(pi->op) & NX_OPF_ELEMENTWISE) ||
-		    (nx_opcode_flags(pi->op) & NX_OPF_EXPENSIVE) || !nx_fusion_fusible(pi))
+		int gp = g->group[p];
+		if (k < 2 || gp < 0 || s->grp[gp].n != 1 || s->grp[gp].pattern || pi == g->comp->root ||
+		    !(nx_opcode_flags(pi->op) & NX_OPF_ELEMENTWISE) ||
+		    (nx_opcode_flags(pi->op) & NX_OPF_EXPENSIVE))
 			continue;
 		bool ok = true;
-		for (int u = g->uoff[p]; u < g->uoff[p + 1] && ok; u++)
-			ok = nx_fusion_refusal(pi, g->insts[g->users[u]], ctx) == NULL;
+		for (int u = g->uoff[p]; u < g->uoff[p + 1] && ok; u++) {
+			int gu = g->group[g->users[u]];
+			ok = gu >= 0 && gu != gp && nx_fusion_refusal(pi, g->insts[g->users[u]], ctx) == NULL;
+		}
 		if (!ok)
 			continue;
 		int64_t b = nx_shape_bytes(pi->shape), in = 0;
@@ -283,6 +292,9 @@ static void choose_duplicates(fstate *s)
 			       (k - 1) * ctx->cost->inst_cycles(ctx->cost->user, pi);
 		if (gain > 0) {
 			s->dupok[p] = true;
+			g->group[p] = -1;
+			s->grp[gp].dead = true;
+			s->grp[gp].n = 0;
 			nx_pass_log(ctx, 2, "fusion: duplicate %s into its %d users (gain %.0f)", pi->name, k,
 			            gain);
 		}
@@ -560,6 +572,8 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		}
 	}
 	free(dead);
+	if (g->ctx->opt_level >= 3)
+		choose_duplicates(s);
 	if (siblings)
 		sibling_merge(s);
 }
@@ -708,13 +722,13 @@ nx_status nx_pass_fusion(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 		if (nx_fusion_fusible(g->insts[i]))
 			before += kernel_bytes(g->insts[i]);
 
-	if (ctx->opt_level >= 3)
-		choose_duplicates(&s);
 	bool pats = ctx->model_type == NX_MODEL_TRANSFORMER && ctx->opt_level >= 2;
 	bool sibs = ctx->opt_level >= 2;
 	partition(&s, pats, sibs);
 	if (!acyclic(&s)) {
 		nx_pass_log(ctx, 1, "fusion: kernel graph had a cycle; regrouping without patterns and sibling merges");
+		if (s.dupok)
+			memset(s.dupok, 0, (size_t)n + 1);
 		partition(&s, false, false);
 		NX_ASSERT(acyclic(&s));
 	}

@@ -210,8 +210,11 @@ static void grow(fstate *s, int gi, heap *h)
 	nx_fgraph *g = &s->g;
 	const nx_pass_ctx *ctx = g->ctx;
 	h->n = 0;
-	for (int k = 0; k < g->insts[s->grp[gi].root]->noperands; k++)
-		heap_push(h, nx_fpos(g->insts[s->grp[gi].root]->operands[k]));
+	for (int j = 0; j < s->grp[gi].n; j++) {
+		nx_inst *x = g->insts[s->grp[gi].m[j]];
+		for (int k = 0; k < x->noperands; k++)
+			heap_push(h, nx_fpos(x->operands[k]));
+	}
 	while (h->n) {
 		int p = heap_pop(h);
 		if (s->stamp[p] == gi || g->group[p] >= 0)
@@ -518,6 +521,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		g->group[i] = -1;
 		s->stamp[i] = -1;
 	}
+	heap h = {0};
 	if (patterns) {
 		nx_fpattern *pats = NULL;
 		int np = nx_fusion_find_patterns(g, &pats);
@@ -533,6 +537,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 				int gi = group_new(s, root, pats[i].name);
 				for (int k = 0; k < pats[i].nmembers; k++)
 					group_add(s, gi, pats[i].members[k]);
+				grow(s, gi, &h);
 				nx_pass_log(ctx, 2, "fusion: pattern %s at %s (%d instructions)", pats[i].name,
 				            g->insts[root]->name, pats[i].nmembers);
 			}
@@ -540,7 +545,6 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		}
 		free(pats);
 	}
-	heap h = {0};
 	for (int p = g->n - 1; p >= 0; p--) {
 		nx_inst *pi = g->insts[p];
 		if (g->group[p] >= 0 || !nx_fusion_fusible(pi) || clonable(s, p))

@@ -69,8 +69,10 @@ bool nx_fusion_fusible(const nx_inst *i)
 
 bool nx_fusion_duplicable(const nx_inst *i, const nx_pass_ctx *ctx)
 {
-	(void)ctx;
 	if (!nx_shape_is_array(i->shape))
+		return false;
+	/* O1 copies only constants: broadcasts and iotas are kernels there. */
+	if (ctx && ctx->opt_level <= 1 && i->op != NX_OP_CONSTANT)
 		return false;
 	switch (i->op) {
 	case NX_OP_CONSTANT:

@@ -412,10 +412,11 @@ static void sibling_merge(fstate *s)
 				capc = capc ? 2 * capc : 64;
 				c = realloc(c, sizeof(sib) * (size_t)capc);
 			}
-			c[nc++] = (sib){first, gu, nx_shape_bytes(g->insts[p]->shape), nc};
+			c[nc] = (sib){first, gu, nx_shape_bytes(g->insts[p]->shape), nc};
+			nc++;
 		}
 	}
-	if (ctx->opt_level >= 3)
+	if (ctx->opt_level >= 3 && nc > 1)
 		qsort(c, (size_t)nc, sizeof(sib), sib_cmp);
 	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
 	int *mark = calloc((size_t)g->n + 1, sizeof(int));

@@ -1,0 +1,56 @@
+/* passes/fusion.h — shared between the fusion pass files (fusion.c,
+ * fusion_decision.c, fusion_patterns.c). Not a public interface. */
+#ifndef NX_FUSION_H
+#define NX_FUSION_H
+
+#include "passes/pass.h"
+
+/* NULL when producer may be fused into consumer's kernel at ctx->opt_level,
+ * else a short reason (a string literal). Pairwise only: whole-kernel rules
+ * (users outside the kernel, two matmuls in one kernel, cycles) live in
+ * fusion.c and log their own reasons. */
+const char *nx_fusion_refusal(const nx_inst *producer, const nx_inst *consumer,
+                              const nx_pass_ctx *ctx);
+/* May this instruction be part of a kernel at all? Parameters, constants,
+ * tuples, get-tuple-element, collectives, control flow, side effects and
+ * async/token plumbing stay outside. */
+bool nx_fusion_fusible(const nx_inst *i);
+/* Cheap enough to be copied into every kernel that reads it (scalar or small
+ * constants, iota, broadcast of a scalar): never a reason to keep a kernel
+ * boundary. */
+bool nx_fusion_duplicable(const nx_inst *i, const nx_pass_ctx *ctx);
+/* Contraction: dot, convolution, ragged/scaled dot. */
+bool nx_fusion_is_matmul(const nx_inst *i);
+/* reduce / reduce-window. */
+bool nx_fusion_is_reduction(const nx_inst *i);
+/* Opcode of the root of a reducer (to_apply), or NX_OP_COUNT. */
+nx_opcode nx_fusion_reducer_op(const nx_inst *reduce);
+
+/* The graph view shared by the fusion files: the entry computation with
+ * positions, users and the kernel (group) each instruction belongs to. */
+typedef struct nx_fgraph {
+	nx_comp *comp;
+	int n;
+	nx_inst **insts;  /* = comp->insts at the start */
+	int *uoff, *users; /* CSR users (by position) */
+	int *group;       /* kernel id per position, -1 = none yet */
+	int ngroups;
+	const nx_pass_ctx *ctx;
+} nx_fgraph;
+
+static inline int nx_fpos(const nx_inst *i) { return (int)(intptr_t)i->aux; }
+
+/* A recognised transformer pattern: the members (positions) form one kCustom
+ * kernel named after the pattern. */
+typedef struct nx_fpattern {
+	const char *name; /* "softmax", "layer_norm", "gelu", "attention", ... */
+	int *members;
+	int nmembers;
+} nx_fpattern;
+
+/* fusion_patterns.c: finds the --model-type transformer patterns among the
+ * instructions not yet in a kernel. Returns the number found; *out is
+ * malloc'd (members too). */
+int nx_fusion_find_patterns(nx_fgraph *g, nx_fpattern **out);
+
+#endif

@@ -1,0 +1,195 @@
+/* passes/fusion_decision.c — which producer may join which consumer's
+ * kernel, per optimization level. The rules (docs/passes.md, "fusion"):
+ *   O1: elementwise producer into elementwise consumer (kLoop) only.
+ *   O2: also broadcast/reshape/transpose/slice/pad/concatenate/iota/... into
+ *       any consumer, elementwise inputs into a reduction (kInput), a matmul
+ *       into its epilogue (kOutput), layout ops into a matmul operand.
+ *   O3: as O2; the order and the sibling merges follow estimated savings. */
+#include "passes/fusion.h"
+
+bool nx_fusion_is_matmul(const nx_inst *i)
+{
+	return i->op == NX_OP_DOT || i->op == NX_OP_CONVOLUTION || i->op == NX_OP_RAGGED_DOT ||
+	       i->op == NX_OP_SCALED_DOT;
+}
+
+bool nx_fusion_is_reduction(const nx_inst *i)
+{
+	return i->op == NX_OP_REDUCE || i->op == NX_OP_REDUCE_WINDOW;
+}
+
+nx_opcode nx_fusion_reducer_op(const nx_inst *r)
+{
+	if (r->ncalled < 1 || !r->called[0]->root)
+		return NX_OP_COUNT;
+	return r->called[0]->root->op;
+}
+
+bool nx_fusion_fusible(const nx_inst *i)
+{
+	unsigned f = nx_opcode_flags(i->op);
+	if (f & (NX_OPF_COLLECTIVE | NX_OPF_SIDE_EFFECT))
+		return false;
+	if (i->a.ncontrol_predecessors)
+		return false;
+	if (!nx_shape_is_array(i->shape) && i->op != NX_OP_CUSTOM_CALL)
+		return false;
+	switch (i->op) {
+	case NX_OP_PARAMETER:
+	case NX_OP_CONSTANT:
+	case NX_OP_TUPLE:
+	case NX_OP_GET_TUPLE_ELEMENT:
+	case NX_OP_WHILE:
+	case NX_OP_CONDITIONAL:
+	case NX_OP_CALL:
+	case NX_OP_FUSION:
+	case NX_OP_ASYNC_START:
+	case NX_OP_ASYNC_UPDATE:
+	case NX_OP_ASYNC_DONE:
+	case NX_OP_COPY_START:
+	case NX_OP_COPY_DONE:
+	case NX_OP_AFTER_ALL:
+	case NX_OP_ADD_DEPENDENCY:
+	case NX_OP_OPT_BARRIER:
+	case NX_OP_DOMAIN:
+	case NX_OP_REPLICA_ID:
+	case NX_OP_PARTITION_ID:
+	case NX_OP_RNG_BIT_GENERATOR:
+	case NX_OP_GET_DIMENSION_SIZE:
+	case NX_OP_SET_DIMENSION_SIZE:
+		return false;
+	case NX_OP_CUSTOM_CALL:
+		/* A custom call is a kernel of its own (kCustom) unless it has
+		 * side effects or a tuple result. */
+		return !i->a.custom_call_has_side_effect && nx_shape_is_array(i->shape);
+	default:
+		return true;
+	}
+}
+
+bool nx_fusion_duplicable(const nx_inst *i, const nx_pass_ctx *ctx)
+{
+	if (!nx_shape_is_array(i->shape))
+		return false;
+	/* O1 copies only constants: broadcasts and iotas are kernels there. */
+	if (ctx && ctx->opt_level <= 1 && i->op != NX_OP_CONSTANT)
+		return false;
+	switch (i->op) {
+	case NX_OP_CONSTANT:
+		/* Small constants are copied into the kernel; large ones are
+		 * kernel inputs (one copy in HBM). */
+		return nx_shape_elems(i->shape) <= 16;
+	case NX_OP_IOTA:
+		return true;
+	case NX_OP_BROADCAST:
+		/* A broadcast of a scalar reads one element: recomputing it in
+		 * every consumer is free. */
+		return i->operands[0]->shape->rank == 0 &&
+		       (i->operands[0]->op == NX_OP_CONSTANT || i->operands[0]->op == NX_OP_PARAMETER ||
+		        i->operands[0]->op == NX_OP_IOTA);
+	default:
+		return false;
+	}
+}
+
+static bool is_layout_op(nx_opcode op)
+{
+	switch (op) {
+	case NX_OP_BROADCAST:
+	case NX_OP_RESHAPE:
+	case NX_OP_BITCAST:
+	case NX_OP_TRANSPOSE:
+	case NX_OP_CONVERT:
+	case NX_OP_COPY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Ops a loop kernel can compute element by element from indices: the
+ * elementwise ops plus data movement that maps output to input indices. */
+static bool is_loop_op(nx_opcode op)
+{
+	if (nx_opcode_flags(op) & NX_OPF_ELEMENTWISE)
+		return true;
+	switch (op) {
+	case NX_OP_BROADCAST:
+	case NX_OP_RESHAPE:
+	case NX_OP_BITCAST:
+	case NX_OP_TRANSPOSE:
+	case NX_OP_SLICE:
+	case NX_OP_DYNAMIC_SLICE:
+	case NX_OP_PAD:
+	case NX_OP_CONCATENATE:
+	case NX_OP_REVERSE:
+	case NX_OP_IOTA:
+	case NX_OP_BITCAST_CONVERT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+const char *nx_fusion_refusal(const nx_inst *p, const nx_inst *c, const nx_pass_ctx *ctx)
+{
+	if (nx_opcode_flags(p->op) & NX_OPF_COLLECTIVE)
+		return "producer is a collective (communication stays outside kernels)";
+	if (nx_opcode_flags(c->op) & NX_OPF_COLLECTIVE)
+		return "consumer is a collective (communication stays outside kernels)";
+	if (!nx_fusion_fusible(p))
+		return "producer cannot be part of a kernel";
+	if (!nx_fusion_fusible(c))
+		return "consumer cannot be part of a kernel";
+	if (p->op == NX_OP_CUSTOM_CALL || c->op == NX_OP_CUSTOM_CALL)
+		return "custom call is a kernel of its own";
+	int level = ctx ? ctx->opt_level : 2;
+	bool pe = (nx_opcode_flags(p->op) & NX_OPF_ELEMENTWISE) != 0;
+	bool ce = (nx_opcode_flags(c->op) & NX_OPF_ELEMENTWISE) != 0;
+	if (level <= 1) {
+		if (!pe)
+			return "O1 fuses only elementwise producers";
+		if (!ce)
+			return "O1 fuses only into elementwise consumers";
+		return NULL;
+	}
+	if (nx_fusion_is_reduction(p))
+		return "a reduction ends its kernel (its result is not fused into consumers)";
+	if (p->op == NX_OP_SORT || p->op == NX_OP_SCATTER || p->op == NX_OP_GATHER ||
+	    p->op == NX_OP_DYNAMIC_UPDATE_SLICE || p->op == NX_OP_SELECT_AND_SCATTER ||
+	    p->op == NX_OP_FFT || p->op == NX_OP_TRIANGULAR_SOLVE || p->op == NX_OP_CHOLESKY ||
+	    p->op == NX_OP_TOPK || p->op == NX_OP_MAP || p->op == NX_OP_RNG ||
+	    p->op == NX_OP_BATCH_NORM_TRAINING || p->op == NX_OP_BATCH_NORM_INFERENCE ||
+	    p->op == NX_OP_BATCH_NORM_GRAD)
+		return "producer needs a kernel of its own";
+	if (c->op == NX_OP_SORT || c->op == NX_OP_SCATTER || c->op == NX_OP_SELECT_AND_SCATTER ||
+	    c->op == NX_OP_FFT || c->op == NX_OP_TRIANGULAR_SOLVE || c->op == NX_OP_CHOLESKY ||
+	    c->op == NX_OP_TOPK || c->op == NX_OP_MAP || c->op == NX_OP_RNG ||
+	    c->op == NX_OP_BATCH_NORM_TRAINING || c->op == NX_OP_BATCH_NORM_INFERENCE ||
+	    c->op == NX_OP_BATCH_NORM_GRAD)
+		return "consumer needs a kernel of its own";
+	if (nx_fusion_is_matmul(c)) {
+		/* The matmul engine streams its operands: only index remapping and
+		 * type conversion can be folded into the operand load. */
+		if (!is_layout_op(p->op))
+			return "only layout ops (broadcast/reshape/transpose/convert) fuse into a matmul operand";
+		return NULL;
+	}
+	if (nx_fusion_is_matmul(p)) {
+		/* Matmul epilogue: elementwise ops on the accumulator before it is
+		 * written back. */
+		if (!ce && !is_layout_op(c->op))
+			return "matmul result fuses only into an elementwise/layout epilogue";
+		return NULL;
+	}
+	if (c->op == NX_OP_GATHER || c->op == NX_OP_DYNAMIC_UPDATE_SLICE) {
+		if (!is_layout_op(p->op))
+			return "only layout ops fuse into a gather/dynamic-update-slice";
+		return NULL;
+	}
+	if (!is_loop_op(p->op))
+		return "producer is not a loop (index-mapped) op";
+	if (!is_loop_op(c->op) && !nx_fusion_is_reduction(c))
+		return "consumer is not a loop op or a reduction";
+	return NULL;
+}

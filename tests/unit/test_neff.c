@@ -1,0 +1,258 @@
+/* tests/unit/test_neff.c — the .neff container: determinism, tar listing,
+ * and the loader's refusal of corrupted files, each with its message. */
+#include "testutil.h"
+#include "neff_prog.h"
+
+#include <unistd.h>
+
+static uint8_t *good(size_t *len)
+{
+	tp_streams *s = calloc(1, sizeof *s);
+	tp_dma(s, tp_sb(NX_DT_F32, 128, 0, 64), tp_hbm(NX_DT_F32, 0, 128, 64, 64), 0, 0);
+	tp_wait(s, NX_ENG_PE, 0, 1);
+	nx_insn *mm = tp_add(s, NX_ENG_PE, NX_I_MATMUL);
+	mm->flags = NX_IF_START;
+	mm->ap[0] = tp_ps(64, 0, 64);
+	mm->ap[1] = tp_sb(NX_DT_F32, 128, 0, 64);
+	mm->ap[2] = tp_sb(NX_DT_F32, 128, 0, 64);
+	tp_add(s, NX_ENG_ACT, NX_I_NOP);
+	nx_neff_tensor in = tp_tensor("x", NX_DT_F32, 128, 64, 0);
+	uint8_t *b = tp_neff(s, &in, 1, NULL, 0, 128 * 64 * 4, 2, len);
+	free(s);
+	return b;
+}
+
+static void resign(uint8_t *b, size_t len)
+{
+	nx_sha256(b + NX_NEFF_HEADER_SIZE, len - NX_NEFF_HEADER_SIZE, b + NX_NEFF_OFF_SHA256);
+}
+
+/* Offset of a tar entry's header inside the file. */
+static size_t entry(const uint8_t *b, size_t len, const char *name)
+{
+	size_t off = NX_NEFF_HEADER_SIZE;
+	while (off + 512 <= len && b[off]) {
+		if (strcmp((const char *)b + off, name) == 0)
+			return off;
+		unsigned long long sz = strtoull((const char *)b + off + 124, NULL, 8);
+		off += 512 + (sz + 511) / 512 * 512;
+	}
+	fail_msg("no entry %s", name);
+	return 0;
+}
+
+static void fix_tar_sum(uint8_t *h)
+{
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+static void expect_error(const uint8_t *b, size_t len, const char *msg)
+{
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(b, len, "x.neff", NULL, &d);
+	if (n)
+		fail_msg("loaded, expected: %s", msg);
+	char *s = nx_diag_format(&d);
+	if (!strstr(s, msg))
+		fail_msg("got '%s', expected '%s'", s, msg);
+	free(s);
+	nx_diag_clear(&d);
+}
+
+static void deterministic_and_tar(void **state)
+{
+	(void)state;
+	size_t l1, l2;
+	uint8_t *a = good(&l1), *b = good(&l2);
+	assert_int_equal(l1, l2);
+	assert_memory_equal(a, b, l1);
+	assert_memory_equal(a, NX_NEFF_MAGIC, 8);
+	assert_string_equal((char *)a + NX_NEFF_OFF_TARGET, "trn1");
+	assert_memory_equal(a + NX_NEFF_OFF_UUID, a + NX_NEFF_OFF_SHA256, 6);
+	char path[] = "/tmp/nxcc-neff-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0 && write(fd, a, l1) == (ssize_t)l1);
+	close(fd);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "tail -c +1025 %s | tar -tf - 2>&1", path);
+	FILE *p = popen(cmd, "r");
+	char out[1024] = {0};
+	size_t got = fread(out, 1, sizeof out - 1, p);
+	out[got] = 0;
+	assert_int_equal(pclose(p), 0);
+	assert_string_equal(out, "sg00/act.bin\nsg00/debug.json\nsg00/def.json\nsg00/dve.bin\n"
+	                         "sg00/pe.bin\nsg00/pool.bin\nsg00/sp.bin\n");
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load(path, NULL, &d);
+	assert_non_null(n);
+	assert_int_equal(n->nstream[NX_ENG_PE], 2);
+	assert_int_equal(n->ninputs, 1);
+	assert_string_equal(n->inputs[0].name, "x");
+	assert_int_equal(n->nsections, 7);
+	nx_neff_free(n);
+	remove(path);
+	free(a);
+	free(b);
+}
+
+static void corrupted(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *g = good(&len), *b = malloc(len);
+#define FRESH() memcpy(b, g, len)
+	/* 1 flipped payload byte */
+	FRESH();
+	b[len - 2000] ^= 1;
+	expect_error(b, len, "x.neff: error: payload sha256 mismatch (file corrupted?)");
+	/* 2 truncated header */
+	expect_error(g, 500, "truncated header (500 bytes");
+	/* 3 truncated payload */
+	expect_error(g, len - 1536, "payload size field says");
+	/* 4 wrong magic */
+	FRESH();
+	b[0] = 'X';
+	expect_error(b, len, "not a .neff file (bad magic)");
+	/* 5 wrong version */
+	FRESH();
+	b[NX_NEFF_OFF_VERSION] = 7;
+	expect_error(b, len, "unsupported .neff format version 7");
+	/* 6 bad tar checksum */
+	FRESH();
+	b[entry(b, len, "sg00/dve.bin") + 5] = 'X';
+	resign(b, len);
+	expect_error(b, len, "checksum mismatch");
+	/* 7 size field lying (tar entry larger than the payload) */
+	FRESH();
+	size_t e = entry(b, len, "sg00/sp.bin");
+	snprintf((char *)b + e + 124, 12, "%011o", 077777777);
+	fix_tar_sum(b + e);
+	resign(b, len);
+	expect_error(b, len, "size field exceeds the payload");
+	/* 8 payload size field in the header lying */
+	FRESH();
+	b[NX_NEFF_OFF_PAYLOAD_SIZE] ^= 0x10;
+	expect_error(b, len, "payload size field says");
+	/* 9 unknown opcode */
+	FRESH();
+	e = entry(b, len, "sg00/pe.bin");
+	b[e + 512 + NX_ISA_STREAM_HEADER + NX_ISA_RECORD] = 99;
+	resign(b, len);
+	expect_error(b, len, "sg00/pe.bin: instruction 1: unknown opcode 99");
+	/* 10 section missing */
+	FRESH();
+	e = entry(b, len, "sg00/act.bin");
+	memcpy(b + e, "sg00/axx.bin", 12);
+	fix_tar_sum(b + e);
+	resign(b, len);
+	expect_error(b, len, "section sg00/act.bin missing");
+	/* 11 unknown target */
+	FRESH();
+	memcpy(b + NX_NEFF_OFF_TARGET, "trn9", 4);
+	expect_error(b, len, "unknown target 'trn9'");
+	/* 12 def.json not JSON */
+	FRESH();
+	e = entry(b, len, "sg00/def.json");
+	b[e + 512] = '[';
+	resign(b, len);
+	expect_error(b, len, "sg00/def.json:");
+#undef FRESH
+	free(b);
+	free(g);
+}
+
+static uint8_t *one(nx_insn in, int nsems, int64_t hbm, size_t *len)
+{
+	tp_streams *s = calloc(1, sizeof *s);
+	s->v[in.engine][s->n[in.engine]++] = in;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, hbm, nsems, len);
+	free(s);
+	return b;
+}
+
+static void bad_programs(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *b;
+	/* out-of-range partitions */
+	nx_insn in = nx_insn_new(NX_I_TENSOR_COPY, NX_ENG_DVE);
+	in.ap[0] = tp_sb(NX_DT_F32, 128, 0, 8);
+	in.ap[1] = tp_sb(NX_DT_F32, 128, 0, 8);
+	in.ap[1].part_start = 2;
+	b = one(in, 0, 0, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 0: sbuf access [partition 2..130) exceeds 128 partitions");
+	free(b);
+	/* bytes beyond the partition */
+	in.ap[1].part_start = 0;
+	in.ap[1].offset = 192 * 1024 - 16;
+	b = one(in, 0, 0, &len);
+	expect_error(b, len, "sbuf access [byte 196592..196624) exceeds 196608 bytes per partition");
+	free(b);
+	/* HBM beyond the program's buffer */
+	nx_insn dma = nx_insn_new(NX_I_DMA, NX_ENG_SP);
+	dma.ap[0] = tp_sb(NX_DT_F32, 128, 0, 64);
+	dma.ap[1] = tp_hbm(NX_DT_F32, 4, 128, 64, 64);
+	b = one(dma, 0, 128 * 64 * 4, &len);
+	expect_error(b, len, "hbm access [4, 32772) outside the program's 32768 HBM bytes");
+	free(b);
+	/* semaphore index */
+	nx_insn w = nx_insn_new(NX_I_WAIT, NX_ENG_ACT);
+	w.iarg[0] = 5;
+	w.iarg[1] = 1;
+	b = one(w, 2, 0, &len);
+	expect_error(b, len, "sg00/act.bin: instruction 0: semaphore 5 out of range (2 semaphores)");
+	free(b);
+	/* loops: unbalanced and loop strides beyond the nesting */
+	nx_insn l = nx_insn_new(NX_I_LOOP, NX_ENG_POOL);
+	l.iarg[0] = 3;
+	b = one(l, 0, 0, &len);
+	expect_error(b, len, "sg00/pool.bin: loop at instruction 0 is never closed");
+	free(b);
+	in.ap[1].offset = 0;
+	in.ap[0].loop_stride[0] = 4;
+	b = one(in, 0, 0, &len);
+	expect_error(b, len, "uses loop level 0 outside 0 enclosing loops");
+	free(b);
+	/* loop strides checked against trip counts */
+	tp_streams *s = calloc(1, sizeof *s);
+	*tp_add(s, NX_ENG_DVE, NX_I_LOOP) = l;
+	s->v[NX_ENG_DVE][0].engine = NX_ENG_DVE;
+	s->v[NX_ENG_DVE][1] = in;
+	s->v[NX_ENG_DVE][1].ap[0].loop_stride[0] = 96 * 1024;
+	s->n[NX_ENG_DVE] = 2;
+	tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP);
+	b = tp_neff(s, NULL, 0, NULL, 0, 0, 0, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 1: sbuf access [byte 0..196640)");
+	free(b);
+	free(s);
+	/* matmul limits */
+	nx_insn mm = nx_insn_new(NX_I_MATMUL, NX_ENG_PE);
+	mm.ap[0] = tp_ps(64, 0, 1024);
+	mm.ap[1] = tp_sb(NX_DT_BF16, 128, 0, 64);
+	mm.ap[2] = tp_sb(NX_DT_BF16, 128, 0, 1024);
+	b = one(mm, 0, 0, &len);
+	expect_error(b, len, "matmul N 1024 must be <= 512");
+	free(b);
+	/* compute engine touching HBM */
+	in.ap[0] = tp_hbm(NX_DT_F32, 0, 1, 8, 0);
+	in.ap[0].loop_stride[0] = 0;
+	b = one(in, 0, 64, &len);
+	expect_error(b, len, "compute engines cannot access HBM");
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(deterministic_and_tar),
+		cmocka_unit_test(corrupted),
+		cmocka_unit_test(bad_programs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

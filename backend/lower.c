@@ -486,7 +486,11 @@ static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
 	v->shape = i->shape;
 	v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
 	int64_t n = nx_shape_elems(i->shape), bytes = n * nx_dtype_bytes[v->dt];
-	v->buf = nx_l_alloc(L, bytes);
+	/* constants are in HBM before the run starts: never in a reused buffer */
+	v->buf = nx_arena_alloc(&L->a, sizeof *v->buf);
+	v->buf->off = L->hbm_top;
+	v->buf->bytes = (bytes + 63) & ~(int64_t)63;
+	L->hbm_top += v->buf->bytes ? v->buf->bytes : 64;
 	v->buf->pinned = true;
 	v->buf->refs = 1;
 	uint8_t *data = nx_arena_alloc(&L->a, (size_t)bytes + 1);

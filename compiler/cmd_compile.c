@@ -62,6 +62,11 @@ int nx_cmd_compile(int argc, char **argv)
 			printf("instructions %s: %zu\n", nx_engine_names[e], r.st.insns[e]);
 		printf("hbm: %lld bytes\nsbuf peak: %lld bytes per partition\n", (long long)r.st.hbm_bytes,
 		       (long long)r.st.sbuf_peak);
+		/* roofline: FLOPs at the fp32 TensorE peak vs the minimal HBM traffic */
+		const nx_target *t = nx_target_get(o.target);
+		double fns = r.st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r.st.io_bytes / t->hbm_gbps;
+		printf("flops: %.0f\nminimal hbm bytes: %lld\nroofline bound: %.3f ns (compute %.3f ns, memory %.3f ns)\n",
+		       r.st.flops, (long long)r.st.io_bytes, fns > bns ? fns : bns, fns, bns);
 	}
 	nx_diag_clear(&d);
 	free(r.neff);

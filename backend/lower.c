@@ -547,11 +547,15 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 			continue;
 		if (i->op == NX_OP_FUSION && i->ncalled == 1) {
 			const nx_comp *b = i->called[0];
+			/* ent() may grow the map: resolve first, then take the entry. */
 			for (int p = 0; p < b->nparams && p < i->noperands; p++)
-				if (b->params[p])
-					ent(L, b->params[p])->res = resolve(L, i->operands[p]);
+				if (b->params[p]) {
+					const nx_inst *r = resolve(L, i->operands[p]);
+					ent(L, b->params[p])->res = r;
+				}
 			flatten(L, b, ns);
-			ent(L, i)->res = resolve(L, b->root);
+			const nx_inst *r = resolve(L, b->root);
+			ent(L, i)->res = r;
 			continue;
 		}
 		push(ns, i);

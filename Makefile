@@ -66,3 +66,9 @@ clean:
 
 .PHONY: all unit deps test asan bench fuzz clean
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Reader throughput benchmark (bench/bench_reader.c).
+$(BUILD)/bench/bench_reader: bench/bench_reader.c $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+bench: $(BUILD)/bench/bench_reader

@@ -31,42 +31,6 @@ void rd_linecol(nx_rd *r, size_t off, int *line, int *col)
 	*col = (int)(off - r->lc_line_start) + 1;
 }
 
-bool rd_err(nx_rd *r, size_t off, const char *fmt, ...)
-{
-	if (r->failed)
-		return false;
-	r->failed = true;
-	/* At the end of a file ending in a newline, point after the last line
-	 * rather than at an empty line past it. */
-	if (off >= r->len && r->len > 0 && r->s[r->len - 1] == '\n')
-		off = r->len - 1;
-	int line, col;
-	rd_linecol(r, off, &line, &col);
-	va_list ap;
-	va_start(ap, fmt);
-	nx_diag_vset(r->d, NX_ERR_INPUT, r->file, line, col, fmt, ap);
-	va_end(ap);
-	size_t ls = r->lc_line_start, le = ls;
-	while (le < r->len && r->s[le] != '\n')
-		le++;
-	if (le > ls && r->s[le - 1] == '\r')
-		le--;
-	/* the source line is printed to a terminal: keep it to printable ASCII
-	 * (invalid UTF-8 is one of the errors we report) */
-	char *buf = malloc(le - ls + 1);
-	if (buf) {
-		for (size_t k = ls; k < le; k++) {
-			unsigned char c = (unsigned char)r->s[k];
-			buf[k - ls] = (c == '\t' || (c >= 0x20 && c < 0x7f) || c >= 0x80) ? (char)c : '?';
-		}
-		nx_diag_set_src(r->d, buf, le - ls);
-		free(buf);
-	}
-	if (r->inst)
-		nx_diag_set_inst(r->d, r->inst);
-	return false;
-}
-
 /* Returns the offset of the first byte that is not valid UTF-8, or len. */
 static size_t utf8_bad(const unsigned char *s, size_t len)
 {
@@ -104,6 +68,44 @@ static size_t utf8_bad(const unsigned char *s, size_t len)
 		i += (size_t)n + 1;
 	}
 	return len;
+}
+
+bool rd_err(nx_rd *r, size_t off, const char *fmt, ...)
+{
+	if (r->failed)
+		return false;
+	r->failed = true;
+	/* At the end of a file ending in a newline, point after the last line
+	 * rather than at an empty line past it. */
+	if (off >= r->len && r->len > 0 && r->s[r->len - 1] == '\n')
+		off = r->len - 1;
+	int line, col;
+	rd_linecol(r, off, &line, &col);
+	va_list ap;
+	va_start(ap, fmt);
+	nx_diag_vset(r->d, NX_ERR_INPUT, r->file, line, col, fmt, ap);
+	va_end(ap);
+	size_t ls = r->lc_line_start, le = ls;
+	while (le < r->len && r->s[le] != '\n')
+		le++;
+	if (le > ls && r->s[le - 1] == '\r')
+		le--;
+	/* the source line is printed to a terminal: keep it to printable ASCII
+	 * (invalid UTF-8 is one of the errors we report) */
+	char *buf = malloc(le - ls + 1);
+	bool bad_utf8 = utf8_bad((const unsigned char *)r->s + ls, le - ls) < le - ls;
+	if (buf) {
+		for (size_t k = ls; k < le; k++) {
+			unsigned char c = (unsigned char)r->s[k];
+			bool ok = c == '\t' || (c >= 0x20 && c < 0x7f) || (c >= 0x80 && !bad_utf8);
+			buf[k - ls] = ok ? (char)c : '?';
+		}
+		nx_diag_set_src(r->d, buf, le - ls);
+		free(buf);
+	}
+	if (r->inst)
+		nx_diag_set_inst(r->d, r->inst);
+	return false;
 }
 
 bool rd_check_utf8(nx_rd *r)

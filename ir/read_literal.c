@@ -73,7 +73,7 @@ static bool rd_layout(nx_rd *r, nx_shape *s)
 	}
 	r->pos++;
 	if (n != s->rank && !(n == 0 && s->layout_extra == NULL && s->rank == 0))
-		return rd_err(r, start, "layout has %d entries but the shape has rank %d", n, s->rank);
+		return rd_err(r, start, "layout lists %d dimensions but the shape has rank %d", n, s->rank);
 	for (int k = 0; k < n; k++)
 		s->minor_to_major[k] = m2m[k];
 	return true;

@@ -1,0 +1,296 @@
+/* compiler/cmd_eval.c — `nxcc eval`: run a module on host data with the
+ * reference evaluator, print a summary of each output and write .npy files. */
+#include "compiler/cli.h"
+
+#include "ir/eval.h"
+#include "ir/npy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void help(void)
+{
+	printf("usage: nxcc eval FILE [--input KEY=file.npy ...] [--random-inputs SEED]\n"
+	       "                 [--output-dir DIR] [--replicas N] [--max-memory BYTES]\n\n"
+	       "Evaluates the entry computation on the host, op by op in the module's own\n"
+	       "types (the reference for every other test). KEY is a parameter number, a\n"
+	       "parameter name or a neff_input_names value; 'rI:KEY=f.npy' gives replica I\n"
+	       "its own input. Parameters without --input get deterministic random data\n"
+	       "from --random-inputs SEED. Prints shape, dtype and summary per output and\n"
+	       "writes DIR/out<k>.npy (DIR/replica<i>/out<k>.npy with several replicas),\n"
+	       "one per leaf of the result. bf16 is stored as '<u2' words, f8 as '|u1'.\n");
+}
+
+typedef struct input {
+	int replica; /* -1 = all */
+	const char *key, *file;
+} input;
+
+static int find_param(const nx_comp *e, const char *key)
+{
+	char *end;
+	long v = strtol(key, &end, 10);
+	if (*key && !*end)
+		return v >= 0 && v < e->nparams ? (int)v : -1;
+	for (int k = 0; k < e->nparams; k++) {
+		const nx_inst *p = e->params[k];
+		if (!p)
+			continue;
+		if (!strcmp(p->name, key))
+			return k;
+		for (int j = 0; j < p->a.nfrontend_attributes; j++)
+			if (!strcmp(p->a.frontend_attributes[j].key, "neff_input_names") &&
+			    !strcmp(p->a.frontend_attributes[j].value, key))
+				return k;
+	}
+	return -1;
+}
+
+static void summarize(const char *name, const nx_literal *l)
+{
+	char shp[256];
+	nx_shape_print(shp, sizeof(shp), l->shape, false);
+	int64_t n = nx_shape_elems(l->shape);
+	printf("%s: %s", name, shp);
+	if (n > 0 && nx_type_kind_of(l->shape->type) != NX_KIND_COMPLEX) {
+		double mn = INFINITY, mx = -INFINITY, sum = 0;
+		int64_t nonfinite = 0;
+		for (int64_t k = 0; k < n; k++) {
+			double v = nx_lit_get_f64(l, k);
+			if (!isfinite(v)) {
+				nonfinite++;
+				continue;
+			}
+			mn = v < mn ? v : mn, mx = v > mx ? v : mx, sum += v;
+		}
+		if (n > nonfinite)
+			printf("  min %.6g max %.6g mean %.6g", mn, mx, sum / (double)(n - nonfinite));
+		if (nonfinite)
+			printf("  non-finite %lld", (long long)nonfinite);
+	}
+	printf("  [");
+	for (int64_t k = 0; k < n && k < 6; k++) {
+		if (nx_type_kind_of(l->shape->type) == NX_KIND_COMPLEX) {
+			double re, im;
+			nx_lit_get_c128(l, k, &re, &im);
+			printf("%s(%.6g,%.6g)", k ? ", " : "", re, im);
+		} else {
+			printf("%s%.6g", k ? ", " : "", nx_lit_get_f64(l, k));
+		}
+	}
+	printf("%s]\n", n > 6 ? ", ..." : "");
+}
+
+static int write_leaves(const nx_literal *l, const char *dir, int *k, nx_diag *d)
+{
+	if (nx_shape_is_tuple(l->shape)) {
+		for (int j = 0; j < l->ntuple; j++)
+			if (write_leaves(l->tuple[j], dir, k, d) != 0)
+				return 1;
+		return 0;
+	}
+	char name[64], path[4096];
+	snprintf(name, sizeof(name), "out%d", *k);
+	summarize(name, l);
+	if (dir) {
+		snprintf(path, sizeof(path), "%s/out%d.npy", dir, *k);
+		if (nx_npy_save(path, l, d) != NX_OK)
+			return 1;
+	}
+	(*k)++;
+	return 0;
+}
+
+static bool mkdir_p(const char *dir)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0777);
+			*p = '/';
+		}
+	return mkdir(buf, 0777) == 0 || errno == EEXIST;
+}
+
+int nx_cmd_eval(int argc, char **argv)
+{
+	const char *file = NULL, *outdir = NULL, *v;
+	input *inputs = calloc((size_t)argc + 1, sizeof(input));
+	int ninputs = 0, replicas = 0, rc = 0;
+	bool have_seed = false;
+	uint64_t seed = 0;
+	int64_t maxmem = 0;
+	for (int i = 1; i < argc; i++) {
+		int r;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			help();
+			free(inputs);
+			return 0;
+		}
+		if ((r = nx_cli_flag(argc, argv, &i, "--input", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			input in = {.replica = -1};
+			if (v[0] == 'r' && strchr(v, ':') && strchr(v, ':') < strchr(v, '=')) {
+				in.replica = atoi(v + 1);
+				v = strchr(v, ':') + 1;
+			}
+			const char *eq = strchr(v, '=');
+			if (!eq) {
+				free(inputs);
+				return nx_cli_usage_error("eval", "--input needs KEY=file.npy, not '%s'", v);
+			}
+			in.key = strndup(v, (size_t)(eq - v));
+			in.file = eq + 1;
+			inputs[ninputs++] = in;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			seed = strtoull(v, NULL, 0), have_seed = true;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--output-dir", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			outdir = v;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--replicas", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			replicas = atoi(v);
+			if (replicas < 1) {
+				free(inputs);
+				return nx_cli_usage_error("eval", "--replicas must be >= 1");
+			}
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--max-memory", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			maxmem = strtoll(v, NULL, 0);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			free(inputs);
+			return nx_cli_usage_error("eval", "unknown flag '%s'", argv[i]);
+		} else if (file) {
+			free(inputs);
+			return nx_cli_usage_error("eval", "more than one input file");
+		} else {
+			file = argv[i];
+		}
+	}
+	if (!file) {
+		free(inputs);
+		return nx_cli_usage_error("eval", "no input file (see nxcc eval --help)");
+	}
+	nx_diag d = {0};
+	nx_module *m = nx_read_file(file, &d);
+	nx_arena a;
+	nx_arena_init(&a);
+	if (!m || nx_verify_module(m, &d) != NX_OK)
+		goto fail;
+	if (!m->entry) {
+		nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "module has no entry computation");
+		goto fail;
+	}
+	if (!replicas)
+		replicas = m->replica_count > 0 ? (int)m->replica_count : 1;
+	if (maxmem <= 0) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		maxmem = pages > 0 && psz > 0 ? (int64_t)pages * psz / 2 : (INT64_C(8) << 30);
+	}
+	const nx_comp *e = m->entry;
+	/* quick pre-check: parameters and entry results alone must fit */
+	int64_t need = 0;
+	for (int k = 0; k < e->ninsts; k++) {
+		int64_t b = nx_shape_bytes(e->insts[k]->shape);
+		if (e->insts[k]->op == NX_OP_PARAMETER || e->insts[k] == e->root)
+			need += b < 0 ? INT64_MAX / 4 : b;
+	}
+	if (need * replicas > maxmem) {
+		nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0,
+		            "evaluation needs at least %lld bytes for parameters and results, more than "
+		            "--max-memory %lld", (long long)(need * replicas), (long long)maxmem);
+		goto fail;
+	}
+	int np = e->nparams;
+	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof(void *) * (size_t)replicas);
+	for (int r = 0; r < replicas; r++) {
+		nx_literal **args = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
+		for (int pass = 0; pass < 2; pass++) /* shared inputs first, replica-specific override */
+			for (int k = 0; k < ninputs; k++) {
+				const input *in = &inputs[k];
+				if ((pass == 0) != (in->replica < 0) || (pass == 1 && in->replica != r))
+					continue;
+				int p = find_param(e, in->key);
+				if (p < 0) {
+					nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: no parameter with that "
+					            "number, name or neff_input_names", in->key);
+					goto fail;
+				}
+				const nx_shape *ps = e->params[p]->shape;
+				nx_literal *l = nx_npy_load(&a, in->file, ps->type, &d);
+				if (!l)
+					goto fail;
+				if (!nx_shape_compatible(l->shape, ps)) {
+					char got[256], want[256];
+					nx_shape_print(got, sizeof(got), l->shape, false);
+					nx_shape_print(want, sizeof(want), ps, false);
+					nx_diag_set(&d, NX_ERR_INPUT, in->file, 0, 0, "parameter %d (%s) is %s, the "
+					            "file holds %s", p, e->params[p]->name, want, got);
+					goto fail;
+				}
+				l->shape = e->params[p]->shape;
+				args[p] = l;
+			}
+		for (int p = 0; p < np; p++) {
+			if (args[p])
+				continue;
+			if (!have_seed) {
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "parameter %d (%s) has no --input and "
+				            "no --random-inputs SEED was given", p, e->params[p]->name);
+				goto fail;
+			}
+			args[p] = nx_random_literal(&a, e->params[p]->shape, seed, p);
+		}
+		argv_r[r] = args;
+	}
+	nx_literal **outs = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)replicas);
+	nx_eval_opts o = {.replicas = replicas, .max_memory = maxmem, .rng_seed = seed};
+	if (nx_eval_module(m, &o, np, argv_r, &a, outs, &d) != NX_OK)
+		goto fail;
+	for (int r = 0; r < replicas; r++) {
+		char dir[4096];
+		const char *dp = NULL;
+		if (outdir) {
+			if (replicas > 1)
+				snprintf(dir, sizeof(dir), "%s/replica%d", outdir, r);
+			else
+				snprintf(dir, sizeof(dir), "%s", outdir);
+			if (!mkdir_p(dir)) {
+				nx_diag_set(&d, NX_ERR_IO, dir, 0, 0, "cannot create directory");
+				goto fail;
+			}
+			dp = dir;
+		}
+		if (replicas > 1)
+			printf("replica %d:\n", r);
+		int k = 0;
+		if (write_leaves(outs[r], dp, &k, &d) != 0)
+			goto fail;
+	}
+	goto done;
+fail:
+	rc = nx_cli_report(&d);
+done:
+	nx_diag_clear(&d);
+	nx_arena_free(&a);
+	nx_module_free(m);
+	for (int k = 0; k < ninputs; k++)
+		free((char *)inputs[k].key);
+	free(inputs);
+	return rc;
+usage:
+	free(inputs);
+	return NX_EXIT_USER;
+}

@@ -249,20 +249,31 @@ nx_inst *nx_rw_reduce(nx_rw *rw, nx_inst *x, nx_inst *init, const int64_t *dims,
 {
 	nx_module *m = rw->m;
 	nx_type t = x->shape->type;
-	/* The reducer computation goes first in the module: callees are defined
-	 * before their callers. */
-	nx_comp *r = nx_comp_new(m, nx_rw_unique_name(rw, nx_opcode_name(op)));
-	memmove(m->comps + 1, m->comps, sizeof(nx_comp *) * (size_t)(m->ncomps - 1));
-	m->comps[0] = r;
-	nx_inst *p[2];
-	for (int k = 0; k < 2; k++) {
-		p[k] = nx_inst_new(r, NX_OP_PARAMETER, nx_shape_scalar(&m->arena, t), NULL, 0,
-		                   nx_rw_unique_name(rw, k ? "y" : "x"));
-		p[k]->a.parameter_number = k;
-		nx_comp_add_param(r, p[k]);
+	nx_comp *r = NULL;
+	for (int k = 0; k < rw->nred && !r; k++)
+		if (rw->red_type[k] == t && rw->red_op[k] == op)
+			r = rw->red_comp[k];
+	if (!r) {
+		/* The reducer computation goes first in the module: callees are
+		 * defined before their callers. */
+		r = nx_comp_new(m, nx_rw_unique_name(rw, nx_opcode_name(op)));
+		memmove(m->comps + 1, m->comps, sizeof(nx_comp *) * (size_t)(m->ncomps - 1));
+		m->comps[0] = r;
+		nx_inst *p[2];
+		for (int k = 0; k < 2; k++) {
+			p[k] = nx_inst_new(r, NX_OP_PARAMETER, nx_shape_scalar(&m->arena, t), NULL, 0,
+			                   nx_rw_unique_name(rw, k ? "y" : "x"));
+			p[k]->a.parameter_number = k;
+			nx_comp_add_param(r, p[k]);
+		}
+		r->root = nx_inst_new(r, op, nx_shape_scalar(&m->arena, t), p, 2,
+		                      nx_rw_unique_name(rw, nx_opcode_name(op)));
+		if (rw->nred < 16) {
+			rw->red_comp[rw->nred] = r;
+			rw->red_type[rw->nred] = t;
+			rw->red_op[rw->nred++] = op;
+		}
 	}
-	r->root = nx_inst_new(r, op, nx_shape_scalar(&m->arena, t), p, 2,
-	                      nx_rw_unique_name(rw, nx_opcode_name(op)));
 	int64_t od[NX_MAX_RANK];
 	int on = 0;
 	for (int k = 0; k < x->shape->rank; k++) {

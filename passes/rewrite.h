@@ -31,6 +31,11 @@ struct nx_rw {
 	nx_status status; /* set by a rewrite on a user error; stops the walk */
 	bool mutated;     /* set by a rewrite that changed an instruction in place */
 	void *user;
+	/* reducer computations made by nx_rw_reduce in this run, reused */
+	nx_comp *red_comp[16];
+	nx_type red_type[16];
+	nx_opcode red_op[16];
+	int nred;
 };
 
 /* Runs fn over every computation of m. *changed is set when anything was

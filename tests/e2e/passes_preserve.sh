@@ -49,12 +49,16 @@ for f in fa:
     n = len(x) // struct.calcsize(code)
     vx = struct.unpack('<%d%s' % (n, code), x)
     vy = struct.unpack('<%d%s' % (n, code), y)
+    # absolute slack relative to the output's scale: f32 sums over thousands
+    # of terms differ in their last bits when the evaluator's batch-norm (in
+    # double) becomes f32 reduces, and small outputs of a cancellation show it
+    scale = max([abs(v) for v in vx if not math.isnan(v) and not math.isinf(v)] + [0.0])
     bad = 0
     for i in range(n):
         p, q = vx[i], vy[i]
         if p == q or (math.isnan(p) and math.isnan(q)):
             continue
-        if abs(p - q) <= 1e-5 + 1e-3 * abs(p):
+        if abs(p - q) <= 1e-5 + 1e-4 * scale + 1e-3 * abs(p):
             continue
         if bad == 0:
             first = (i, p, q)

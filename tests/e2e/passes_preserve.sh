@@ -1,0 +1,117 @@
+#!/bin/bash
+# tests/e2e/passes_preserve.sh — the optimization pipelines preserve meaning.
+# For every corpus module whose tensors fit in --max-memory (the evaluator
+# refuses the llama/gpt giants with "needs N bytes"), evaluates the module
+# before and after `nxcc opt -O1`, `-O2`, `-O3` on the same random inputs and
+# compares the outputs: integers and pred bitwise (bf16/f8 too: the .npy
+# files store them as integer words), floats within a tolerance
+# (the simplifier reassociates nothing, but batchnorm-expand computes in the
+# operand type where the evaluator uses double). NaN == NaN and -0 == +0.
+# PRESERVE_FILTER=substring limits the modules (for debugging).
+ROOT=${NX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+NXCC=${NXCC:-$ROOT/build/nxcc}
+CORPUS=${NX_CORPUS:-$ROOT/../shared/corpus}
+MAXMEM=${PRESERVE_MAX_MEMORY:-536870912}
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to compare .npy outputs"; exit 0; }
+[ -d "$CORPUS" ] || { echo "SKIP: no corpus at $CORPUS"; exit 0; }
+"$NXCC" eval --help >/dev/null 2>&1 || { echo "SKIP: nxcc eval missing"; exit 0; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+cat >"$T/cmp.py" <<'PY'
+# Compares the .npy files of two directories without numpy (not installed
+# everywhere): parses the header, then compares raw bytes, and only when those
+# differ, floats element by element.
+import sys, os, ast, struct, math
+def load(p):
+    d = open(p, 'rb').read()
+    assert d[:6] == b'\x93NUMPY', p
+    hl = struct.unpack('<H', d[8:10])[0] if d[6] == 1 else struct.unpack('<I', d[8:12])[0]
+    off = 10 if d[6] == 1 else 12
+    h = ast.literal_eval(d[off:off + hl].decode('latin1'))
+    return h['descr'], tuple(h['shape']), d[off + hl:]
+def compare(a, b):
+  fa = sorted(f for f in os.listdir(a) if f.endswith('.npy'))
+  fb = sorted(f for f in os.listdir(b) if f.endswith('.npy'))
+  if fa != fb:
+    return "different outputs: %s vs %s" % (fa, fb)
+  for f in fa:
+      (dx, sx, x), (dy, sy, y) = load(os.path.join(a, f)), load(os.path.join(b, f))
+      if (dx, sx) != (dy, sy):
+          return "%s: %s %s vs %s %s" % (f, dx, sx, dy, sy)
+      if x == y:
+          continue
+      kind, size = dx[1], int(dx[2:])
+      if kind not in 'fc':
+          return "%s: integer outputs differ (%s)" % (f, dx)
+      code = {2: 'e', 4: 'f', 8: 'd', 16: 'd'}[size]
+      if kind == 'c':
+          code = {8: 'f', 16: 'd'}[size]
+      n = len(x) // struct.calcsize(code)
+      vx = struct.unpack('<%d%s' % (n, code), x)
+      vy = struct.unpack('<%d%s' % (n, code), y)
+      # absolute slack relative to the output's scale: f32 sums over thousands
+      # of terms differ in their last bits when the evaluator's batch-norm (in
+      # double) becomes f32 reduces, and small outputs of a cancellation show it
+      scale = max([abs(v) for v in vx if not math.isnan(v) and not math.isinf(v)] + [0.0])
+      bad = 0
+      for i in range(n):
+          p, q = vx[i], vy[i]
+          if p == q or (math.isnan(p) and math.isnan(q)):
+              continue
+          if abs(p - q) <= 1e-5 + 1e-4 * scale + 1e-3 * abs(p):
+              continue
+          if bad == 0:
+              first = (i, p, q)
+          bad += 1
+      if bad:
+          return "%s: %d of %d differ, first at %d: %r vs %r" % ((f, bad, n) + first)
+  return None
+bad = 0
+for d in sys.argv[2:]:
+    msg = compare(sys.argv[1], d)
+    if msg:
+        print('%s: %s' % (os.path.basename(d), msg)); bad = 1
+sys.exit(bad)
+PY
+
+pass=0; skip=0; fail=0
+for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo; do
+	case "$f" in *"${PRESERVE_FILTER:-}"*) ;; *) continue ;; esac
+	rep=1
+	[ -f "$(dirname "$f")/replicas.txt" ] && rep=$(tr -dc 0-9 <"$(dirname "$f")/replicas.txt")
+	name=${f#"$CORPUS"/}
+	rm -rf "$T"/ref "$T"/out* "$T"/*.hlo
+	ev() { timeout 60 "$NXCC" eval "$1" --random-inputs 7 --replicas "$rep" --max-memory "$MAXMEM" \
+		--output-dir "$2" >/dev/null 2>"$T/err"; }
+	if ! ev "$f" "$T/ref"; then
+		skip=$((skip + 1)); continue # too big, or the evaluator cannot run it
+	fi
+	"$NXCC" print "$f" -o "$T/orig.hlo" 2>/dev/null
+	dirs=""; prev="$T/orig.hlo"; prevdir="$T/ref"
+	for lvl in 1 2 3; do
+		if ! "$NXCC" opt "$f" -O$lvl --verify-each -o "$T/o$lvl.hlo" 2>"$T/err"; then
+			echo "FAIL $name -O$lvl: opt failed: $(head -3 "$T/err")"; fail=$((fail + 1)); continue
+		fi
+		# an unchanged module needs no second evaluation
+		if cmp -s "$T/o$lvl.hlo" "$prev"; then
+			pass=$((pass + 1)); continue
+		fi
+		prev="$T/o$lvl.hlo"
+		if ! ev "$T/o$lvl.hlo" "$T/out$lvl"; then
+			echo "FAIL $name -O$lvl: eval of the optimized module failed: $(head -3 "$T/err")"
+			fail=$((fail + 1)); continue
+		fi
+		dirs="$dirs $T/out$lvl"
+	done
+	if [ -n "$dirs" ]; then
+		n=$(echo $dirs | wc -w)
+		if msg=$(python3 "$T/cmp.py" "$T/ref" $dirs); then
+			pass=$((pass + n))
+		else
+			echo "FAIL $name: $msg" | sed "s|$T/||g"; fail=$((fail + $(echo "$msg" | wc -l)))
+			pass=$((pass + n - $(echo "$msg" | wc -l)))
+		fi
+	fi
+done
+echo "passes_preserve: $pass module-levels equal, $fail differ, $skip modules skipped (too big or not evaluable)"
+[ $fail -eq 0 ] && [ $pass -gt 0 ]

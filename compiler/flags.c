@@ -426,6 +426,22 @@ static nx_status parse_words(nx_compile_flags *f, int argc, char **argv, bool fr
 	return NX_OK;
 }
 
+void nx_flags_mark_inputs(int argc, char **argv, bool *is_input)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		is_input[i] = a[0] != '-' || a[1] == 0;
+		if (is_input[i])
+			continue;
+		const char *val;
+		bool missing;
+		int at = i;
+		if (match(argc, argv, &i, &val, &missing))
+			for (int k = at + 1; k <= i; k++)
+				is_input[k] = false;
+	}
+}
+
 nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags, nx_compile_flags *out,
                          nx_diag *d)
 {

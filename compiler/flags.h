@@ -71,6 +71,10 @@ typedef struct nx_compile_flags {
 nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags,
                          nx_compile_flags *out, nx_diag *d);
 void nx_flags_free(nx_compile_flags *f);
+/* Sets is_input[i] for each argv word nx_flags_parse would take as a
+ * positional input (the rest are flags and their values), so a caller can
+ * pass the flags on without the inputs (nxcc parallel-compile). */
+void nx_flags_mark_inputs(int argc, char **argv, bool *is_input);
 
 /* Splits s like a POSIX shell word splitter (whitespace, '...', "...", \x;
  * no expansion). Returns the word count and a malloc'd NULL-terminated

@@ -1,0 +1,38 @@
+/* backend/backend.h — lowering a verified HLO module onto a NeuronCore and
+ * writing the .neff (the entry point the compiler driver uses). */
+#ifndef NX_BACKEND_H
+#define NX_BACKEND_H
+
+#include "backend/isa.h"
+#include "backend/target.h"
+#include "ir/ir.h"
+
+typedef struct nx_lower_stats {
+	size_t insns[NX_ENG_COUNT]; /* static instructions per engine stream */
+	int kernels;
+	int64_t hbm_bytes, sbuf_peak; /* program HBM, SBUF bytes per partition at peak */
+	double flops;                 /* 2*M*N*K over all dots */
+	int64_t io_bytes;             /* inputs + outputs + constants: minimal HBM traffic */
+} nx_lower_stats;
+
+/* Lowers m (verified, after passes) for target t into .neff bytes (*neff
+ * malloc'd). An op the backend cannot lower is NX_ERR_INPUT naming the
+ * instruction and the op. st may be NULL. */
+nx_status nx_lower_module(const nx_module *m, const nx_target *t, uint8_t **neff, size_t *len,
+                          nx_lower_stats *st, nx_diag *d);
+
+/* Whether the backend lowers op (custom calls: see nx_lower_custom_call_ok). */
+bool nx_lower_supports(nx_opcode op);
+/* Custom-call targets the backend lowers, NULL-terminated. */
+extern const char *const nx_lower_custom_calls[];
+
+/* Device element type carrying HLO type t (s64 as s32, pred as u8...);
+ * -1 when none. */
+int nx_lower_dtype(nx_type t);
+
+/* Converts an array literal to device bytes (elements x device size) at out;
+ * *dtype gets the device type. false when a value does not fit it (s64
+ * outside the 32-bit range) or the type has no device type. */
+bool nx_lower_literal_bytes(const nx_literal *l, uint8_t *out, int *dtype);
+
+#endif

@@ -1,0 +1,931 @@
+/* backend/lower.c — the lowering driver: walks the entry computation in
+ * program order (fusions flattened into their bodies), gives every value an
+ * HBM buffer (freed buffers are reused, with the waits that makes necessary),
+ * calls the kernel lowering per instruction family, and assembles the .neff.
+ * Streams, semaphores and buffers live here; kernels in lower_ops.c and
+ * lower_dot.c. docs/lowering.md describes the scheme. */
+#include "backend/lower.h"
+
+#include "ir/eval.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nx_lent {
+	const nx_inst *key;
+	const nx_inst *res; /* resolved to (fusion param -> outer operand, fusion -> root) */
+	nx_lval *val;
+	int last_use;       /* node index; -1 none */
+	bool output, dead;
+};
+
+const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", NULL};
+
+int nx_lower_dtype(nx_type t)
+{
+	switch (t) {
+	case NX_F32: return NX_DT_F32;
+	case NX_BF16: return NX_DT_BF16;
+	case NX_F16: return NX_DT_F16;
+	case NX_F8E4M3FN: return NX_DT_FP8E4M3;
+	case NX_F8E5M2: return NX_DT_FP8E5M2;
+	case NX_S32: case NX_S64: return NX_DT_S32; /* s64 values must fit in 32 bits */
+	case NX_U32: case NX_U64: return NX_DT_U32;
+	case NX_S16: return NX_DT_S16;
+	case NX_U16: return NX_DT_U16;
+	case NX_S8: return NX_DT_S8;
+	case NX_U8: case NX_PRED: return NX_DT_U8;
+	default: return -1;
+	}
+}
+
+bool nx_lower_supports(nx_opcode op)
+{
+	switch (op) {
+	case NX_OP_PARAMETER: case NX_OP_CONSTANT: case NX_OP_TUPLE: case NX_OP_GET_TUPLE_ELEMENT:
+	case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY: case NX_OP_BROADCAST:
+	case NX_OP_TRANSPOSE: case NX_OP_DOT: case NX_OP_REDUCE: case NX_OP_IOTA: case NX_OP_FUSION:
+	case NX_OP_CUSTOM_CALL: case NX_OP_CONVERT: case NX_OP_OPT_BARRIER:
+	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: /* one-member groups */
+		return true;
+	default: {
+		nx_inst fake;
+		memset(&fake, 0, sizeof fake);
+		fake.op = op;
+		return nx_l_elementwise_ok(&fake);
+	}
+	}
+}
+
+/* ------------------------------------------------------------------ map */
+static size_t hptr(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+static nx_lent *ent(nx_lower *L, const nx_inst *i)
+{
+	if (L->mapn * 2 >= L->mapcap) {
+		size_t oc = L->mapcap, nc = oc ? oc * 2 : 256;
+		nx_lent *old = L->map;
+		L->map = calloc(nc, sizeof *L->map);
+		L->mapcap = nc;
+		L->mapn = 0;
+		for (size_t k = 0; k < oc; k++)
+			if (old[k].key) {
+				size_t h = hptr(old[k].key, nc);
+				while (L->map[h].key)
+					h = (h + 1) & (nc - 1);
+				L->map[h] = old[k];
+				L->mapn++;
+			}
+		free(old);
+	}
+	size_t h = hptr(i, L->mapcap);
+	while (L->map[h].key && L->map[h].key != i)
+		h = (h + 1) & (L->mapcap - 1);
+	if (!L->map[h].key) {
+		L->map[h].key = i;
+		L->map[h].res = i;
+		L->map[h].last_use = -1;
+		L->mapn++;
+	}
+	return &L->map[h];
+}
+
+static const nx_inst *resolve(nx_lower *L, const nx_inst *i)
+{
+	for (int k = 0; k < 64; k++) {
+		const nx_inst *r = ent(L, i)->res;
+		if (r == i)
+			return i;
+		i = r;
+	}
+	return i;
+}
+
+/* ------------------------------------------------------------- streams */
+nx_status nx_l_err(nx_lower *L, const char *fmt, ...)
+{
+	char m[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	const nx_inst *i = L->cur;
+	if (i) {
+		nx_diag_set(L->d, NX_ERR_INPUT, L->m->file, i->line, i->col, "instruction '%s' (%s): %s", i->name,
+		            nx_opcode_name(i->op), m);
+		nx_diag_set_inst(L->d, i->name);
+	} else {
+		nx_diag_set(L->d, NX_ERR_INPUT, L->m->file, 0, 0, "%s", m);
+	}
+	return NX_ERR_INPUT;
+}
+
+nx_insn *nx_l_emit(nx_lower *L, nx_engine e, nx_isa_op op)
+{
+	nx_lstream *s = &L->s[e];
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->v = realloc(s->v, s->cap * sizeof *s->v);
+	}
+	nx_insn *in = &s->v[s->n++];
+	*in = nx_insn_new(op, e);
+	in->debug_id = L->cur_debug;
+	return in;
+}
+
+void nx_l_max(nx_lsync *a, const nx_lsync *b)
+{
+	for (int k = 0; k < NX_LSEMS; k++)
+		if (b->s[k] > a->s[k])
+			a->s[k] = b->s[k];
+}
+
+void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y)
+{
+	nx_lstream *s = &L->s[e];
+	for (int k = 0; k < NX_LSEMS; k++) {
+		if (k == NX_LSEM_ENG + (int)e || y->s[k] <= s->waited[k])
+			continue; /* an engine's own kernels finish in order */
+		nx_insn *in = nx_l_emit(L, e, NX_I_WAIT);
+		in->iarg[0] = k;
+		in->iarg[1] = (int32_t)y->s[k];
+		s->waited[k] = y->s[k];
+	}
+}
+
+void nx_l_loop(nx_lower *L, nx_engine e, int64_t n)
+{
+	nx_lstream *s = &L->s[e];
+	NX_ASSERT(s->depth < NX_LOOP_DEPTH && n >= 1 && n < INT32_MAX);
+	nx_insn *in = nx_l_emit(L, e, NX_I_LOOP);
+	in->iarg[0] = (int32_t)n;
+	s->mult[s->depth + 1] = (s->depth ? s->mult[s->depth] : 1) * n;
+	s->depth++;
+}
+
+void nx_l_endloop(nx_lower *L, nx_engine e)
+{
+	NX_ASSERT(L->s[e].depth > 0);
+	nx_l_emit(L, e, NX_I_ENDLOOP);
+	L->s[e].depth--;
+}
+
+nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
+{
+	NX_ASSERT(e == NX_ENG_SP || e == NX_ENG_POOL);
+	int side = e == NX_ENG_POOL;
+	int q = side * (NX_LQ / 2) + L->qnext[side];
+	L->qnext[side] = (L->qnext[side] + 1) % (NX_LQ / 2);
+	nx_insn *in = nx_l_emit(L, e, NX_I_DMA);
+	in->ap[0] = dst;
+	in->ap[1] = src;
+	in->iarg[0] = q;
+	in->iarg[1] = q;
+	nx_lstream *s = &L->s[e];
+	L->qcount[q] += s->depth ? s->mult[s->depth] : 1;
+	nx_lsync y;
+	memset(&y, 0, sizeof y);
+	y.s[q] = L->qcount[q];
+	return y;
+}
+
+nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
+{
+	nx_insn *in = nx_l_emit(L, e, NX_I_SIGNAL);
+	in->iarg[0] = NX_LSEM_ENG + e;
+	in->iarg[1] = 1;
+	nx_lsync y;
+	memset(&y, 0, sizeof y);
+	y.s[NX_LSEM_ENG + e] = ++L->ecount[e];
+	return y;
+}
+
+/* ---------------------------------------------------------- on-chip */
+int64_t nx_l_div_le(int64_t n, int64_t cap)
+{
+	if (n <= cap)
+		return n < 1 ? 1 : n;
+	for (int64_t k = cap; k > 1; k--)
+		if (n % k == 0)
+			return k;
+	return 1;
+}
+
+nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
+{
+	if (bytes > L->sbuf_half)
+		return nx_l_err(L, "kernel needs %lld SBUF bytes per partition; %s allows %lld per kernel "
+		                   "(half of the %lld-byte partition)",
+		                (long long)bytes, L->t->name, (long long)L->sbuf_half,
+		                (long long)L->t->sbuf_partition_bytes);
+	int h = L->kidx++ & 1;
+	*half = h;
+	*base = h * L->sbuf_half;
+	if (bytes > L->sbuf_peak)
+		L->sbuf_peak = bytes;
+	return NX_OK;
+}
+
+void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done)
+{
+	L->sbuf_free[half] = *done;
+}
+
+nx_ltile nx_l_tile(int64_t n, int64_t fmax)
+{
+	nx_ltile t;
+	t.n = n;
+	t.P = nx_l_div_le(n, 128);
+	t.F = n / t.P;
+	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Lc = t.F / t.Fc;
+	return t;
+}
+
+nx_ap nx_l_hbm_tile(const nx_lval *v, const nx_ltile *t)
+{
+	int32_t st[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->Fc};
+	nx_ap a = nx_ap_hbm(v->dt, v->buf->off, (int)t->P, t->F, 1, st, c);
+	a.loop_stride[0] = t->Fc * nx_dtype_bytes[v->dt];
+	return a;
+}
+
+nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_slot)
+{
+	(void)esz_slot;
+	int32_t st[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->Fc};
+	nx_ap a = nx_ap_sbuf(dt, 0, (int)t->P, off, 1, st, c);
+	a.loop_stride[0] = t->Fc * nx_dtype_bytes[dt];
+	return a;
+}
+
+/* ------------------------------------------------------------- buffers */
+nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes)
+{
+	bytes = (bytes + 63) & ~(int64_t)63;
+	if (bytes == 0)
+		bytes = 64;
+	for (int k = 0; k < L->nfree; k++) {
+		nx_lbuf *f = L->freel[k];
+		if (f->bytes < bytes)
+			continue;
+		nx_lbuf *b = nx_arena_alloc(&L->a, sizeof *b);
+		b->off = f->off;
+		b->bytes = bytes;
+		b->war = f->war;
+		nx_l_max(&b->war, &f->written);
+		if (f->bytes == bytes) {
+			L->freel[k] = L->freel[--L->nfree];
+		} else {
+			f->off += bytes;
+			f->bytes -= bytes;
+		}
+		return b;
+	}
+	nx_lbuf *b = nx_arena_alloc(&L->a, sizeof *b);
+	b->off = L->hbm_top;
+	b->bytes = bytes;
+	L->hbm_top += bytes;
+	return b;
+}
+
+void nx_l_release_buf(nx_lower *L, nx_lbuf *b)
+{
+	if (--b->refs > 0 || b->pinned)
+		return;
+	if (L->nfree == L->capfree) {
+		L->capfree = L->capfree ? L->capfree * 2 : 64;
+		L->freel = realloc(L->freel, (size_t)L->capfree * sizeof *L->freel);
+	}
+	L->freel[L->nfree++] = b;
+}
+
+static void release(nx_lower *L, nx_lval *v)
+{
+	if (!v)
+		return;
+	if (v->tuple) {
+		for (int k = 0; k < v->ntuple; k++)
+			release(L, v->tuple[k]);
+		return;
+	}
+	if (v->buf)
+		nx_l_release_buf(L, v->buf);
+}
+
+static void retain(nx_lval *v)
+{
+	if (v->tuple) {
+		for (int k = 0; k < v->ntuple; k++)
+			retain(v->tuple[k]);
+		return;
+	}
+	if (v->buf)
+		v->buf->refs++;
+}
+
+nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s)
+{
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	v->shape = s;
+	v->dt = (nx_dtype)nx_lower_dtype(s->type);
+	v->buf = nx_l_alloc(L, nx_shape_elems(s) * nx_dtype_bytes[v->dt]);
+	v->buf->refs = 1;
+	return v;
+}
+
+static nx_lval *alias_val(nx_lower *L, nx_lval *src, const nx_shape *s)
+{
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	*v = *src;
+	v->shape = s;
+	retain(v);
+	return v;
+}
+
+nx_lview nx_l_view_of(const nx_lval *v)
+{
+	nx_lview w;
+	memset(&w, 0, sizeof w);
+	w.buf = v->buf;
+	w.dt = v->dt;
+	w.rank = v->shape->rank;
+	int64_t st = 1;
+	for (int k = w.rank - 1; k >= 0; k--) {
+		w.dims[k] = v->shape->dims[k];
+		w.stride[k] = st;
+		st *= w.dims[k];
+	}
+	return w;
+}
+
+/* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
+ * dropped, mergeable neighbours merged, the outermost as the partition axis,
+ * 4 free axes, anything beyond in counted loops on SP. */
+nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
+{
+	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
+	int r = 0;
+	for (int k = 0; k < src->rank; k++) {
+		if (src->dims[k] == 1)
+			continue;
+		if (r > 0 && s[r - 1] == src->stride[k] * src->dims[k]) {
+			d[r - 1] *= src->dims[k];
+			s[r - 1] = src->stride[k];
+			continue;
+		}
+		d[r] = src->dims[k];
+		s[r] = src->stride[k];
+		r++;
+	}
+	if (r == 0) {
+		d[0] = 1, s[0] = 1;
+		r = 1;
+	}
+	int64_t n = 1;
+	for (int k = 0; k < r; k++)
+		n *= d[k];
+	if (n == 0)
+		return NX_OK;
+	if (r > 5 + NX_LOOP_DEPTH)
+		return nx_l_err(L, "view of rank %d after merging is not supported", r);
+	for (int k = 0; k < r; k++)
+		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
+			return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)d[k]);
+	/* up to 4 axes: all free with one "partition" row (HBM rows are not
+	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
+	if (r <= 4) {
+		for (int k = r; k > 0; k--)
+			d[k] = d[k - 1], s[k] = s[k - 1];
+		d[0] = 1, s[0] = 0;
+		r++;
+	}
+	int nloop = r > 5 ? r - 5 : 0;
+	int esz = nx_dtype_bytes[src->dt], dsz = nx_dtype_bytes[dst->dt];
+	/* destination strides (contiguous) */
+	int64_t ds[NX_MAX_RANK], acc = 1;
+	for (int k = r - 1; k >= 0; k--) {
+		ds[k] = acc;
+		acc *= d[k];
+	}
+	int nfree = r - nloop - 1;
+	int32_t sst[4], dst_st[4];
+	uint32_t cnt[4];
+	for (int k = 0; k < nfree; k++) {
+		sst[k] = (int32_t)s[nloop + 1 + k];
+		dst_st[k] = (int32_t)ds[nloop + 1 + k];
+		cnt[k] = (uint32_t)d[nloop + 1 + k];
+	}
+	int64_t P = d[nloop];
+	if (P > 65535)
+		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
+	nx_ap a = nx_ap_hbm(src->dt, src->buf->off, (int)P, s[nloop], nfree, sst, cnt);
+	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off, (int)P, ds[nloop], nfree, dst_st, cnt);
+	if (nfree == 0) {
+		a.ndims = b.ndims = 1;
+		a.stride[0] = b.stride[0] = 1;
+		a.count[0] = b.count[0] = 1;
+	}
+	for (int k = 0; k < nloop; k++) {
+		a.loop_stride[k] = s[k] * esz;
+		b.loop_stride[k] = ds[k] * dsz;
+	}
+	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &dst->buf->war);
+	for (int k = 0; k < nloop; k++)
+		nx_l_loop(L, NX_ENG_SP, d[k]);
+	nx_lsync y = nx_l_dma(L, NX_ENG_SP, b, a);
+	for (int k = 0; k < nloop; k++)
+		nx_l_endloop(L, NX_ENG_SP);
+	nx_l_max(&src->buf->war, &y);
+	nx_l_max(&dst->buf->written, &y);
+	nx_l_max(&dst->buf->war, &y);
+	return NX_OK;
+}
+
+/* ---------------------------------------------------------- constants */
+static void store_elem(uint8_t *p, nx_dtype t, const nx_literal *l, int64_t k)
+{
+	double v = nx_lit_get_f64(l, k);
+	switch (t) {
+	case NX_DT_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
+	case NX_DT_BF16: nx_put_le(p, nx_f32_to_bf16((float)v), 2); return;
+	case NX_DT_F16: nx_put_le(p, nx_f32_to_f16((float)v), 2); return;
+	case NX_DT_FP8E4M3: p[0] = nx_f64_to_f8(NX_F8E4M3FN, v); return;
+	case NX_DT_FP8E5M2: p[0] = nx_f64_to_f8(NX_F8E5M2, v); return;
+	case NX_DT_S32: case NX_DT_U32: nx_put_le(p, (uint64_t)nx_lit_get_i64(l, k), 4); return;
+	case NX_DT_S16: case NX_DT_U16: nx_put_le(p, (uint64_t)nx_lit_get_i64(l, k), 2); return;
+	default: p[0] = (uint8_t)nx_lit_get_i64(l, k); return;
+	}
+}
+
+bool nx_lower_literal_bytes(const nx_literal *l, uint8_t *out, int *dtype)
+{
+	int dt = nx_lower_dtype(l->shape->type);
+	if (dt < 0)
+		return false;
+	*dtype = dt;
+	int64_t n = nx_shape_elems(l->shape);
+	bool ok = true;
+	for (int64_t k = 0; k < n; k++) {
+		if (nx_type_is_int(l->shape->type) && nx_type_bits(l->shape->type) == 64) {
+			int64_t v = nx_lit_get_i64(l, k);
+			if (v < INT32_MIN || v > (l->shape->type == NX_U64 ? (int64_t)UINT32_MAX : INT32_MAX))
+				ok = false;
+		}
+		store_elem(out + k * nx_dtype_bytes[dt], (nx_dtype)dt, l, k);
+	}
+	return ok;
+}
+
+static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	const nx_literal *l = i->a.literal;
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	v->shape = i->shape;
+	v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
+	int64_t n = nx_shape_elems(i->shape), bytes = n * nx_dtype_bytes[v->dt];
+	/* constants are in HBM before the run starts: never in a reused buffer */
+	v->buf = nx_arena_alloc(&L->a, sizeof *v->buf);
+	v->buf->off = L->hbm_top;
+	v->buf->bytes = (bytes + 63) & ~(int64_t)63;
+	L->hbm_top += v->buf->bytes ? v->buf->bytes : 64;
+	v->buf->pinned = true;
+	v->buf->refs = 1;
+	uint8_t *data = nx_arena_alloc(&L->a, (size_t)bytes + 1);
+	int dt;
+	if (!nx_lower_literal_bytes(l, data, &dt))
+		return nx_l_err(L, "constant value does not fit the device type %s", nx_dtype_names[v->dt]);
+	if (L->nconsts == L->capconsts) {
+		L->capconsts = L->capconsts ? 2 * L->capconsts : 16;
+		L->consts = realloc(L->consts, (size_t)L->capconsts * sizeof *L->consts);
+	}
+	nx_neff_tensor *t = &L->consts[L->nconsts++];
+	memset(t, 0, sizeof *t);
+	t->name = nx_arena_printf(&L->a, "c%d", L->nconsts - 1);
+	t->dtype = v->dt;
+	t->rank = 1;
+	t->dims[0] = n;
+	t->hbm_offset = v->buf->off;
+	t->alias_input = -1;
+	t->data = data;
+	L->st.io_bytes += bytes;
+	*out = v;
+	return NX_OK;
+}
+
+/* ---------------------------------------------------------------- walk */
+typedef struct nodes {
+	const nx_inst **v;
+	int n, cap;
+} nodes;
+
+static void push(nodes *ns, const nx_inst *i)
+{
+	if (ns->n == ns->cap) {
+		ns->cap = ns->cap ? ns->cap * 2 : 256;
+		ns->v = realloc(ns->v, (size_t)ns->cap * sizeof *ns->v);
+	}
+	ns->v[ns->n++] = i;
+}
+
+static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
+{
+	for (int k = 0; k < c->ninsts; k++) {
+		const nx_inst *i = c->insts[k];
+		if (i->op == NX_OP_PARAMETER && !c->is_entry)
+			continue;
+		if (i->op == NX_OP_FUSION && i->ncalled == 1) {
+			const nx_comp *b = i->called[0];
+			for (int p = 0; p < b->nparams && p < i->noperands; p++)
+				if (b->params[p])
+					ent(L, b->params[p])->res = resolve(L, i->operands[p]);
+			flatten(L, b, ns);
+			ent(L, i)->res = resolve(L, b->root);
+			continue;
+		}
+		push(ns, i);
+	}
+}
+
+static nx_lval *val(nx_lower *L, const nx_inst *i)
+{
+	return ent(L, resolve(L, i))->val;
+}
+
+/* Members of the replica group holding replica 0. */
+static int64_t group_size(const nx_module *m, const nx_inst *i)
+{
+	const nx_replica_groups *g = &i->a.replica_groups;
+	int64_t all = m->replica_count > 0 ? m->replica_count : 1;
+	if (!g->present || (g->ngroups == 0 && !g->iota))
+		return all;
+	if (g->iota)
+		return g->iota_shape.n == 2 ? g->iota_shape.v[1] : all;
+	for (int k = 0; k < g->ngroups; k++)
+		for (int j = 0; j < g->groups[k].n; j++)
+			if (g->groups[k].v[j] == 0)
+				return g->groups[k].n;
+	return all;
+}
+
+/* The simulated NeuronCore is one rank: a collective over a one-member group
+ * is the identity on each operand. */
+static nx_status lower_collective(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	int64_t n = group_size(L->m, i);
+	if (n != 1)
+		return nx_l_err(L, "%s over a group of %lld ranks: the lowering supports one rank only",
+		                nx_opcode_name(i->op), (long long)n);
+	int nres = nx_shape_is_tuple(i->shape) ? i->shape->ntuple : 1;
+	if (nres != i->noperands)
+		return nx_l_err(L, "%s with %d operands and %d results", nx_opcode_name(i->op), i->noperands, nres);
+	nx_lval **el = nx_arena_alloc(&L->a, sizeof *el * (size_t)(nres + 1));
+	for (int k = 0; k < nres; k++) {
+		const nx_shape *rs = nx_shape_is_tuple(i->shape) ? i->shape->tuple[k] : i->shape;
+		nx_lval *o = val(L, i->operands[k]);
+		if (!o || o->tuple || nx_shape_elems(rs) != nx_shape_elems(o->shape))
+			return nx_l_err(L, "%s operand %d does not match its result", nx_opcode_name(i->op), k);
+		el[k] = alias_val(L, o, rs);
+	}
+	if (!nx_shape_is_tuple(i->shape)) {
+		*out = el[0];
+		return NX_OK;
+	}
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	v->shape = i->shape;
+	v->ntuple = nres;
+	v->tuple = el;
+	*out = v;
+	return NX_OK;
+}
+
+static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	nx_lval *ops[8] = {0};
+	for (int k = 0; k < i->noperands && k < 8; k++) {
+		ops[k] = val(L, i->operands[k]);
+		if (!ops[k])
+			return nx_l_err(L, "operand %d has no value (unsupported producer)", k);
+		if (ops[k]->tuple && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_TUPLE &&
+		    i->op != NX_OP_ALL_REDUCE && i->op != NX_OP_REDUCE_SCATTER && i->op != NX_OP_ALL_GATHER &&
+		    i->op != NX_OP_OPT_BARRIER)
+			return nx_l_err(L, "tuple operands are not supported here");
+	}
+	if (i->noperands > 8 && i->op != NX_OP_TUPLE)
+		return nx_l_err(L, "more than 8 operands");
+	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER)
+		return lower_collective(L, i, out);
+	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
+	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
+		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
+	    i->op != NX_OP_PARAMETER && nx_lower_dtype(i->shape->type) < 0)
+		return nx_l_err(L, "element type %s has no device type", nx_type_name(i->shape->type));
+	switch (i->op) {
+	case NX_OP_CONSTANT:
+		return lower_constant(L, i, out);
+	case NX_OP_TUPLE: {
+		nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+		v->shape = i->shape;
+		v->ntuple = i->noperands;
+		v->tuple = nx_arena_alloc(&L->a, sizeof(nx_lval *) * (size_t)(i->noperands + 1));
+		for (int k = 0; k < i->noperands; k++) {
+			v->tuple[k] = val(L, i->operands[k]);
+			if (!v->tuple[k])
+				return nx_l_err(L, "operand %d has no value", k);
+			retain(v->tuple[k]);
+		}
+		*out = v;
+		return NX_OK;
+	}
+	case NX_OP_GET_TUPLE_ELEMENT:
+		if (!ops[0]->tuple || i->a.tuple_index >= ops[0]->ntuple)
+			return nx_l_err(L, "get-tuple-element of a non-tuple value");
+		*out = alias_val(L, ops[0]->tuple[i->a.tuple_index], i->shape);
+		return NX_OK;
+	case NX_OP_OPT_BARRIER:
+		*out = alias_val(L, ops[0], i->shape);
+		return NX_OK;
+	case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY:
+		if (nx_shape_elems(i->shape) != nx_shape_elems(ops[0]->shape) ||
+		    nx_lower_dtype(i->shape->type) != (int)ops[0]->dt)
+			return nx_l_err(L, "%s changes the element count or type", nx_opcode_name(i->op));
+		*out = alias_val(L, ops[0], i->shape);
+		return NX_OK;
+	case NX_OP_CUSTOM_CALL:
+		for (int k = 0; nx_lower_custom_calls[k]; k++)
+			if (i->a.custom_call_target && !strcmp(i->a.custom_call_target, nx_lower_custom_calls[k]) &&
+			    i->noperands == 1 && nx_shape_is_array(i->shape)) {
+				*out = alias_val(L, ops[0], i->shape);
+				return NX_OK;
+			}
+		return nx_l_err(L, "custom-call target '%s' is not supported by the backend",
+		                i->a.custom_call_target ? i->a.custom_call_target : "");
+	case NX_OP_CONVERT:
+		if (nx_lower_dtype(i->shape->type) == (int)ops[0]->dt) {
+			*out = alias_val(L, ops[0], i->shape);
+			return NX_OK;
+		}
+		break;
+	default:
+		break;
+	}
+	nx_lval *v = nx_l_newval(L, i->shape);
+	*out = v;
+	switch (i->op) {
+	case NX_OP_BROADCAST: return nx_l_broadcast(L, i, ops[0], v);
+	case NX_OP_TRANSPOSE: return nx_l_transpose(L, i, ops[0], v);
+	case NX_OP_DOT: return nx_l_dot(L, i, ops, v);
+	case NX_OP_REDUCE: return nx_l_reduce(L, i, ops, v);
+	case NX_OP_IOTA: return nx_l_iota(L, i, v);
+	default:
+		if (nx_l_elementwise_ok(i))
+			return nx_l_elementwise(L, i, ops, v);
+		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	}
+}
+
+static void add_debug(nx_lower *L, const char *name)
+{
+	if (L->ndebug == L->capdebug) {
+		L->capdebug = L->capdebug ? 2 * L->capdebug : 64;
+		L->debug = realloc(L->debug, (size_t)L->capdebug * sizeof *L->debug);
+	}
+	L->debug[L->ndebug++] = name;
+}
+
+static const char *fattr(const nx_inst *i, const char *key, int k, nx_arena *a)
+{
+	for (int j = 0; j < i->a.nfrontend_attributes; j++)
+		if (!strcmp(i->a.frontend_attributes[j].key, key)) {
+			const char *s = i->a.frontend_attributes[j].value;
+			for (int n = 0; n < k && s; n++) {
+				s = strchr(s, ',');
+				if (s)
+					s++;
+			}
+			if (!s)
+				return NULL;
+			const char *e = strchr(s, ',');
+			return nx_arena_strndup(a, s, e ? (size_t)(e - s) : strlen(s));
+		}
+	return NULL;
+}
+
+static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
+{
+	if (v->tuple) {
+		for (int k = 0; k < v->ntuple; k++)
+			leaves(v->tuple[k], out, n, cap);
+		return;
+	}
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*out = realloc(*out, (size_t)*cap * sizeof **out);
+	}
+	(*out)[(*n)++] = v;
+}
+
+static nx_status lower_all(nx_lower *L, nx_neff_program *p)
+{
+	const nx_module *m = L->m;
+	const nx_comp *e = m->entry;
+	nodes ns = {0};
+	nx_status rc = NX_OK;
+	flatten(L, e, &ns);
+	for (int k = 0; k < ns.n; k++)
+		for (int j = 0; j < ns.v[k]->noperands; j++)
+			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
+	ent(L, resolve(L, e->root))->output = true;
+	ent(L, resolve(L, e->root))->last_use = ns.n;
+
+	/* inputs */
+	nx_neff_tensor *in = nx_arena_alloc(&L->a, sizeof *in * (size_t)(e->nparams + 1));
+	for (int k = 0; k < e->nparams; k++) {
+		const nx_inst *pi = e->params[k];
+		L->cur = pi;
+		if (!pi || !nx_shape_is_array(pi->shape) || nx_lower_dtype(pi->shape->type) < 0 ||
+		    pi->shape->rank > NX_NEFF_MAX_RANK) {
+			rc = nx_l_err(L, "parameter %d: only arrays of device types (rank <= %d) are supported", k,
+			              NX_NEFF_MAX_RANK);
+			goto out;
+		}
+		nx_lval *v = nx_l_newval(L, pi->shape);
+		v->buf->pinned = true;
+		ent(L, pi)->val = v;
+		const char *nm = fattr(pi, "neff_input_names", 0, &L->a);
+		in[k].name = nm ? nm : pi->name;
+		in[k].dtype = v->dt;
+		in[k].rank = pi->shape->rank;
+		for (int r = 0; r < pi->shape->rank; r++)
+			in[k].dims[r] = pi->shape->dims[r];
+		in[k].hbm_offset = v->buf->off;
+		in[k].alias_input = -1;
+		L->st.io_bytes += nx_shape_elems(pi->shape) * nx_dtype_bytes[v->dt];
+	}
+	int64_t scratch0 = L->hbm_top;
+
+	for (int k = 0; k < ns.n; k++) {
+		const nx_inst *i = ns.v[k];
+		L->node = k;
+		L->cur = i;
+		L->cur_debug = (uint32_t)L->ndebug;
+		add_debug(L, i->name);
+		if (i->op == NX_OP_PARAMETER)
+			continue;
+		nx_lval *v = NULL;
+		if ((rc = lower_node(L, i, &v)) != NX_OK)
+			goto out;
+		nx_lent *en = ent(L, i);
+		en->val = v;
+		if (en->last_use < 0 && !en->output) {
+			release(L, v);
+			en->dead = true;
+		}
+		for (int j = 0; j < i->noperands; j++) {
+			nx_lent *o = ent(L, resolve(L, i->operands[j]));
+			if (o->last_use == k && !o->dead && !o->output) {
+				o->dead = true;
+				release(L, o->val);
+			}
+		}
+	}
+	L->cur = e->root;
+	L->cur_debug = (uint32_t)L->ndebug;
+	add_debug(L, "outputs");
+
+	/* outputs: copy into aliased parameter buffers or fresh output buffers */
+	nx_lval *root = val(L, e->root), **lv = NULL;
+	int nl = 0, capl = 0;
+	leaves(root, &lv, &nl, &capl);
+	nx_neff_tensor *out = nx_arena_alloc(&L->a, sizeof *out * (size_t)(nl + 1));
+	bool *taken = calloc((size_t)nl + 1, 1);
+	for (int k = 0; k < nl; k++) {
+		nx_lval *v = lv[k];
+		int alias = -1;
+		for (int a = 0; a < m->naliases; a++) {
+			const nx_alias *al = &m->aliases[a];
+			bool match = root->tuple ? (al->output_index.n == 1 && al->output_index.v[0] == k)
+			                         : al->output_index.n == 0;
+			if (match && al->param_index.n == 0 && al->param_number < e->nparams)
+				alias = (int)al->param_number;
+		}
+		nx_lbuf *dst;
+		if (alias >= 0) {
+			dst = ent(L, e->params[alias])->val->buf;
+		} else {
+			bool own = !v->buf->pinned;
+			for (int j = 0; j < k; j++)
+				if (lv[j]->buf == v->buf)
+					own = false;
+			if (own) {
+				dst = v->buf;
+			} else {
+				dst = nx_l_alloc(L, nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt]);
+			}
+		}
+		dst->pinned = true;
+		if (dst != v->buf) {
+			nx_lval dv = *v;
+			dv.buf = dst;
+			nx_lview sv = nx_l_view_of(v);
+			if ((rc = nx_l_copy_view(L, &sv, &dv)) != NX_OK)
+				goto out2;
+		}
+		taken[k] = true;
+		const char *nm = fattr(e->root, "neff_output_names", k, &L->a);
+		out[k].name = nm ? nm : nx_arena_printf(&L->a, "output%d", k);
+		out[k].dtype = v->dt;
+		out[k].rank = v->shape->rank;
+		if (v->shape->rank > NX_NEFF_MAX_RANK) {
+			rc = nx_l_err(L, "output %d has rank %d (at most %d)", k, v->shape->rank, NX_NEFF_MAX_RANK);
+			goto out2;
+		}
+		for (int r = 0; r < v->shape->rank; r++)
+			out[k].dims[r] = v->shape->dims[r];
+		out[k].hbm_offset = dst->off;
+		out[k].alias_input = alias;
+		L->st.io_bytes += nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt];
+	}
+	/* every engine ends only when the stores it depends on have completed */
+	nx_lsync all;
+	memset(&all, 0, sizeof all);
+	for (int q = 0; q < NX_LQ; q++)
+		all.s[q] = L->qcount[q];
+	nx_l_wait(L, NX_ENG_SP, &all);
+	nx_l_wait(L, NX_ENG_POOL, &all);
+	for (int en = 0; en < NX_ENG_COUNT; en++)
+		nx_l_emit(L, (nx_engine)en, NX_I_HALT);
+
+	memset(p, 0, sizeof *p);
+	p->module_name = m->name ? m->name : "module";
+	p->target = L->t->name;
+	p->n_cores = 1;
+	p->ninputs = e->nparams;
+	p->inputs = in;
+	p->noutputs = nl;
+	p->outputs = out;
+	p->nconsts = L->nconsts;
+	p->consts = L->consts;
+	p->hbm_size = L->hbm_top > 0 ? L->hbm_top : 64;
+	p->scratch_offset = scratch0;
+	p->scratch_size = p->hbm_size - scratch0;
+	p->nsems = NX_LSEMS;
+	for (int en = 0; en < NX_ENG_COUNT; en++) {
+		p->streams[en] = L->s[en].v;
+		p->nstream[en] = L->s[en].n;
+	}
+	p->ndebug = L->ndebug;
+	p->debug_names = L->debug;
+out2:
+	free(taken);
+	free(lv);
+out:
+	free(ns.v);
+	return rc;
+}
+
+nx_status nx_lower_module(const nx_module *m, const nx_target *t, uint8_t **neff, size_t *len,
+                          nx_lower_stats *st, nx_diag *d)
+{
+	nx_lower L;
+	memset(&L, 0, sizeof L);
+	L.m = m;
+	L.t = t;
+	L.d = d;
+	nx_arena_init(&L.a);
+	L.sbuf_half = t->sbuf_partition_bytes / 2;
+	*neff = NULL;
+	*len = 0;
+	nx_neff_program p;
+	nx_status rc = m->entry ? lower_all(&L, &p) : nx_l_err(&L, "module has no entry computation");
+	if (rc == NX_OK) {
+		for (int e = 0; e < NX_ENG_COUNT; e++)
+			L.st.insns[e] = L.s[e].n;
+		L.st.hbm_bytes = p.hbm_size;
+		L.st.sbuf_peak = L.sbuf_peak;
+		if (nx_neff_write(&p, neff, len, d) != 0)
+			rc = d->status ? d->status : NX_ERR_INTERNAL;
+	}
+	if (st)
+		*st = L.st;
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		free(L.s[e].v);
+	free(L.map);
+	free(L.freel);
+	free(L.debug);
+	free(L.consts);
+	nx_arena_free(&L.a);
+	return rc;
+}

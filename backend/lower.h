@@ -1,0 +1,128 @@
+/* backend/lower.h — internal to the lowering (backend/lower*.c).
+ *
+ * Every HLO value lives in an HBM buffer. A kernel (one unfused instruction,
+ * or one instruction of a fusion body) loads its operands into SBUF (SP
+ * engine, DMA queues 0-7), computes on PE/ACT/DVE, and stores the result
+ * (POOL engine, DMA queues 8-15). Semaphores 0-15 count completed DMAs per
+ * queue (queues are FIFO, so a count names a prefix); 16+e counts kernels
+ * finished on engine e. A sync point is the vector of counts to wait for.
+ * See docs/lowering.md. */
+#ifndef NX_LOWER_H
+#define NX_LOWER_H
+
+#include "backend/backend.h"
+#include "backend/neff.h"
+
+#define NX_LQ 16                      /* DMA queues in use */
+#define NX_LSEM_ENG NX_LQ             /* first engine semaphore */
+#define NX_LSEMS (NX_LQ + NX_ENG_COUNT)
+
+typedef struct nx_lsync {
+	int64_t s[NX_LSEMS];
+} nx_lsync;
+
+typedef struct nx_lbuf {
+	int64_t off, bytes;
+	nx_lsync written; /* the data is complete */
+	nx_lsync war;     /* reads (and writes) of earlier contents are complete */
+	int refs;         /* live values using it */
+	bool pinned;      /* parameter, constant or output: never reused */
+} nx_lbuf;
+
+typedef struct nx_lval {
+	nx_lbuf *buf;      /* arrays */
+	nx_dtype dt;
+	const nx_shape *shape;
+	int ntuple;        /* tuples */
+	struct nx_lval **tuple;
+} nx_lval;
+
+typedef struct nx_lstream {
+	nx_insn *v;
+	size_t n, cap;
+	int64_t waited[NX_LSEMS];
+	int depth;
+	int64_t mult[NX_LOOP_DEPTH + 1]; /* iterations of the enclosing loops */
+} nx_lstream;
+
+typedef struct nx_lent nx_lent;
+
+typedef struct nx_lower {
+	const nx_module *m;
+	const nx_target *t;
+	nx_diag *d;
+	nx_arena a;
+	nx_lstream s[NX_ENG_COUNT];
+	int64_t qcount[NX_LQ];
+	int64_t ecount[NX_ENG_COUNT];
+	int qnext[2];
+	/* instruction -> entry (resolution, value, liveness) */
+	nx_lent *map;
+	size_t mapcap, mapn;
+	/* HBM */
+	int64_t hbm_top;
+	nx_lbuf **freel;
+	int nfree, capfree;
+	/* on-chip: halves alternate between kernels so loads overlap compute */
+	nx_lsync sbuf_free[2], psum_free[2];
+	int kidx, pidx;
+	int64_t sbuf_half, sbuf_peak;
+	int node;          /* current node (program order) */
+	const nx_inst *cur;
+	uint32_t cur_debug;
+	const char **debug;
+	int ndebug, capdebug;
+	nx_neff_tensor *consts;
+	int nconsts, capconsts;
+	nx_lower_stats st;
+} nx_lower;
+
+/* lower.c: streams, sync, buffers */
+nx_insn *nx_l_emit(nx_lower *L, nx_engine e, nx_isa_op op);
+void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y);
+void nx_l_loop(nx_lower *L, nx_engine e, int64_t n);
+void nx_l_endloop(nx_lower *L, nx_engine e);
+/* A DMA issued by e (SP or POOL); returns its completion. */
+nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src);
+nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
+void nx_l_max(nx_lsync *a, const nx_lsync *b);
+nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes);
+void nx_l_release_buf(nx_lower *L, nx_lbuf *b); /* drops one reference */
+nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s); /* with a fresh buffer */
+nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Starts a kernel's on-chip use: SBUF half (bytes per partition checked) */
+nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half);
+void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done);
+int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
+
+/* Loads src (whole value, flat [P, F] view, F split in L chunks of Fc) etc. */
+typedef struct nx_ltile {
+	int64_t n, P, F, Fc, Lc;
+} nx_ltile;
+nx_ltile nx_l_tile(int64_t n, int64_t fmax);
+nx_ap nx_l_hbm_tile(const nx_lval *v, const nx_ltile *t);
+nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_slot);
+
+/* A strided view of an HBM buffer: element (i0..ir-1) at off + sum i_k*stride_k. */
+typedef struct nx_lview {
+	nx_lbuf *buf;
+	nx_dtype dt;
+	int rank;
+	int64_t dims[NX_MAX_RANK], stride[NX_MAX_RANK]; /* elements */
+} nx_lview;
+nx_lview nx_l_view_of(const nx_lval *v);
+/* Copies view src into the contiguous (row-major) buffer of dst, with cast. */
+nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst);
+
+/* lower_ops.c */
+nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out);
+nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
+nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
+bool nx_l_elementwise_ok(const nx_inst *i);
+
+/* lower_dot.c */
+nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+#endif

@@ -1,0 +1,217 @@
+/* backend/lower_dot.c — dot as TensorE matmuls: C[M,N] = A[M,K] . B[K,N].
+ * The stationary operand is loaded transposed (K on partitions, M free) by a
+ * strided DMA, the moving one as [K, N]; K is tiled by <= 128 partitions and
+ * accumulated in a PSUM bank (fp32), N by <= 512 columns (one bank each),
+ * M by <= 128 rows. Tiles are counted loops, so code size depends on the
+ * number of PSUM chunks, not on K. ACT evacuates PSUM into SBUF with the cast
+ * to the result type; POOL stores. */
+#include "backend/lower.h"
+
+#include <string.h>
+
+/* (count, stride) of dims idx[0..n) of view v merged into one axis; false
+ * when they are not mergeable. */
+static bool merge(const nx_lview *v, const int64_t *idx, int n, int64_t *cnt, int64_t *stride)
+{
+	int64_t c = 1, s = 1;
+	bool any = false;
+	for (int k = 0; k < n; k++) {
+		int64_t d = v->dims[idx[k]], st = v->stride[idx[k]];
+		if (d == 1)
+			continue;
+		if (any && s != st * d)
+			return false;
+		c *= d;
+		s = st;
+		any = true;
+	}
+	*cnt = c;
+	*stride = any ? s : 1;
+	return true;
+}
+
+/* Matrix view of operand v: rows = dims a[], cols = dims b[]. Materializes a
+ * permuted copy when the dims do not merge. */
+static nx_status matrix(nx_lower *L, nx_lval *v, const int64_t *a, int na, const int64_t *b, int nb,
+                        nx_lval **res, int64_t *rows, int64_t *srow, int64_t *cols, int64_t *scol)
+{
+	nx_lview w = nx_l_view_of(v);
+	if (merge(&w, a, na, rows, srow) && merge(&w, b, nb, cols, scol)) {
+		*res = v;
+		return NX_OK;
+	}
+	nx_lview p = w;
+	int r = 0;
+	for (int k = 0; k < na; k++, r++)
+		p.dims[r] = w.dims[a[k]], p.stride[r] = w.stride[a[k]];
+	for (int k = 0; k < nb; k++, r++)
+		p.dims[r] = w.dims[b[k]], p.stride[r] = w.stride[b[k]];
+	nx_lval *c = nx_l_newval(L, v->shape);
+	nx_status rc = nx_l_copy_view(L, &p, c);
+	if (rc)
+		return rc;
+	*res = c;
+	*rows = *cols = 1;
+	for (int k = 0; k < na; k++)
+		*rows *= w.dims[a[k]];
+	for (int k = 0; k < nb; k++)
+		*cols *= w.dims[b[k]];
+	*srow = *cols;
+	*scol = 1;
+	return NX_OK;
+}
+
+static int rest(const nx_shape *s, nx_ivec used, int64_t *out)
+{
+	int n = 0;
+	for (int k = 0; k < s->rank; k++) {
+		bool u = false;
+		for (int j = 0; j < used.n; j++)
+			u |= used.v[j] == k;
+		if (!u)
+			out[n++] = k;
+	}
+	return n;
+}
+
+nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	if (dn->lhs_batch.n || dn->rhs_batch.n)
+		return nx_l_err(L, "dot with batch dimensions is not supported by the backend yet");
+	if (i->noperands != 2)
+		return nx_l_err(L, "dot with %d operands", i->noperands);
+	nx_lval *A = ops[0], *B = ops[1];
+	int64_t fl[NX_MAX_RANK], fr[NX_MAX_RANK];
+	int nfl = rest(A->shape, dn->lhs_contracting, fl), nfr = rest(B->shape, dn->rhs_contracting, fr);
+	int64_t M, sm, K, sk, K2, sk2, N, sn;
+	nx_status rc;
+	/* A as [M rows, K cols]; B as [K rows, N cols] */
+	if ((rc = matrix(L, A, fl, nfl, dn->lhs_contracting.v, dn->lhs_contracting.n, &A, &M, &sm, &K, &sk)))
+		return rc;
+	if ((rc = matrix(L, B, dn->rhs_contracting.v, dn->rhs_contracting.n, fr, nfr, &B, &K2, &sk2, &N, &sn)))
+		return rc;
+	NX_ASSERT(K == K2);
+	if (M == 0 || N == 0)
+		return NX_OK;
+	if (K == 0)
+		return nx_l_err(L, "dot with an empty contraction is not supported by the backend yet");
+	L->st.flops += 2.0 * (double)M * (double)N * (double)K;
+	const nx_target *t = L->t;
+	int64_t kt = nx_l_div_le(K, t->pe_rows), KT = K / kt;
+	int64_t mt = nx_l_div_le(M, t->pe_cols), MT = M / mt;
+	int64_t nt = nx_l_div_le(N, t->matmul_max_n), NT = N / nt;
+	int banks = t->psum_banks / 2; /* a PSUM half per chunk, alternating */
+	int64_t bank = t->psum_bank_bytes;
+	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
+	int64_t oa = 0, ob = (KT * M * ea + 63) & ~63LL, oo = ob + ((KT * N * eb + 63) & ~63LL);
+	int64_t bytes = oo + MT * N * eo;
+	int64_t base;
+	int h;
+	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
+		return rc;
+	if (M > (1 << 24) || N > (1 << 24))
+		return nx_l_err(L, "dot dimension too large");
+	L->st.kernels++;
+
+	/* loads: A^T tiles [kt, M] and B tiles [kt, N], loop over K tiles */
+	nx_lsync loads;
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &A->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &B->buf->written);
+	nx_l_loop(L, NX_ENG_SP, KT);
+	int32_t s[1];
+	uint32_t c[1];
+	s[0] = (int32_t)sm, c[0] = (uint32_t)M;
+	nx_ap ha = nx_ap_hbm(A->dt, A->buf->off, (int)kt, sk, 1, s, c);
+	ha.loop_stride[0] = kt * sk * ea;
+	s[0] = 1;
+	nx_ap sa = nx_ap_sbuf(A->dt, 0, (int)kt, base + oa, 1, s, c);
+	sa.loop_stride[0] = M * ea;
+	loads = nx_l_dma(L, NX_ENG_SP, sa, ha);
+	s[0] = (int32_t)sn, c[0] = (uint32_t)N;
+	nx_ap hb = nx_ap_hbm(B->dt, B->buf->off, (int)kt, sk2, 1, s, c);
+	hb.loop_stride[0] = kt * sk2 * eb;
+	s[0] = 1;
+	nx_ap sb = nx_ap_sbuf(B->dt, 0, (int)kt, base + ob, 1, s, c);
+	sb.loop_stride[0] = N * eb;
+	nx_lsync y = nx_l_dma(L, NX_ENG_SP, sb, hb);
+	nx_l_max(&loads, &y);
+	nx_l_endloop(L, NX_ENG_SP);
+	nx_l_max(&A->buf->war, &loads);
+	nx_l_max(&B->buf->war, &loads);
+
+	/* chunks: one M tile x up to `banks` N tiles in one PSUM half */
+	nx_lsync evac;
+	memset(&evac, 0, sizeof evac);
+	for (int64_t mi = 0; mi < MT; mi++)
+		for (int64_t n0 = 0; n0 < NT; n0 += banks) {
+			int64_t g = NT - n0 < banks ? NT - n0 : banks;
+			int ph = L->pidx++ & 1;
+			int64_t pbase = ph * banks * bank;
+			nx_l_wait(L, NX_ENG_PE, &loads);
+			nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
+			nx_l_loop(L, NX_ENG_PE, g);
+			for (int first = 1; first >= 0; first--) {
+				if (!first) {
+					if (KT == 1)
+						break;
+					nx_l_loop(L, NX_ENG_PE, KT - 1);
+				}
+				nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+				mm->flags = first ? NX_IF_START : 0;
+				s[0] = 1, c[0] = (uint32_t)nt;
+				nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mt, pbase, 1, s, c);
+				ps.loop_stride[0] = bank;
+				c[0] = (uint32_t)mt;
+				nx_ap st = nx_ap_sbuf(A->dt, 0, (int)kt, base + oa + (mi * mt + (first ? 0 : M)) * ea, 1, s, c);
+				c[0] = (uint32_t)nt;
+				nx_ap mv = nx_ap_sbuf(B->dt, 0, (int)kt, base + ob + ((n0 * nt) + (first ? 0 : N)) * eb, 1, s, c);
+				mv.loop_stride[0] = nt * eb;
+				if (!first) {
+					st.loop_stride[1] = M * ea;
+					mv.loop_stride[1] = N * eb;
+				}
+				mm->ap[0] = ps;
+				mm->ap[1] = st;
+				mm->ap[2] = mv;
+				if (!first)
+					nx_l_endloop(L, NX_ENG_PE);
+			}
+			nx_l_endloop(L, NX_ENG_PE);
+			nx_lsync pd = nx_l_signal(L, NX_ENG_PE);
+			/* evacuate PSUM -> SBUF with the cast */
+			nx_l_wait(L, NX_ENG_ACT, &pd);
+			nx_l_wait(L, NX_ENG_ACT, &L->sbuf_free[h]);
+			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+			int32_t s2[2] = {(int32_t)(bank / 4), 1};
+			uint32_t c2[2] = {(uint32_t)g, (uint32_t)nt};
+			cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mt, pbase, 2, s2, c2);
+			s[0] = 1, c[0] = (uint32_t)(g * nt);
+			cp->ap[0] = nx_ap_sbuf(out->dt, 0, (int)mt, base + oo + (mi * N + n0 * nt) * eo, 1, s, c);
+			evac = nx_l_signal(L, NX_ENG_ACT);
+			L->psum_free[ph] = evac;
+		}
+	/* store [mt, N] per M tile */
+	nx_l_wait(L, NX_ENG_POOL, &evac);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_l_loop(L, NX_ENG_POOL, MT);
+	s[0] = 1, c[0] = (uint32_t)N;
+	nx_ap ho = nx_ap_hbm(out->dt, out->buf->off, (int)mt, N, 1, s, c);
+	ho.loop_stride[0] = mt * N * eo;
+	nx_ap so = nx_ap_sbuf(out->dt, 0, (int)mt, base + oo, 1, s, c);
+	so.loop_stride[0] = N * eo;
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, ho, so);
+	nx_l_endloop(L, NX_ENG_POOL);
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	nx_lsync done = st;
+	nx_l_max(&done, &evac);
+	nx_l_max(&done, &loads);
+	nx_l_sbuf_end(L, h, &done);
+	if (A != ops[0])
+		nx_l_release_buf(L, A->buf);
+	if (B != ops[1])
+		nx_l_release_buf(L, B->buf);
+	return NX_OK;
+}

@@ -1,0 +1,390 @@
+/* backend/lower_ops.c — kernels for elementwise math (DVE tensor_tensor /
+ * tensor_scalar / select / tensor_copy, ACT activate), iota, reductions (DVE
+ * tensor_reduce on the free axis, POOL partition_all_reduce for full
+ * reductions) and the data-movement ops that are pure DMA access patterns
+ * (broadcast, transpose). */
+#include "backend/lower.h"
+
+#include <string.h>
+
+typedef struct emap {
+	nx_isa_op op;
+	nx_engine e;
+	int func, flags;
+	float imm;
+} emap;
+
+static int cmp_alu(nx_cmp_dir d)
+{
+	switch (d) {
+	case NX_CMP_EQ: return NX_ALU_EQ;
+	case NX_CMP_NE: return NX_ALU_NE;
+	case NX_CMP_LT: return NX_ALU_LT;
+	case NX_CMP_LE: return NX_ALU_LE;
+	case NX_CMP_GT: return NX_ALU_GT;
+	case NX_CMP_GE: return NX_ALU_GE;
+	default: return -1;
+	}
+}
+
+static bool map_elem(const nx_inst *i, emap *m)
+{
+	memset(m, 0, sizeof *m);
+	m->e = NX_ENG_DVE;
+	m->imm = 1.0f;
+	bool pred = i->shape && i->shape->type == NX_PRED;
+	switch (i->op) {
+#define TT(O, A) case NX_OP_##O: m->op = NX_I_TENSOR_TENSOR; m->func = NX_ALU_##A; return true;
+	TT(ADD, ADD) TT(SUBTRACT, SUB) TT(MULTIPLY, MUL) TT(DIVIDE, DIV) TT(MAXIMUM, MAX)
+	TT(MINIMUM, MIN) TT(POWER, POW) TT(REMAINDER, MOD)
+#undef TT
+	case NX_OP_AND: m->op = NX_I_TENSOR_TENSOR; m->func = pred ? NX_ALU_LAND : NX_ALU_AND; return true;
+	case NX_OP_OR: m->op = NX_I_TENSOR_TENSOR; m->func = pred ? NX_ALU_LOR : NX_ALU_OR; return true;
+	case NX_OP_XOR: m->op = NX_I_TENSOR_TENSOR; m->func = pred ? NX_ALU_NE : NX_ALU_XOR; return true;
+	case NX_OP_COMPARE:
+		m->op = NX_I_TENSOR_TENSOR;
+		m->func = cmp_alu(i->a.direction);
+		return i->shape == NULL || m->func >= 0;
+	case NX_OP_SELECT: m->op = NX_I_SELECT; return true;
+	case NX_OP_NEGATE: m->op = NX_I_TENSOR_SCALAR; m->func = NX_ALU_MUL; m->imm = -1.0f; return true;
+	case NX_OP_NOT:
+		m->op = NX_I_TENSOR_SCALAR;
+		m->func = NX_ALU_EQ;
+		m->imm = 0.0f;
+		return i->shape == NULL || pred;
+	case NX_OP_CONVERT: case NX_OP_COPY: m->op = NX_I_TENSOR_COPY; return true;
+#define AC(O, F) case NX_OP_##O: m->op = NX_I_ACTIVATE; m->e = NX_ENG_ACT; m->func = NX_ACT_##F; return true;
+	AC(EXPONENTIAL, EXP) AC(LOG, LOG) AC(TANH, TANH) AC(LOGISTIC, LOGISTIC) AC(SQRT, SQRT)
+	AC(RSQRT, RSQRT) AC(ABS, ABS) AC(SIGN, SIGN) AC(SINE, SIN) AC(COSINE, COS) AC(ERF, ERF)
+	AC(LOG_PLUS_ONE, LOG1P) AC(EXPONENTIAL_MINUS_ONE, EXPM1) AC(ATAN, ARCTAN)
+#undef AC
+	default: return false;
+	}
+}
+
+bool nx_l_elementwise_ok(const nx_inst *i)
+{
+	emap m;
+	return map_elem(i, &m);
+}
+
+static int64_t al64(int64_t x)
+{
+	return (x + 63) & ~(int64_t)63;
+}
+
+nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	emap m;
+	if (!map_elem(i, &m))
+		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	int64_t n = nx_shape_elems(out->shape);
+	if (n == 0)
+		return NX_OK;
+	int nops = i->noperands;
+	for (int k = 0; k < nops; k++)
+		if (nx_shape_elems(ops[k]->shape) != n)
+			return nx_l_err(L, "operand %d has %lld elements, the result %lld", k,
+			                (long long)nx_shape_elems(ops[k]->shape), (long long)n);
+	nx_ltile t = nx_l_tile(n, 2048);
+	int64_t off[9], bytes = 0;
+	for (int k = 0; k <= nops; k++) {
+		off[k] = bytes;
+		bytes += al64(t.F * nx_dtype_bytes[k < nops ? ops[k]->dt : out->dt]);
+	}
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
+	if (rc)
+		return rc;
+	L->st.kernels++;
+	nx_lsync loads, done;
+	memset(&loads, 0, sizeof loads);
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	for (int k = 0; k < nops; k++)
+		nx_l_wait(L, NX_ENG_SP, &ops[k]->buf->written);
+	nx_l_loop(L, NX_ENG_SP, t.Lc);
+	for (int k = 0; k < nops; k++) {
+		nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(ops[k]->dt, &t, base + off[k], 0),
+		                      nx_l_hbm_tile(ops[k], &t));
+		nx_l_max(&loads, &y);
+	}
+	nx_l_endloop(L, NX_ENG_SP);
+	for (int k = 0; k < nops; k++)
+		nx_l_max(&ops[k]->buf->war, &loads);
+
+	nx_l_wait(L, m.e, &loads);
+	nx_l_wait(L, m.e, &L->sbuf_free[h]);
+	nx_l_loop(L, m.e, t.Lc);
+	nx_insn *in = nx_l_emit(L, m.e, m.op);
+	in->func = (uint8_t)m.func;
+	in->flags = (uint16_t)m.flags;
+	in->fimm[0] = m.imm;
+	in->ap[0] = nx_l_sbuf_tile(out->dt, &t, base + off[nops], 0);
+	for (int k = 0; k < nops && k < 3; k++)
+		in->ap[1 + k] = nx_l_sbuf_tile(ops[k]->dt, &t, base + off[k], 0);
+	nx_l_endloop(L, m.e);
+	done = nx_l_signal(L, m.e);
+
+	nx_l_wait(L, NX_ENG_POOL, &done);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_l_loop(L, NX_ENG_POOL, t.Lc);
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, nx_l_hbm_tile(out, &t), nx_l_sbuf_tile(out->dt, &t, base + off[nops], 0));
+	nx_l_endloop(L, NX_ENG_POOL);
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	nx_l_max(&done, &st);
+	nx_l_max(&done, &loads);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}
+
+nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
+{
+	int d = (int)i->a.iota_dimension;
+	const nx_shape *s = out->shape;
+	int64_t n = nx_shape_elems(s);
+	if (n == 0)
+		return NX_OK;
+	if (d < 0 || d >= s->rank)
+		return nx_l_err(L, "iota dimension %d out of range", d);
+	int64_t outer = 1, inner = 1, len = s->dims[d];
+	for (int k = 0; k < d; k++)
+		outer *= s->dims[k];
+	for (int k = d + 1; k < s->rank; k++)
+		inner *= s->dims[k];
+	int esz = nx_dtype_bytes[out->dt];
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, al64(len * esz), &base, &h);
+	if (rc)
+		return rc;
+	if (len > (1 << 24) || outer > (1 << 24) || inner > (1 << 24))
+		return nx_l_err(L, "iota too large");
+	L->st.kernels++;
+	int32_t st1[1] = {1};
+	uint32_t c1[1] = {(uint32_t)len};
+	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_IOTA);
+	in->ap[0] = nx_ap_sbuf(out->dt, 0, 1, base, 1, st1, c1);
+	in->iarg[2] = 1;
+	nx_lsync done = nx_l_signal(L, NX_ENG_DVE);
+	int32_t st[3];
+	uint32_t c[3];
+	int nd = 0;
+	if (outer > 1)
+		st[nd] = 0, c[nd++] = (uint32_t)outer;
+	st[nd] = 1, c[nd++] = (uint32_t)len;
+	if (inner > 1)
+		st[nd] = 0, c[nd++] = (uint32_t)inner;
+	nx_ap src = nx_ap_sbuf(out->dt, 0, 1, base, nd, st, c);
+	int32_t dst_st[3];
+	uint32_t dc[3];
+	int64_t acc = 1;
+	for (int k = nd - 1; k >= 0; k--) {
+		dst_st[k] = (int32_t)acc;
+		dc[k] = c[k];
+		acc *= c[k];
+	}
+	nx_ap dst = nx_ap_hbm(out->dt, out->buf->off, 1, 0, nd, dst_st, dc);
+	nx_l_wait(L, NX_ENG_POOL, &done);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_lsync y = nx_l_dma(L, NX_ENG_POOL, dst, src);
+	nx_l_max(&out->buf->written, &y);
+	nx_l_max(&out->buf->war, &y);
+	nx_l_max(&done, &y);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}
+
+nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
+{
+	nx_lview src = nx_l_view_of(op), v;
+	memset(&v, 0, sizeof v);
+	v.buf = op->buf;
+	v.dt = op->dt;
+	v.rank = out->shape->rank;
+	for (int k = 0; k < v.rank; k++)
+		v.dims[k] = out->shape->dims[k];
+	if (i->a.dimensions.n != op->shape->rank)
+		return nx_l_err(L, "broadcast dimensions do not match the operand rank");
+	for (int j = 0; j < i->a.dimensions.n; j++)
+		v.stride[i->a.dimensions.v[j]] = src.stride[j];
+	L->st.kernels++;
+	return nx_l_copy_view(L, &v, out);
+}
+
+nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
+{
+	nx_lview src = nx_l_view_of(op), v = src;
+	if (i->a.dimensions.n != op->shape->rank)
+		return nx_l_err(L, "transpose permutation does not match the operand rank");
+	for (int k = 0; k < v.rank; k++) {
+		v.dims[k] = src.dims[i->a.dimensions.v[k]];
+		v.stride[k] = src.stride[i->a.dimensions.v[k]];
+	}
+	L->st.kernels++;
+	return nx_l_copy_view(L, &v, out);
+}
+
+static int reduce_alu(const nx_inst *i)
+{
+	if (i->ncalled != 1 || !i->called[0]->root)
+		return -1;
+	const nx_inst *r = i->called[0]->root;
+	if (r->noperands != 2 || r->operands[0]->op != NX_OP_PARAMETER || r->operands[1]->op != NX_OP_PARAMETER)
+		return -1;
+	bool pred = r->shape->type == NX_PRED;
+	switch (r->op) {
+	case NX_OP_ADD: return NX_ALU_ADD;
+	case NX_OP_MULTIPLY: return NX_ALU_MUL;
+	case NX_OP_MAXIMUM: return NX_ALU_MAX;
+	case NX_OP_MINIMUM: return NX_ALU_MIN;
+	case NX_OP_AND: return pred ? NX_ALU_LAND : -1;
+	case NX_OP_OR: return pred ? NX_ALU_LOR : -1;
+	default: return -1;
+	}
+}
+
+nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	if (i->noperands != 2)
+		return nx_l_err(L, "variadic reduce is not supported by the backend yet");
+	int alu = reduce_alu(i);
+	if (alu < 0)
+		return nx_l_err(L, "reduce computation '%s' is not a single add/multiply/max/min",
+		                i->ncalled ? i->called[0]->name : "?");
+	nx_lval *x = ops[0], *init = ops[1];
+	const nx_shape *xs = x->shape;
+	bool red[NX_MAX_RANK] = {0};
+	for (int k = 0; k < i->a.dimensions.n; k++)
+		red[i->a.dimensions.v[k]] = true;
+	int64_t O = 1, R = 1;
+	for (int k = 0; k < xs->rank; k++)
+		*(red[k] ? &R : &O) *= xs->dims[k];
+	if (O == 0)
+		return NX_OK;
+	/* reduced dims innermost: permute through a DMA when they are not */
+	bool trailing = true;
+	for (int k = 0, seen = 0; k < xs->rank; k++) {
+		if (red[k])
+			seen = 1;
+		else if (seen && xs->dims[k] > 1)
+			trailing = false;
+	}
+	nx_lval *src = x;
+	if (!trailing && R > 1) {
+		nx_lview v = nx_l_view_of(x), w = v;
+		int r = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < xs->rank; k++)
+				if (red[k] == (pass == 1)) {
+					w.dims[r] = v.dims[k];
+					w.stride[r] = v.stride[k];
+					r++;
+				}
+		src = nx_l_newval(L, xs);
+		nx_status rc = nx_l_copy_view(L, &w, src);
+		if (rc)
+			return rc;
+	}
+	if (R == 0)
+		return nx_l_err(L, "reduction over an empty dimension is not supported by the backend yet");
+	/* partitions: outputs, or (for a full reduction) slices of the reduced axis */
+	int64_t S = O == 1 ? nx_l_div_le(R, 128) : 1;
+	int64_t P = O == 1 ? S : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P, R2 = R / S;
+	int esz = nx_dtype_bytes[src->dt], osz = nx_dtype_bytes[out->dt];
+	int64_t o_in = 0, o_part = al64(T * R2 * esz), o_init = o_part + al64(T * 4), o_out = o_init + 64;
+	int64_t bytes = o_out + al64(T * osz);
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
+	if (rc)
+		return rc;
+	if (R2 > (1 << 24))
+		return nx_l_err(L, "reduction of %lld elements per partition is too large", (long long)R2);
+	L->st.kernels++;
+	int32_t s1[1] = {1};
+	uint32_t cR[1] = {(uint32_t)R2}, c1[1] = {1};
+	nx_lsync loads;
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &init->buf->written);
+	nx_l_loop(L, NX_ENG_SP, T);
+	nx_ap hin = nx_ap_hbm(src->dt, src->buf->off, (int)P, R2, 1, s1, cR);
+	hin.loop_stride[0] = P * R2 * esz;
+	nx_ap sin = nx_ap_sbuf(src->dt, 0, (int)P, base + o_in, 1, s1, cR);
+	sin.loop_stride[0] = R2 * esz;
+	loads = nx_l_dma(L, NX_ENG_SP, sin, hin);
+	nx_l_endloop(L, NX_ENG_SP);
+	int ip = O == 1 ? 1 : (int)P;
+	nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(init->dt, 0, ip, base + o_init, 1, s1, c1),
+	                      nx_ap_hbm(init->dt, init->buf->off, ip, 0, 1, s1, c1));
+	nx_l_max(&loads, &y);
+	nx_l_max(&src->buf->war, &loads);
+	nx_l_max(&init->buf->war, &loads);
+	if (src != x)
+		src->buf->pinned = false; /* scratch: freed below */
+
+	nx_l_wait(L, NX_ENG_DVE, &loads);
+	nx_l_loop(L, NX_ENG_DVE, T);
+	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_REDUCE);
+	in->func = (uint8_t)alu;
+	in->iarg[0] = 1;
+	nx_ap part = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_part, 1, s1, c1);
+	part.loop_stride[0] = 4;
+	in->ap[0] = part;
+	in->ap[1] = sin;
+	nx_lsync done;
+	if (O == 1) {
+		nx_l_endloop(L, NX_ENG_DVE);
+		done = nx_l_signal(L, NX_ENG_DVE);
+		nx_ap p1 = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_part, 1, s1, c1);
+		nx_ap q1 = p1;
+		q1.part_count = 1;
+		nx_l_wait(L, NX_ENG_POOL, &done);
+		if (P > 1) {
+			nx_insn *pr = nx_l_emit(L, NX_ENG_POOL, NX_I_PARTITION_REDUCE);
+			pr->func = (uint8_t)alu;
+			pr->ap[0] = p1;
+			pr->ap[1] = p1;
+		}
+		nx_insn *c = nx_l_emit(L, NX_ENG_POOL, NX_I_TENSOR_TENSOR);
+		c->func = (uint8_t)alu;
+		c->ap[0] = nx_ap_sbuf(out->dt, 0, 1, base + o_out, 1, s1, c1);
+		c->ap[1] = q1;
+		c->ap[2] = nx_ap_sbuf(init->dt, 0, 1, base + o_init, 1, s1, c1);
+		done = nx_l_signal(L, NX_ENG_POOL);
+	} else {
+		nx_insn *c = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_TENSOR);
+		c->func = (uint8_t)alu;
+		nx_ap o = nx_ap_sbuf(out->dt, 0, (int)P, base + o_out, 1, s1, c1);
+		o.loop_stride[0] = osz;
+		c->ap[0] = o;
+		c->ap[1] = part;
+		c->ap[2] = nx_ap_sbuf(init->dt, 0, (int)P, base + o_init, 1, s1, c1);
+		nx_l_endloop(L, NX_ENG_DVE);
+		done = nx_l_signal(L, NX_ENG_DVE);
+	}
+	nx_l_wait(L, NX_ENG_POOL, &done);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	int op_ = O == 1 ? 1 : (int)P;
+	nx_l_loop(L, NX_ENG_POOL, T);
+	nx_ap hout = nx_ap_hbm(out->dt, out->buf->off, op_, 1, 1, s1, c1);
+	hout.loop_stride[0] = P * osz;
+	nx_ap sout = nx_ap_sbuf(out->dt, 0, op_, base + o_out, 1, s1, c1);
+	sout.loop_stride[0] = osz;
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, hout, sout);
+	nx_l_endloop(L, NX_ENG_POOL);
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	nx_l_max(&done, &st);
+	nx_l_max(&done, &loads);
+	nx_l_sbuf_end(L, h, &done);
+	if (src != x) {
+		src->buf->refs = 1;
+		src->buf->pinned = false;
+		nx_l_release_buf(L, src->buf);
+	}
+	return NX_OK;
+}

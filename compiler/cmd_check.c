@@ -1,0 +1,207 @@
+/* compiler/cmd_check.c — `nxcc check`: compile, run on the simulator, evaluate
+ * the original module with the reference evaluator on the same inputs and
+ * compare every output with a dtype-aware tolerance. */
+#include "compiler/cli.h"
+#include "compiler/driver.h"
+#include "compiler/rundev.h"
+
+#include "ir/eval.h"
+#include "ir/npy.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: nxcc check FILE [compile flags] [--random-inputs SEED]\n\n"
+	       "Compiles FILE (flags as nxcc compile; no --output needed), runs the .neff on\n"
+	       "the simulator with random inputs (SEED, default 1; the generator of nxcc\n"
+	       "eval), evaluates the original module with the reference evaluator on the\n"
+	       "same inputs and compares each output. Tolerance: integers and pred exact;\n"
+	       "f32 without auto-cast |d| <= 1e-5|ref| + 4 eps32 L max|ref| (L: longest\n"
+	       "reduction or contraction); bf16 results or --auto-cast to bf16/fp8:\n"
+	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16: 2e-3. Prints the worst error per\n"
+	       "output; exit 1 on a mismatch.\n");
+}
+
+/* Longest reduction or contraction in any computation of m. */
+static int64_t longest_reduction(const nx_module *m)
+{
+	int64_t L = 1;
+	for (int c = 0; c < m->ncomps; c++)
+		for (int k = 0; k < m->comps[c]->ninsts; k++) {
+			const nx_inst *i = m->comps[c]->insts[k];
+			int64_t r = 1;
+			if (i->op == NX_OP_DOT)
+				for (int j = 0; j < i->a.dot.lhs_contracting.n; j++)
+					r *= i->operands[0]->shape->dims[i->a.dot.lhs_contracting.v[j]];
+			else if (i->op == NX_OP_REDUCE && i->noperands >= 1 && nx_shape_is_array(i->operands[0]->shape))
+				for (int j = 0; j < i->a.dimensions.n; j++)
+					r *= i->operands[0]->shape->dims[i->a.dimensions.v[j]];
+			if (r > L)
+				L = r;
+		}
+	return L;
+}
+
+static void leaves(const nx_literal *l, const nx_literal **out, int *n, int cap)
+{
+	if (l->shape->ntuple || nx_shape_is_tuple(l->shape)) {
+		for (int k = 0; k < l->ntuple; k++)
+			leaves(l->tuple[k], out, n, cap);
+		return;
+	}
+	if (*n < cap)
+		out[*n] = l;
+	(*n)++;
+}
+
+int nx_cmd_check(int argc, char **argv)
+{
+	nx_compile_opts o;
+	nx_compile_opts_init(&o);
+	const char *file = NULL, *v;
+	uint64_t seed = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return 0;
+		}
+		int r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
+		if (r < 0)
+			return NX_EXIT_USER;
+		if (r > 0) {
+			seed = strtoull(v, NULL, 0);
+			continue;
+		}
+		r = nx_driver_flag(argc, argv, &i, &o, "check");
+		if (r < 0)
+			return NX_EXIT_USER;
+		if (r > 0)
+			continue;
+		if (a[0] == '-' && a[1])
+			return nx_cli_usage_error("check", "unknown flag '%s'", a);
+		if (file)
+			return nx_cli_usage_error("check", "more than one input file");
+		file = a;
+	}
+	if (!file)
+		return nx_cli_usage_error("check", "no input file (see nxcc check --help)");
+	nx_diag d = {0};
+	nx_arena a;
+	nx_arena_init(&a);
+	nx_compile_result cr = {0};
+	nx_neff *n = NULL;
+	nx_module *m = NULL;
+	int rc = 0;
+	if (nx_driver_compile(file, &o, false, &cr, &d) != NX_OK)
+		goto fail;
+	n = nx_rt_load_bytes(cr.neff, cr.len, file, NULL, &d);
+	m = nx_read_file(file, &d);
+	if (!n || !m || nx_verify_module(m, &d) != NX_OK)
+		goto fail;
+	const nx_comp *e = m->entry;
+	if (e->nparams != n->ninputs) {
+		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d inputs, the module %d parameters",
+		            n->ninputs, e->nparams);
+		goto fail;
+	}
+	nx_literal **args = nx_arena_alloc(&a, sizeof *args * (size_t)(e->nparams + 1));
+	for (int k = 0; k < e->nparams; k++)
+		args[k] = nx_random_literal(&a, e->params[k]->shape, seed, k);
+	nx_literal *const *argv_r[1] = {args};
+	nx_literal *ref = NULL;
+	nx_eval_opts eo = {.replicas = 1, .rng_seed = seed};
+	if (nx_eval_module(m, &eo, e->nparams, argv_r, &a, &ref, &d) != NX_OK)
+		goto fail;
+	const nx_literal *refs[4096];
+	int nref = 0;
+	leaves(ref, refs, &nref, 4096);
+	if (nref != n->noutputs || nref > 4096) {
+		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d outputs, the module %d", n->noutputs, nref);
+		goto fail;
+	}
+	nx_type *types = nx_arena_alloc(&a, sizeof *types * (size_t)(nref + 1));
+	for (int k = 0; k < nref; k++)
+		types[k] = refs[k]->shape->type;
+	nx_literal **outs = nx_arena_alloc(&a, sizeof *outs * (size_t)(nref + 1));
+	nx_rt_opts ro = nx_rt_opts_default();
+	nx_rt_stats st;
+	if (nx_rundev(n, args, types, &a, outs, &ro, &st, &d) != NX_OK)
+		goto fail;
+	int64_t Lr = longest_reduction(m);
+	bool narrow = o.auto_cast && strcmp(o.auto_cast, "none") != 0 &&
+	              (!o.auto_cast_type || !strcmp(o.auto_cast_type, "bf16") || !strncmp(o.auto_cast_type, "fp8", 3));
+	int bad = 0;
+	for (int k = 0; k < nref; k++) {
+		const nx_literal *r = refs[k], *g = outs[k];
+		nx_type t = r->shape->type;
+		int64_t ne = nx_shape_elems(r->shape);
+		bool exact = !nx_type_is_float(t);
+		double rtol, atolf;
+		if (t == NX_BF16 || nx_type_bits(t) == 8 || (narrow && nx_type_is_float(t)))
+			rtol = 2e-2, atolf = 2e-2;
+		else if (t == NX_F16 || (o.auto_cast && strcmp(o.auto_cast, "none") && o.auto_cast_type &&
+		                         !strcmp(o.auto_cast_type, "fp16")))
+			rtol = 2e-3, atolf = 2e-3;
+		else
+			rtol = 1e-5, atolf = 4 * FLT_EPSILON * (double)Lr;
+		double maxabs = 0;
+		for (int64_t i = 0; i < ne; i++) {
+			double x = fabs(nx_lit_get_f64(r, i));
+			if (isfinite(x) && x > maxabs)
+				maxabs = x;
+		}
+		double worst = 0, worst_rel = 0;
+		int64_t where = -1, nbad = 0;
+		for (int64_t i = 0; i < ne; i++) {
+			double x = nx_lit_get_f64(r, i), y = nx_lit_get_f64(g, i);
+			bool ok;
+			double diff = fabs(x - y);
+			if (isnan(x) || isnan(y))
+				ok = isnan(x) && isnan(y), diff = ok ? 0 : INFINITY;
+			else if (isinf(x) || isinf(y))
+				ok = x == y, diff = ok ? 0 : INFINITY;
+			else if (exact)
+				ok = x == y;
+			else
+				ok = diff <= rtol * fabs(x) + atolf * maxabs;
+			if (!ok)
+				nbad++;
+			if (diff > worst || (where < 0 && !ok)) {
+				worst = diff;
+				worst_rel = x != 0 ? diff / fabs(x) : diff;
+				where = i;
+			}
+		}
+		char shp[256];
+		nx_shape_print(shp, sizeof shp, r->shape, false);
+		printf("out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
+		       worst_rel, (long long)where, exact ? " (exact)" : "");
+		if (nbad) {
+			printf("  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
+			       (long long)ne, (long long)where, nx_lit_get_f64(r, where), nx_lit_get_f64(g, where));
+			bad++;
+		}
+	}
+	nx_rundev_print_stats(n, &st);
+	if (bad) {
+		printf("check: FAILED (%d of %d outputs differ)\n", bad, nref);
+		rc = NX_EXIT_USER;
+	} else {
+		printf("check: ok (%d outputs)\n", nref);
+	}
+	goto done;
+fail:
+	rc = nx_cli_report(&d);
+done:
+	nx_diag_clear(&d);
+	nx_neff_free(n);
+	nx_module_free(m);
+	free(cr.neff);
+	nx_arena_free(&a);
+	return rc;
+}

@@ -1,0 +1,83 @@
+/* compiler/rundev.c — host literals in and out of the simulated NeuronCore. */
+#include "compiler/rundev.h"
+
+#include "backend/backend.h"
+#include "ir/eval.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+nx_type nx_rundev_type(nx_dtype t)
+{
+	switch (t) {
+	case NX_DT_F32: return NX_F32;
+	case NX_DT_BF16: return NX_BF16;
+	case NX_DT_F16: return NX_F16;
+	case NX_DT_FP8E4M3: return NX_F8E4M3FN;
+	case NX_DT_FP8E5M2: return NX_F8E5M2;
+	case NX_DT_S32: return NX_S32;
+	case NX_DT_U32: return NX_U32;
+	case NX_DT_S16: return NX_S16;
+	case NX_DT_U16: return NX_U16;
+	case NX_DT_S8: return NX_S8;
+	default: return NX_U8;
+	}
+}
+
+nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
+                    nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+{
+	nx_status rc = NX_OK;
+	void **ib = calloc((size_t)n->ninputs + 1, sizeof *ib), **ob = calloc((size_t)n->noutputs + 1, sizeof *ob);
+	for (int k = 0; k < n->ninputs && rc == NX_OK; k++) {
+		const nx_rt_tensor *t = &n->inputs[k];
+		ib[k] = calloc((size_t)t->bytes + 1, 1);
+		int dt;
+		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes) {
+			rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
+			                 k, t->name, (long long)nx_shape_elems(in[k]->shape),
+			                 (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
+			break;
+		}
+		if (!nx_lower_literal_bytes(in[k], ib[k], &dt) || dt != (int)t->dtype)
+			rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s",
+			                 k, t->name, nx_dtype_names[t->dtype]);
+	}
+	for (int k = 0; k < n->noutputs; k++)
+		ob[k] = calloc((size_t)n->outputs[k].bytes + 1, 1);
+	if (rc == NX_OK)
+		rc = nx_rt_run(n, (const void *const *)ib, ob, o, st, d);
+	for (int k = 0; k < n->noutputs && rc == NX_OK; k++) {
+		const nx_rt_tensor *t = &n->outputs[k];
+		nx_type ty = out_types ? out_types[k] : nx_rundev_type(t->dtype);
+		nx_shape *s = nx_shape_array(a, ty, t->rank, t->dims);
+		nx_literal *l = nx_literal_new(a, s);
+		int64_t ne = nx_shape_elems(s);
+		for (int64_t i = 0; i < ne; i++) {
+			double v = nx_rt_load_elem((uint8_t *)ob[k] + i * nx_dtype_bytes[t->dtype], t->dtype);
+			if (nx_type_is_int(ty) || ty == NX_PRED)
+				nx_lit_set_i64(l, i, (int64_t)v);
+			else
+				nx_lit_set_f64(l, i, v);
+		}
+		outs[k] = l;
+	}
+	for (int k = 0; k < n->ninputs; k++)
+		free(ib[k]);
+	for (int k = 0; k < n->noutputs; k++)
+		free(ob[k]);
+	free(ib);
+	free(ob);
+	return rc;
+}
+
+void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st)
+{
+	printf("simulated time: %.3f us on %s\n", st->total_ns / 1000.0, n->tgt->name);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		printf("  %-4s busy %10.3f us / %10.3f us (%5.1f%%), %llu instructions executed\n", nx_engine_names[e],
+		       st->busy_ns[e] / 1000.0, st->total_ns / 1000.0,
+		       st->total_ns > 0 ? 100.0 * st->busy_ns[e] / st->total_ns : 0.0, (unsigned long long)st->insns[e]);
+	printf("  dma  busy %10.3f us (all queues), %llu bytes\n", st->dma_busy_ns / 1000.0,
+	       (unsigned long long)st->dma_bytes);
+}

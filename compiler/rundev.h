@@ -1,0 +1,16 @@
+/* compiler/rundev.h — running a loaded .neff on host literals (nxcc run, check). */
+#ifndef NX_RUNDEV_H
+#define NX_RUNDEV_H
+
+#include "runtime-stub/rt.h"
+
+/* HLO type for a device dtype (s32 for S32, u8 for U8...). */
+nx_type nx_rundev_type(nx_dtype t);
+/* Runs n with inputs in[k] (any literal type whose values fit the device
+ * type). outs[k] gets a literal of out_types[k] (NULL: the device types) in a. */
+nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
+                    nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
+/* Simulated time and busy/total per engine. */
+void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st);
+
+#endif

@@ -21,7 +21,7 @@
  * a fake compiler (`nxcc cache test-compile --key FINGERPRINT ...`). Tests
  * of the scheduler pick the stand-in with NXCC_TEST_PC_WORKER so they do not
  * depend on what the backend can lower. */
-static const char *const default_worker = "test-compile";
+static const char *const default_worker = "compile";
 
 static bool worker_is_compile(void)
 {

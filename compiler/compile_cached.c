@@ -68,13 +68,18 @@ static void test_hooks(const char *file)
 	}
 }
 
-static void print_stats(const nx_compile_result *r)
+static void print_stats(const nx_compile_result *r, const char *target)
 {
 	printf("compile time: %.3f s\nneff: %zu bytes\nkernels: %d\n", r->seconds, r->len, r->st.kernels);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		printf("instructions %s: %zu\n", nx_engine_names[e], r->st.insns[e]);
 	printf("hbm: %lld bytes\nsbuf peak: %lld bytes per partition\n", (long long)r->st.hbm_bytes,
 	       (long long)r->st.sbuf_peak);
+	/* roofline: FLOPs at the fp32 TensorE peak vs the minimal HBM traffic */
+	const nx_target *t = nx_target_get(target);
+	double fns = r->st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r->st.io_bytes / t->hbm_gbps;
+	printf("flops: %.0f\nminimal hbm bytes: %lld\nroofline bound: %.3f ns (compute %.3f ns, memory %.3f ns)\n",
+	       r->st.flops, (long long)r->st.io_bytes, fns > bns ? fns : bns, fns, bns);
 }
 
 int nx_compile_cached(const nx_compile_flags *f, bool stats)
@@ -96,7 +101,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 		    nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
 			rc = nx_cli_report(&d);
 		else if (stats)
-			print_stats(&r);
+			print_stats(&r, o.target);
 		nx_diag_clear(&d);
 		free(r.neff);
 		return rc;
@@ -180,7 +185,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 				else
 					printf("cache miss (cache unusable): compiled %s in %.3f s\n", file, now_s() - t0);
 				if (stats)
-					print_stats(&r);
+					print_stats(&r, o.target);
 			}
 		}
 		free(pb);

@@ -1,0 +1,102 @@
+#!/bin/bash
+# End to end: `nxcc check` (compile, simulate, compare with the evaluator) on
+# the MLP / linear-model corpus graphs and examples/*.hlo at -O1..-O3 for trn1
+# and trn2, f32 and bf16 auto-cast; byte-identical .neff; instruction count
+# independent of tensor volume; an unsupported op is exit 1 naming it.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+corpus="$NX_CORPUS/hlo/torch-neuronx"
+[ -d "$corpus" ] || { echo "SKIP: no corpus at $corpus"; exit 0; }
+
+# Graphs whose collectives span 2 ranks: the simulated core is one rank.
+multi_rank="qwb_linear_model__pp_2_broken.hlo qwb_linear_model__pp_2_final.hlo
+qwb_linear_model__pp_2_layers_2_rank_0.hlo qwb_linear_model__pp_2_layers_2_rank_1.hlo"
+
+files="$NX_ROOT/examples/*.hlo $corpus/mlp__*.hlo $corpus/qwb_linear_model__*.hlo $corpus/misc__linear.hlo"
+n=0
+for f in $files; do
+	b=$(basename "$f")
+	for skip in $multi_rank; do
+		if [ "$b" = "$skip" ]; then
+			out=$("$NXCC" check "$f" 2>&1)
+			rc=$?
+			[ $rc -eq 1 ] || fail "$b: exit $rc, expected 1 (multi-rank collective)"
+			echo "$out" | grep -q "one rank only" || fail "$b: unexpected message: $out"
+			continue 2
+		fi
+	done
+	for t in trn1 trn2; do
+		for o in -O1 -O2 -O3; do
+			for ac in "--auto-cast none" "--auto-cast all --auto-cast-type bf16"; do
+				out=$("$NXCC" check "$f" --framework XLA --target $t $o $ac --random-inputs 1 2>&1) ||
+					fail "$b $t $o $ac: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+				n=$((n + 1))
+			done
+		done
+	done
+done
+echo "checked $n configurations"
+
+# byte-identical output; the payload is a tar archive with the sections
+f="$NX_ROOT/examples/mlp_step.hlo"
+"$NXCC" compile "$f" --framework XLA --target trn1 --output "$tmp/a.neff" || fail "compile a"
+"$NXCC" compile "$f" --framework=XLA --target=trn1 --output="$tmp/b.neff" || fail "compile b"
+cmp -s "$tmp/a.neff" "$tmp/b.neff" || fail ".neff differs between two compiles"
+list=$(tail -c +1025 "$tmp/a.neff" | tar -tf -) || fail "payload is not a tar archive"
+for s in sg00/def.json sg00/pe.bin sg00/act.bin sg00/dve.bin sg00/pool.bin sg00/sp.bin sg00/debug.json; do
+	echo "$list" | grep -qx "$s" || fail "section $s missing: $list"
+done
+echo "$list" | grep -q '^sg00/const/.*\.npy$' || fail "no constants section"
+
+# nxcc run: outputs and summary
+"$NXCC" run "$tmp/a.neff" --random-inputs 1 --output-dir "$tmp/out" > "$tmp/run.txt" || fail "run"
+grep -q 'simulated time' "$tmp/run.txt" || fail "run prints no simulated time"
+[ -f "$tmp/out/out4.npy" ] || fail "run wrote no out4.npy"
+"$NXCC" eval "$f" --random-inputs 1 --output-dir "$tmp/ev" > /dev/null || fail "eval"
+cmp -s "$tmp/out/out1.npy" "$tmp/ev/out1.npy" || fail "run and eval disagree on out1 (same random inputs)"
+
+# instruction count grows < 2x when the volume grows 64x
+gen() { # $1 = K
+	cat <<EOT
+HloModule vol
+ENTRY e {
+  a = f32[128,$1] parameter(0)
+  w = f32[$1,128] parameter(1)
+  x = f32[128,$1] exponential(a)
+  y = f32[128,$1] multiply(x, a)
+  ROOT d = f32[128,128] dot(y, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+EOT
+}
+count() { "$NXCC" inspect "$1" | awk '/^engines:/{e=1;next} e&&/instructions/{s+=$2} END{print s}'; }
+gen 64 > "$tmp/s.hlo"
+gen 4096 > "$tmp/l.hlo"
+for k in s l; do
+	"$NXCC" check "$tmp/$k.hlo" > /dev/null || fail "check $k.hlo"
+	"$NXCC" compile "$tmp/$k.hlo" --target trn1 --output "$tmp/$k.neff" || fail "compile $k"
+done
+cs=$(count "$tmp/s.neff")
+cl=$(count "$tmp/l.neff")
+[ -n "$cs" ] && [ "$cs" -gt 0 ] || fail "no instruction count from nxcc inspect"
+[ $((cl * 1)) -lt $((cs * 2)) ] || fail "instructions grew from $cs to $cl for 64x the volume"
+echo "instructions: $cs (small) $cl (64x volume)"
+
+# an op the backend does not lower: exit 1 naming instruction and op, no output file
+cat > "$tmp/u.hlo" <<'EOT'
+HloModule u
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT fl = f32[4] floor(p)
+}
+EOT
+out=$("$NXCC" compile "$tmp/u.hlo" --target trn1 --output "$tmp/u.neff" 2>&1)
+rc=$?
+[ $rc -eq 1 ] || fail "unsupported op: exit $rc"
+echo "$out" | grep -q "'fl'" || fail "message does not name the instruction: $out"
+echo "$out" | grep -q "floor" || fail "message does not name the op: $out"
+[ ! -e "$tmp/u.neff" ] || fail "partial output left behind"
+"$NXCC" list-operators --framework XLA | grep -qx dot || fail "list-operators lacks dot"
+"$NXCC" list-operators --framework XLA | grep -qx floor && fail "list-operators claims floor"
+exit 0

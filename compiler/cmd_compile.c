@@ -1,6 +1,8 @@
-/* compiler/cmd_compile.c — `nxcc compile`: HLO module to .neff. */
+/* compiler/cmd_compile.c — `nxcc compile`: HLO module to .neff, through the
+ * compile cache (compiler/compile_cached.c). Flags: every neuronx-cc
+ * spelling (compiler/flags.c), NEURON_CC_FLAGS merged, the command line wins. */
 #include "compiler/cli.h"
-#include "compiler/driver.h"
+#include "compiler/compile_cached.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,64 +13,53 @@ static void help(void)
 	       "                   [-O1|-O2|-O3|--optlevel N] [--auto-cast none|matmult|all]\n"
 	       "                   [--auto-cast-type bf16|fp16|tf32|fp8_e4m3|fp8_e5m2]\n"
 	       "                   [--model-type generic|transformer|unet-inference]\n"
-	       "                   --output OUT.neff [--stats]\n\n"
+	       "                   [--output OUT.neff] [--verbose LEVEL] [--stats]\n"
+	       "                   [--cache-dir DIR|s3://BUCKET/PREFIX] [--no-cache] [--retry-failed]\n\n"
 	       "Reads FILE (HLO text or HloModuleProto), verifies it, runs the pass pipeline\n"
 	       "of the -O level, lowers it onto the NeuronCore engines of the target and\n"
-	       "writes the .neff atomically (no partial file on failure). --stats prints\n"
-	       "instruction counts per engine, HBM and SBUF use. Exit 1 on a bad input or\n"
-	       "an unsupported op, 70 on an internal error.\n");
+	       "writes the .neff atomically (no partial file on failure; default file.neff).\n"
+	       "Every flag of `neuronx-cc compile` is accepted in both --flag value and\n"
+	       "--flag=value forms; NEURON_CC_FLAGS is read first, the command line wins.\n"
+	       "Flags that do not change nxcc's output are listed at --verbose info.\n\n"
+	       "The compile cache (--cache-dir, else NEURON_COMPILE_CACHE_URL, else\n"
+	       "/var/tmp/nxcc-compile-cache) is keyed by the module's fingerprint and the\n"
+	       "flags that change the output: a hit prints 'cache hit (WHERE)' and writes\n"
+	       "the cached .neff; a failed compile is cached and reported again until\n"
+	       "--retry-failed. --stats prints instruction counts per engine, HBM and SBUF\n"
+	       "use. Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n");
 }
 
 int nx_cmd_compile(int argc, char **argv)
 {
-	nx_compile_opts o;
-	nx_compile_opts_init(&o);
-	const char *file = NULL;
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	if (!rest)
+		abort();
+	int nrest = 0;
 	bool stats = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			help();
+			free(rest);
 			return 0;
 		}
-		if (!strcmp(a, "--stats")) {
+		if (!strcmp(argv[i], "--stats"))
 			stats = true;
-			continue;
-		}
-		int r = nx_driver_flag(argc, argv, &i, &o, "compile");
-		if (r < 0)
-			return NX_EXIT_USER;
-		if (r > 0)
-			continue;
-		if (a[0] == '-' && a[1])
-			return nx_cli_usage_error("compile", "unknown flag '%s'", a);
-		if (file)
-			return nx_cli_usage_error("compile", "more than one input file");
-		file = a;
+		else
+			rest[nrest++] = argv[i];
 	}
-	if (!file)
-		return nx_cli_usage_error("compile", "no input file (see nxcc compile --help)");
-	if (!o.output)
-		return nx_cli_usage_error("compile", "no --output file");
+	nx_compile_flags f;
 	nx_diag d = {0};
-	nx_compile_result r;
-	int rc = 0;
-	if (nx_driver_compile(file, &o, false, &r, &d) != NX_OK ||
-	    nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK) {
+	int rc;
+	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK)
 		rc = nx_cli_report(&d);
-	} else if (stats) {
-		printf("compile time: %.3f s\nneff: %zu bytes\nkernels: %d\n", r.seconds, r.len, r.st.kernels);
-		for (int e = 0; e < NX_ENG_COUNT; e++)
-			printf("instructions %s: %zu\n", nx_engine_names[e], r.st.insns[e]);
-		printf("hbm: %lld bytes\nsbuf peak: %lld bytes per partition\n", (long long)r.st.hbm_bytes,
-		       (long long)r.st.sbuf_peak);
-		/* roofline: FLOPs at the fp32 TensorE peak vs the minimal HBM traffic */
-		const nx_target *t = nx_target_get(o.target);
-		double fns = r.st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r.st.io_bytes / t->hbm_gbps;
-		printf("flops: %.0f\nminimal hbm bytes: %lld\nroofline bound: %.3f ns (compute %.3f ns, memory %.3f ns)\n",
-		       r.st.flops, (long long)r.st.io_bytes, fns > bns ? fns : bns, fns, bns);
-	}
+	else if (f.n_inputs == 0)
+		rc = nx_cli_usage_error("compile", "no input file (see nxcc compile --help)");
+	else if (f.n_inputs > 1)
+		rc = nx_cli_usage_error("compile", "more than one input file ('%s', '%s')", f.inputs[0], f.inputs[1]);
+	else
+		rc = nx_compile_cached(&f, stats);
 	nx_diag_clear(&d);
-	free(r.neff);
+	nx_flags_free(&f);
+	free(rest);
 	return rc;
 }

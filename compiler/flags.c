@@ -235,7 +235,7 @@ static const char *enum_str(const enum_name *t, int v)
 	NX_UNREACHABLE();
 }
 
-const char *nx_target_name(nx_target t) { return enum_str(target_names, (int)t); }
+const char *nx_target_name(nx_target_kind t) { return enum_str(target_names, (int)t); }
 const char *nx_log_level_name(nx_log_level l) { return enum_str(level_names, (int)l); }
 
 /* Names are matched case-insensitively: NEURON_CC_FLAGS in the wild has
@@ -289,7 +289,7 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 		break;
 	case K_TARGET:
 		if ((st = parse_enum(target_names, s->name, val, &v, d)) == NX_OK) {
-			f->target = (nx_target)v;
+			f->target = (nx_target_kind)v;
 			f->target_set = true;
 		}
 		break;
@@ -426,6 +426,22 @@ static nx_status parse_words(nx_compile_flags *f, int argc, char **argv, bool fr
 	return NX_OK;
 }
 
+void nx_flags_mark_inputs(int argc, char **argv, bool *is_input)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		is_input[i] = a[0] != '-' || a[1] == 0;
+		if (is_input[i])
+			continue;
+		const char *val;
+		bool missing;
+		int at = i;
+		if (match(argc, argv, &i, &val, &missing))
+			for (int k = at + 1; k <= i; k++)
+				is_input[k] = false;
+	}
+}
+
 nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags, nx_compile_flags *out,
                          nx_diag *d)
 {
@@ -507,7 +523,7 @@ char *nx_flags_canonical_json(const nx_compile_flags *f)
 	b[0] = 0;
 	char tmp[128];
 	/* trn1n is trn1's chip with more network: same program */
-	nx_target t = f->target == NX_TARGET_TRN1N ? NX_TARGET_TRN1 : f->target;
+	nx_target_kind t = f->target == NX_TARGET_TRN1N ? NX_TARGET_TRN1 : f->target;
 	append(&b, &len, &cap, "{\"framework\":");
 	json_str(&b, &len, &cap, f->framework ? f->framework : "XLA");
 	snprintf(tmp, sizeof(tmp), ",\"target\":\"%s\",\"model_type\":\"%s\",\"auto_cast\":\"%s\",\"auto_cast_type\":",

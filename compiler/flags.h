@@ -14,7 +14,7 @@
 
 #include "ir/ir.h"
 
-typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target;
+typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target_kind; /* not nx_target: backend/target.h has that */
 typedef enum { NX_MODEL_GENERIC, NX_MODEL_TRANSFORMER, NX_MODEL_UNET_INFERENCE } nx_model_type;
 typedef enum { NX_AUTOCAST_NONE, NX_AUTOCAST_MATMULT, NX_AUTOCAST_ALL } nx_auto_cast;
 typedef enum {
@@ -27,7 +27,7 @@ typedef enum {
 typedef struct nx_compile_flags {
 	/* --- flags that change the output (they form the cache key) --- */
 	char *framework;             /* "XLA" (required by neuronx-cc; we default to it) */
-	nx_target target;            /* --target; default trn1 */
+	nx_target_kind target;            /* --target; default trn1 */
 	bool target_set;             /* --target was given */
 	nx_model_type model_type;    /* --model-type; default generic */
 	nx_auto_cast auto_cast;      /* --auto-cast; default none */
@@ -71,6 +71,10 @@ typedef struct nx_compile_flags {
 nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags,
                          nx_compile_flags *out, nx_diag *d);
 void nx_flags_free(nx_compile_flags *f);
+/* Sets is_input[i] for each argv word nx_flags_parse would take as a
+ * positional input (the rest are flags and their values), so a caller can
+ * pass the flags on without the inputs (nxcc parallel-compile). */
+void nx_flags_mark_inputs(int argc, char **argv, bool *is_input);
 
 /* Splits s like a POSIX shell word splitter (whitespace, '...', "...", \x;
  * no expansion). Returns the word count and a malloc'd NULL-terminated
@@ -85,7 +89,7 @@ char *nx_flags_canonical_json(const nx_compile_flags *f);
 /* First 16 hex chars of sha256(nx_flags_canonical_json(f)) + NUL. */
 void nx_flags_hash(const nx_compile_flags *f, char out[17]);
 
-const char *nx_target_name(nx_target t);
+const char *nx_target_name(nx_target_kind t);
 const char *nx_log_level_name(nx_log_level l);
 /* Effective logical NeuronCore count: --lnc, else 2 on trn2, else 1. */
 int nx_flags_lnc(const nx_compile_flags *f);

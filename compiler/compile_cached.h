@@ -1,0 +1,25 @@
+/* compiler/compile_cached.h — `nxcc compile` with the compile cache around
+ * the driver (DESIGN.md section 8; the protocol in compiler/cache.h).
+ *
+ * key = nx_fingerprint(module as read) + nx_flags_hash(flags). A hit writes
+ * the cached .neff and prints "cache hit (<where>)"; a miss takes the key's
+ * lock, looks again (a concurrent compile may have finished), compiles,
+ * stores model.hlo_module.pb, compile_flags.json and model.neff, and prints
+ * "cache miss". A failed compile stores model.log and is reported from the
+ * cache next time until --retry-failed. --no-cache skips all of it. */
+#ifndef NX_COMPILE_CACHED_H
+#define NX_COMPILE_CACHED_H
+
+#include "compiler/driver.h"
+#include "compiler/flags.h"
+
+/* Maps the parsed neuronx-cc flags onto the driver's options. The strings
+ * are static; o->output is f->output or "file.neff" (neuronx-cc's default). */
+void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o);
+
+/* Compiles f->inputs[0] to the output file through the cache. Prints what
+ * happened; returns the exit status. stats: print --stats after a compile
+ * or hit. */
+int nx_compile_cached(const nx_compile_flags *f, bool stats);
+
+#endif

@@ -15,14 +15,18 @@
 static void help(void)
 {
 	printf("usage: nxcc eval FILE [--input KEY=file.npy ...] [--random-inputs SEED]\n"
-	       "                 [--output-dir DIR] [--replicas N] [--max-memory BYTES]\n\n"
+	       "                 [--output-dir DIR] [--replicas N] [--max-memory BYTES]\n"
+	       "                 [--trace-nonfinite]\n\n"
 	       "Evaluates the entry computation on the host, op by op in the module's own\n"
 	       "types (the reference for every other test). KEY is a parameter number, a\n"
 	       "parameter name or a neff_input_names value; 'rI:KEY=f.npy' gives replica I\n"
 	       "its own input. Parameters without --input get deterministic random data\n"
 	       "from --random-inputs SEED. Prints shape, dtype and summary per output and\n"
 	       "writes DIR/out<k>.npy (DIR/replica<i>/out<k>.npy with several replicas),\n"
-	       "one per leaf of the result. bf16 is stored as '<u2' words, f8 as '|u1'.\n");
+	       "one per leaf of the result. bf16 is stored as '<u2' words, f8 as '|u1'.\n"
+	       "--trace-nonfinite reports (on stderr) the first instruction that creates a\n"
+	       "NaN from NaN-free operands or an Inf from finite ones, with its opcode, name\n"
+	       "and the range of each operand (constants are not reported).\n");
 }
 
 typedef struct input {
@@ -123,7 +127,7 @@ int nx_cmd_eval(int argc, char **argv)
 	const char *file = NULL, *outdir = NULL, *v;
 	input *inputs = calloc((size_t)argc + 1, sizeof(input));
 	int ninputs = 0, replicas = 0, rc = 0;
-	bool have_seed = false;
+	bool have_seed = false, trace = false;
 	uint64_t seed = 0;
 	int64_t maxmem = 0;
 	for (int i = 1; i < argc; i++) {
@@ -169,6 +173,8 @@ int nx_cmd_eval(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			maxmem = strtoll(v, NULL, 0);
+		} else if (!strcmp(argv[i], "--trace-nonfinite")) {
+			trace = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			free(inputs);
 			return nx_cli_usage_error("eval", "unknown flag '%s'", argv[i]);
@@ -214,6 +220,8 @@ int nx_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	int np = e->nparams;
+	nx_random_domain *dom = nx_arena_alloc(&a, sizeof(nx_random_domain) * (size_t)(np + 1));
+	nx_random_domains(e, dom);
 	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof(void *) * (size_t)replicas);
 	for (int r = 0; r < replicas; r++) {
 		nx_literal **args = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
@@ -251,13 +259,22 @@ int nx_cmd_eval(int argc, char **argv)
 				            "no --random-inputs SEED was given", p, e->params[p]->name);
 				goto fail;
 			}
-			args[p] = nx_random_literal(&a, e->params[p]->shape, seed, p);
+			args[p] = nx_random_literal_in(&a, e->params[p]->shape, seed, p, dom[p]);
 		}
 		argv_r[r] = args;
 	}
 	nx_literal **outs = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)replicas);
-	nx_eval_opts o = {.replicas = replicas, .max_memory = maxmem, .rng_seed = seed};
-	if (nx_eval_module(m, &o, np, argv_r, &a, outs, &d) != NX_OK)
+	nx_eval_trace *tr = trace ? calloc(1, sizeof(*tr)) : NULL;
+	nx_eval_opts o = {.replicas = replicas, .max_memory = maxmem, .rng_seed = seed, .trace = tr};
+	nx_status est = nx_eval_module(m, &o, np, argv_r, &a, outs, &d);
+	if (tr) {
+		if (tr->found)
+			fprintf(stderr, "%s: %s\n", file, tr->report);
+		else if (est == NX_OK)
+			fprintf(stderr, "%s: no non-finite values created\n", file);
+		free(tr);
+	}
+	if (est != NX_OK)
 		goto fail;
 	for (int r = 0; r < replicas; r++) {
 		char dir[4096];

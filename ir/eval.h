@@ -12,10 +12,24 @@
 typedef struct nx_eval nx_eval;
 typedef struct nx_eval_group nx_eval_group; /* shared by the replicas of one run */
 
+/* Where a NaN or Inf was born (nx_eval_opts.trace). An instruction is the
+ * origin when its result holds a NaN while no operand does, or an Inf while
+ * every operand is finite; constants are not reported (-inf masks and
+ * reduction inits are intentional), entry parameters are (bad inputs). The
+ * first origin in evaluation order wins (lowest replica on ties). */
+typedef struct nx_eval_trace {
+	bool found;
+	int replica;
+	const nx_inst *inst;
+	const nx_comp *comp;  /* the computation holding inst */
+	char report[4096];    /* human-readable: opcode, name, operand and result ranges */
+} nx_eval_trace;
+
 typedef struct nx_eval_opts {
 	int replicas;           /* number of replicas evaluated in lockstep; 0 = 1 */
 	int64_t max_memory;     /* bytes; 0 = default (a fraction of RAM) */
 	uint64_t rng_seed;      /* for rng ops without explicit state */
+	nx_eval_trace *trace;   /* non-NULL: find the first non-finite origin (slower) */
 } nx_eval_opts;
 
 struct nx_eval {
@@ -27,6 +41,8 @@ struct nx_eval {
 	nx_diag *diag;           /* where errors go */
 	int64_t bytes_live;      /* accounting for max_memory */
 	int64_t max_memory;
+	uint64_t rng_seed;       /* nx_eval_opts.rng_seed */
+	uint64_t rng_calls;      /* rng / rng-get-and-update-state draws so far */
 };
 
 /* Evaluates the entry computation of m for every replica. args[r][k] is

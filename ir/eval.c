@@ -275,6 +275,7 @@ static void ev_init(ev_priv *p, const nx_module *m, const nx_eval_opts *o, nx_di
 	p->pub.nreplicas = 1;
 	p->pub.max_memory = o ? o->max_memory : 0;
 	p->pub.rng_seed = o ? o->rng_seed : 0;
+	p->pub.rng_state[0] = p->pub.rng_seed; /* docs/numerics.md, "rng" */
 	p->trace = o ? o->trace : NULL;
 }
 
@@ -807,8 +808,8 @@ static nx_status eval_inst(nx_eval *ev, const nx_inst *i, nx_literal *const *ops
 	case NX_OP_BATCH_NORM_GRAD:
 	case NX_OP_BATCH_NORM_INFERENCE:
 	case NX_OP_BATCH_NORM_TRAINING: return nx_eval_batch_norm(ev, i, ops, out);
-	case NX_OP_RNG:
-	case NX_OP_RNG_GET_AND_UPDATE_STATE:
+	case NX_OP_RNG: return nx_eval_rng(ev, i, ops, out);
+	case NX_OP_RNG_GET_AND_UPDATE_STATE: return nx_eval_rng_get_and_update_state(ev, i, ops, out);
 	case NX_OP_RNG_BIT_GENERATOR: return nx_eval_rng_bit_generator(ev, i, ops, out);
 	case NX_OP_BROADCAST:
 	case NX_OP_RESHAPE:

@@ -42,7 +42,8 @@ struct nx_eval {
 	int64_t bytes_live;      /* accounting for max_memory */
 	int64_t max_memory;
 	uint64_t rng_seed;       /* nx_eval_opts.rng_seed */
-	uint64_t rng_calls;      /* rng / rng-get-and-update-state draws so far */
+	uint64_t rng_counter;    /* elements drawn by rng ops so far */
+	uint64_t rng_state[2];   /* rng-get-and-update-state's 128-bit state (lo, hi) */
 };
 
 /* Evaluates the entry computation of m for every replica. args[r][k] is
@@ -105,6 +106,8 @@ nx_status nx_eval_sort(nx_eval *, const nx_inst *, nx_literal *const *, nx_liter
 nx_status nx_eval_fft(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_batch_norm(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_rng_bit_generator(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
+nx_status nx_eval_rng(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
+nx_status nx_eval_rng_get_and_update_state(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_collective(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 
 #endif

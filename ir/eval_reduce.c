@@ -140,7 +140,8 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 	/* the input walk is done in whole-array buffers in the domain */
 	size_t esz = dom == NX_DOM_F32 ? 4 : 8;
 	void *acc = malloc(esz * (size_t)(m ? m : 1));
-	void *xs = t == NX_F32 || t == NX_F64 || t == NX_S64 || t == NX_U64 ? x->data
+	/* an empty input has no data pointer: take the buffer path */
+	void *xs = n > 0 && (t == NX_F32 || t == NX_F64 || t == NX_S64 || t == NX_U64) ? x->data
 	         : malloc(esz * (size_t)(n ? n : 1));
 	NX_ASSERT(acc && xs);
 	if ((op == NX_OP_AND || op == NX_OP_OR) && dom != NX_DOM_INT) {

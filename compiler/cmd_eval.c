@@ -170,7 +170,8 @@ int nx_cmd_eval(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			input in = {.replica = -1};
-			if (v[0] == 'r' && strchr(v, ':') && strchr(v, ':') < strchr(v, '=')) {
+			if (v[0] == 'r' && v[1] >= '0' && v[1] <= '9' && strchr(v, ':') &&
+			    strchr(v, ':') < strchr(v, '=')) {
 				in.replica = atoi(v + 1);
 				v = strchr(v, ':') + 1;
 			}
@@ -276,6 +277,13 @@ int nx_cmd_eval(int argc, char **argv)
 		            replicas > 1 ? " on every replica" : "", (long long)maxmem);
 		goto fail;
 	}
+	for (int k = 0; k < ninputs; k++)
+		if (inputs[k].replica >= replicas) {
+			nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input r%d:%s: there is no replica %d "
+			            "(%d replica%s)", inputs[k].replica, inputs[k].key, inputs[k].replica,
+			            replicas, replicas == 1 ? "" : "s");
+			goto fail;
+		}
 	int np = e->nparams;
 	nx_random_domain *dom = nx_arena_alloc(&a, sizeof(nx_random_domain) * (size_t)(np + 1));
 	nx_random_domains(e, dom);

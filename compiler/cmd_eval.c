@@ -15,14 +15,22 @@
 static void help(void)
 {
 	printf("usage: nxcc eval FILE [--input KEY=file.npy ...] [--random-inputs SEED]\n"
-	       "                 [--output-dir DIR] [--replicas N] [--max-memory BYTES]\n\n"
+	       "                 [--output-dir DIR] [--replicas N] [--max-memory BYTES]\n"
+	       "                 [--trace-nonfinite] [--save-inputs]\n\n"
 	       "Evaluates the entry computation on the host, op by op in the module's own\n"
 	       "types (the reference for every other test). KEY is a parameter number, a\n"
 	       "parameter name or a neff_input_names value; 'rI:KEY=f.npy' gives replica I\n"
 	       "its own input. Parameters without --input get deterministic random data\n"
 	       "from --random-inputs SEED. Prints shape, dtype and summary per output and\n"
 	       "writes DIR/out<k>.npy (DIR/replica<i>/out<k>.npy with several replicas),\n"
-	       "one per leaf of the result. bf16 is stored as '<u2' words, f8 as '|u1'.\n");
+	       "one per leaf of the result. Without --replicas, the module's replica_count,\n"
+	       "else one more than the largest replica id its replica_groups name.\n"
+	       "bf16 is stored as '<u2' words, f8 as '|u1'.\n"
+	       "--save-inputs also writes the inputs used (given or random) as DIR/in<k>.npy\n"
+	       "(k = parameter number; array parameters only).\n"
+	       "--trace-nonfinite reports (on stderr) the first instruction that creates a\n"
+	       "NaN from NaN-free operands or an Inf from finite ones, with its opcode, name\n"
+	       "and the range of each operand (constants are not reported).\n");
 }
 
 typedef struct input {
@@ -105,6 +113,31 @@ static int write_leaves(const nx_literal *l, const char *dir, int *k, nx_diag *d
 	return 0;
 }
 
+/* Replicas a module without replica_count implies: one more than the
+ * largest replica id its collectives name (torch-neuronx graphs of a
+ * tensor-parallel run say replica_groups={{0,1}} but no replica_count). */
+static int implied_replicas(const nx_module *m)
+{
+	int64_t n = 1;
+	for (int c = 0; c < m->ncomps; c++)
+		for (int k = 0; k < m->comps[c]->ninsts; k++) {
+			const nx_replica_groups *g = &m->comps[c]->insts[k]->a.replica_groups;
+			if (!g->present)
+				continue;
+			if (g->iota) {
+				int64_t t = 1;
+				for (int d = 0; d < g->iota_shape.n; d++)
+					t *= g->iota_shape.v[d];
+				n = t > n ? t : n;
+			}
+			for (int j = 0; j < g->ngroups; j++)
+				for (int e = 0; e < g->groups[j].n; e++)
+					if (g->groups[j].v[e] + 1 > n)
+						n = g->groups[j].v[e] + 1;
+		}
+	return n > 1024 ? 1024 : (int)n;
+}
+
 static bool mkdir_p(const char *dir)
 {
 	char buf[4096];
@@ -123,7 +156,7 @@ int nx_cmd_eval(int argc, char **argv)
 	const char *file = NULL, *outdir = NULL, *v;
 	input *inputs = calloc((size_t)argc + 1, sizeof(input));
 	int ninputs = 0, replicas = 0, rc = 0;
-	bool have_seed = false;
+	bool have_seed = false, trace = false, save_inputs = false;
 	uint64_t seed = 0;
 	int64_t maxmem = 0;
 	for (int i = 1; i < argc; i++) {
@@ -137,7 +170,8 @@ int nx_cmd_eval(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			input in = {.replica = -1};
-			if (v[0] == 'r' && strchr(v, ':') && strchr(v, ':') < strchr(v, '=')) {
+			if (v[0] == 'r' && v[1] >= '0' && v[1] <= '9' && strchr(v, ':') &&
+			    strchr(v, ':') < strchr(v, '=')) {
 				in.replica = atoi(v + 1);
 				v = strchr(v, ':') + 1;
 			}
@@ -169,6 +203,10 @@ int nx_cmd_eval(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			maxmem = strtoll(v, NULL, 0);
+		} else if (!strcmp(argv[i], "--save-inputs")) {
+			save_inputs = true;
+		} else if (!strcmp(argv[i], "--trace-nonfinite")) {
+			trace = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			free(inputs);
 			return nx_cli_usage_error("eval", "unknown flag '%s'", argv[i]);
@@ -183,6 +221,10 @@ int nx_cmd_eval(int argc, char **argv)
 		free(inputs);
 		return nx_cli_usage_error("eval", "no input file (see nxcc eval --help)");
 	}
+	if (save_inputs && !outdir) {
+		free(inputs);
+		return nx_cli_usage_error("eval", "--save-inputs needs --output-dir");
+	}
 	nx_diag d = {0};
 	nx_module *m = nx_read_file(file, &d);
 	nx_arena a;
@@ -194,7 +236,7 @@ int nx_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	if (!replicas)
-		replicas = m->replica_count > 0 ? (int)m->replica_count : 1;
+		replicas = m->replica_count > 0 ? (int)m->replica_count : implied_replicas(m);
 	if (maxmem <= 0) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		maxmem = pages > 0 && psz > 0 ? (int64_t)pages * psz / 2 : (INT64_C(8) << 30);
@@ -213,7 +255,38 @@ int nx_cmd_eval(int argc, char **argv)
 		            "--max-memory %lld", (long long)(need * replicas), (long long)maxmem);
 		goto fail;
 	}
+	/* and so must the largest single value anywhere (a [1024,4096,32000]
+	 * mask would otherwise be found only after minutes of work) */
+	const nx_inst *big = NULL;
+	int64_t bigb = 0;
+	for (int c = 0; c < m->ncomps; c++)
+		for (int k = 0; k < m->comps[c]->ninsts; k++) {
+			const nx_inst *in = m->comps[c]->insts[k];
+			int64_t b = nx_shape_is_tuple(in->shape) ? 0 : nx_shape_bytes(in->shape);
+			if (b < 0)
+				b = INT64_MAX / 4;
+			if (b > bigb)
+				big = in, bigb = b;
+		}
+	if (big && bigb * replicas > maxmem) {
+		char shp[256];
+		nx_shape_print(shp, sizeof(shp), big->shape, false);
+		nx_diag_set(&d, NX_ERR_INPUT, file, big->line, big->col,
+		            "evaluation needs at least %lld bytes (instruction '%s' is %s%s), more than "
+		            "--max-memory %lld", (long long)(bigb * replicas), big->name, shp,
+		            replicas > 1 ? " on every replica" : "", (long long)maxmem);
+		goto fail;
+	}
+	for (int k = 0; k < ninputs; k++)
+		if (inputs[k].replica >= replicas) {
+			nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input r%d:%s: there is no replica %d "
+			            "(%d replica%s)", inputs[k].replica, inputs[k].key, inputs[k].replica,
+			            replicas, replicas == 1 ? "" : "s");
+			goto fail;
+		}
 	int np = e->nparams;
+	nx_random_domain *dom = nx_arena_alloc(&a, sizeof(nx_random_domain) * (size_t)(np + 1));
+	nx_random_domains(e, dom);
 	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof(void *) * (size_t)replicas);
 	for (int r = 0; r < replicas; r++) {
 		nx_literal **args = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
@@ -251,13 +324,22 @@ int nx_cmd_eval(int argc, char **argv)
 				            "no --random-inputs SEED was given", p, e->params[p]->name);
 				goto fail;
 			}
-			args[p] = nx_random_literal(&a, e->params[p]->shape, seed, p);
+			args[p] = nx_random_literal_in(&a, e->params[p]->shape, seed, p, dom[p]);
 		}
 		argv_r[r] = args;
 	}
 	nx_literal **outs = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)replicas);
-	nx_eval_opts o = {.replicas = replicas, .max_memory = maxmem, .rng_seed = seed};
-	if (nx_eval_module(m, &o, np, argv_r, &a, outs, &d) != NX_OK)
+	nx_eval_trace *tr = trace ? calloc(1, sizeof(*tr)) : NULL;
+	nx_eval_opts o = {.replicas = replicas, .max_memory = maxmem, .rng_seed = seed, .trace = tr};
+	nx_status est = nx_eval_module(m, &o, np, argv_r, &a, outs, &d);
+	if (tr) {
+		if (tr->found)
+			fprintf(stderr, "%s: %s\n", file, tr->report);
+		else if (est == NX_OK)
+			fprintf(stderr, "%s: no non-finite values created\n", file);
+		free(tr);
+	}
+	if (est != NX_OK)
 		goto fail;
 	for (int r = 0; r < replicas; r++) {
 		char dir[4096];
@@ -272,6 +354,14 @@ int nx_cmd_eval(int argc, char **argv)
 				goto fail;
 			}
 			dp = dir;
+		}
+		for (int p = 0; dp && save_inputs && p < np; p++) {
+			char path[4200];
+			if (!nx_shape_is_array(argv_r[r][p]->shape))
+				continue;
+			snprintf(path, sizeof(path), "%s/in%d.npy", dp, p);
+			if (nx_npy_save(path, argv_r[r][p], &d) != NX_OK)
+				goto fail;
 		}
 		if (replicas > 1)
 			printf("replica %d:\n", r);

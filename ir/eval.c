@@ -132,6 +132,8 @@ typedef struct ev_priv {
 	pmap comps; /* comp -> comp_info */
 	nx_literal *held; /* deposited in the last exchange, kept alive until the next */
 	int depth;
+	nx_eval_trace *trace; /* nx_eval_opts.trace */
+	bool traced;          /* this replica has found its first origin */
 	bool arena_data; /* data in the arena, no refcounts (an nx_eval we did not create) */
 } ev_priv;
 
@@ -272,6 +274,9 @@ static void ev_init(ev_priv *p, const nx_module *m, const nx_eval_opts *o, nx_di
 	p->pub.diag = d;
 	p->pub.nreplicas = 1;
 	p->pub.max_memory = o ? o->max_memory : 0;
+	p->pub.rng_seed = o ? o->rng_seed : 0;
+	p->pub.rng_state[0] = p->pub.rng_seed; /* docs/numerics.md, "rng" */
+	p->trace = o ? o->trace : NULL;
 }
 
 static void ev_free(ev_priv *p)
@@ -394,6 +399,128 @@ static nx_status eval_inst(nx_eval *ev, const nx_inst *i, nx_literal *const *ops
 
 static void ev_free(ev_priv *p);
 
+/* ------------------------------------------------- non-finite tracing */
+
+typedef struct fstats {
+	int64_t n, nan, inf;
+	double mn, mx; /* over finite elements */
+} fstats;
+
+static void fstats_add(fstats *s, double v)
+{
+	s->n++;
+	if (isnan(v))
+		s->nan++;
+	else if (isinf(v))
+		s->inf++;
+	else {
+		s->mn = v < s->mn ? v : s->mn;
+		s->mx = v > s->mx ? v : s->mx;
+	}
+}
+
+static void fstats_of(const nx_literal *l, fstats *s)
+{
+	if (!l)
+		return;
+	for (int k = 0; k < l->ntuple; k++)
+		fstats_of(l->tuple[k], s);
+	if (!l->data || !nx_shape_is_array(l->shape))
+		return;
+	nx_type_kind kind = nx_type_kind_of(l->shape->type);
+	int64_t n = nx_shape_elems(l->shape);
+	if (kind == NX_KIND_FLOAT && l->shape->type == NX_F32) {
+		const float *p = l->data;
+		for (int64_t e = 0; e < n; e++)
+			fstats_add(s, p[e]);
+	} else if (kind == NX_KIND_FLOAT) {
+		for (int64_t e = 0; e < n; e++)
+			fstats_add(s, nx_lit_get_f64(l, e));
+	} else if (kind == NX_KIND_COMPLEX) {
+		for (int64_t e = 0; e < n; e++) {
+			double re, im;
+			nx_lit_get_c128(l, e, &re, &im);
+			fstats_add(s, re);
+			fstats_add(s, im);
+		}
+	} else {
+		s->n += n; /* integers: always finite, range not interesting here */
+	}
+}
+
+static int fstats_print(char *buf, size_t cap, const fstats *s)
+{
+	if (s->n == 0)
+		return snprintf(buf, cap, "empty");
+	int w = 0;
+	if (s->n > s->nan + s->inf)
+		w = snprintf(buf, cap, "min %.9g max %.9g", s->mn, s->mx);
+	else
+		w = snprintf(buf, cap, "no finite values");
+	if (s->nan && w >= 0 && (size_t)w < cap)
+		w += snprintf(buf + w, cap - (size_t)w, ", %lld NaN", (long long)s->nan);
+	if (s->inf && w >= 0 && (size_t)w < cap)
+		w += snprintf(buf + w, cap - (size_t)w, ", %lld Inf", (long long)s->inf);
+	return w;
+}
+
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Records i when it is the origin of a NaN/Inf (see nx_eval_trace). */
+static void trace_nonfinite(nx_eval *ev, const nx_comp *c, const nx_inst *i,
+                            nx_literal *const *ops, const nx_literal *v)
+{
+	nx_eval_trace *t = priv(ev)->trace;
+	if (priv(ev)->traced || i->op == NX_OP_CONSTANT || i->op == NX_OP_GET_TUPLE_ELEMENT ||
+	    i->op == NX_OP_TUPLE || (i->op == NX_OP_PARAMETER && priv(ev)->depth > 1))
+		return;
+	fstats r = {.mn = INFINITY, .mx = -INFINITY};
+	fstats_of(v, &r);
+	if (!r.nan && !r.inf)
+		return;
+	fstats *os = calloc((size_t)i->noperands + 1, sizeof(fstats));
+	NX_ASSERT(os);
+	int64_t onan = 0, oinf = 0;
+	for (int j = 0; j < i->noperands; j++) {
+		os[j].mn = INFINITY, os[j].mx = -INFINITY;
+		fstats_of(ops[j], &os[j]);
+		onan += os[j].nan, oinf += os[j].inf;
+	}
+	bool origin = r.nan ? onan == 0 : onan + oinf == 0;
+	if (origin) {
+		priv(ev)->traced = true;
+		pthread_mutex_lock(&trace_mu);
+		if (!t->found || ev->replica < t->replica) {
+			char *b = t->report;
+			size_t cap = sizeof(t->report);
+			int w = snprintf(b, cap, "first non-finite value: %s '%s' in computation '%s'",
+			                 nx_opcode_name(i->op), i->name, c->name);
+			if (ev->nreplicas > 1 && w >= 0 && (size_t)w < cap)
+				w += snprintf(b + w, cap - (size_t)w, " (replica %d)", ev->replica);
+			if (i->line && w >= 0 && (size_t)w < cap)
+				w += snprintf(b + w, cap - (size_t)w, " at line %d", i->line);
+			if (w >= 0 && (size_t)w < cap)
+				w += snprintf(b + w, cap - (size_t)w, "\n  result %s: ",
+				              nx_shape_str(&ev->arena, i->shape, false));
+			if (w >= 0 && (size_t)w < cap)
+				w += fstats_print(b + w, cap - (size_t)w, &r);
+			for (int j = 0; j < i->noperands && w >= 0 && (size_t)w < cap; j++) {
+				w += snprintf(b + w, cap - (size_t)w, "\n  operand %d '%s' %s: ", j,
+				              i->operands[j]->name,
+				              nx_shape_str(&ev->arena, i->operands[j]->shape, false));
+				if (w >= 0 && (size_t)w < cap)
+					w += fstats_print(b + w, cap - (size_t)w, &os[j]);
+			}
+			t->found = true;
+			t->replica = ev->replica;
+			t->inst = i;
+			t->comp = c;
+		}
+		pthread_mutex_unlock(&trace_mu);
+	}
+	free(os);
+}
+
 nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, int nargs,
                        nx_literal **out)
 {
@@ -436,6 +563,8 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 			ops[j] = vals[(intptr_t)pmap_get(&ci->pos, in->operands[j]) - 1];
 		nx_literal *v = NULL;
 		st = eval_inst(ev, in, ops, args, nargs, &v);
+		if (st == NX_OK && priv(ev)->trace)
+			trace_nonfinite(ev, c, in, ops, v);
 		if (st == NX_OK) {
 			retain(ev, v);
 			vals[k] = v;
@@ -679,8 +808,8 @@ static nx_status eval_inst(nx_eval *ev, const nx_inst *i, nx_literal *const *ops
 	case NX_OP_BATCH_NORM_GRAD:
 	case NX_OP_BATCH_NORM_INFERENCE:
 	case NX_OP_BATCH_NORM_TRAINING: return nx_eval_batch_norm(ev, i, ops, out);
-	case NX_OP_RNG:
-	case NX_OP_RNG_GET_AND_UPDATE_STATE:
+	case NX_OP_RNG: return nx_eval_rng(ev, i, ops, out);
+	case NX_OP_RNG_GET_AND_UPDATE_STATE: return nx_eval_rng_get_and_update_state(ev, i, ops, out);
 	case NX_OP_RNG_BIT_GENERATOR: return nx_eval_rng_bit_generator(ev, i, ops, out);
 	case NX_OP_BROADCAST:
 	case NX_OP_RESHAPE:

@@ -12,10 +12,24 @@
 typedef struct nx_eval nx_eval;
 typedef struct nx_eval_group nx_eval_group; /* shared by the replicas of one run */
 
+/* Where a NaN or Inf was born (nx_eval_opts.trace). An instruction is the
+ * origin when its result holds a NaN while no operand does, or an Inf while
+ * every operand is finite; constants are not reported (-inf masks and
+ * reduction inits are intentional), entry parameters are (bad inputs). The
+ * first origin in evaluation order wins (lowest replica on ties). */
+typedef struct nx_eval_trace {
+	bool found;
+	int replica;
+	const nx_inst *inst;
+	const nx_comp *comp;  /* the computation holding inst */
+	char report[4096];    /* human-readable: opcode, name, operand and result ranges */
+} nx_eval_trace;
+
 typedef struct nx_eval_opts {
 	int replicas;           /* number of replicas evaluated in lockstep; 0 = 1 */
 	int64_t max_memory;     /* bytes; 0 = default (a fraction of RAM) */
 	uint64_t rng_seed;      /* for rng ops without explicit state */
+	nx_eval_trace *trace;   /* non-NULL: find the first non-finite origin (slower) */
 } nx_eval_opts;
 
 struct nx_eval {
@@ -27,6 +41,9 @@ struct nx_eval {
 	nx_diag *diag;           /* where errors go */
 	int64_t bytes_live;      /* accounting for max_memory */
 	int64_t max_memory;
+	uint64_t rng_seed;       /* nx_eval_opts.rng_seed */
+	uint64_t rng_counter;    /* elements drawn by rng ops so far */
+	uint64_t rng_state[2];   /* rng-get-and-update-state's 128-bit state (lo, hi) */
 };
 
 /* Evaluates the entry computation of m for every replica. args[r][k] is
@@ -89,6 +106,8 @@ nx_status nx_eval_sort(nx_eval *, const nx_inst *, nx_literal *const *, nx_liter
 nx_status nx_eval_fft(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_batch_norm(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_rng_bit_generator(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
+nx_status nx_eval_rng(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
+nx_status nx_eval_rng_get_and_update_state(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_collective(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 
 #endif

@@ -120,14 +120,12 @@ static inline void nx_evop_apply(nx_opcode op, nx_literal *dst, int64_t di, cons
 		switch (op) {
 		case NX_OP_ADD: r = x + y; break;
 		case NX_OP_MULTIPLY: r = x * y; break;
-		case NX_OP_MAXIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x > y ? x : y); break;
-		case NX_OP_MINIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x < y ? x : y); break;
+		/* ties (±0) keep the left operand, as XLA's std::max/std::min and
+		 * the elementwise ops do */
+		case NX_OP_MAXIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x < y ? y : x); break;
+		case NX_OP_MINIMUM: r = (isnan(x) || isnan(y)) ? NAN : (y < x ? y : x); break;
 		default: r = NAN; break;
 		}
-		if (op == NX_OP_MAXIMUM && x == 0 && y == 0)
-			r = signbit(x) ? y : x;
-		if (op == NX_OP_MINIMUM && x == 0 && y == 0)
-			r = signbit(x) ? x : y;
 		nx_lit_set_f64(dst, di, nx_evop_round_f32_if_narrow(t, r));
 		return;
 	}

@@ -140,7 +140,8 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 	/* the input walk is done in whole-array buffers in the domain */
 	size_t esz = dom == NX_DOM_F32 ? 4 : 8;
 	void *acc = malloc(esz * (size_t)(m ? m : 1));
-	void *xs = t == NX_F32 || t == NX_F64 || t == NX_S64 || t == NX_U64 ? x->data
+	/* an empty input has no data pointer: take the buffer path */
+	void *xs = n > 0 && (t == NX_F32 || t == NX_F64 || t == NX_S64 || t == NX_U64) ? x->data
 	         : malloc(esz * (size_t)(n ? n : 1));
 	NX_ASSERT(acc && xs);
 	if ((op == NX_OP_AND || op == NX_OP_OR) && dom != NX_DOM_INT) {
@@ -155,7 +156,7 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 		nx_load_f32(init, 0, 1, &iv);
 		for (int64_t k = 0; k < m; k++)
 			((float *)acc)[k] = iv;
-		if (xs != x->data)
+		if (xs != x->data && n > 0)
 			nx_load_f32(x, 0, n, xs);
 		fold_f32(op, t, xs, acc, n, r, x->shape->dims, os);
 		nx_store_f32(o, 0, m, acc);
@@ -175,7 +176,7 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 		nx_load_i64(init, 0, 1, &iv);
 		for (int64_t k = 0; k < m; k++)
 			((int64_t *)acc)[k] = iv;
-		if (xs != x->data)
+		if (xs != x->data && n > 0)
 			nx_load_i64(x, 0, n, xs);
 		bool sign = nx_type_kind_of(t) == NX_KIND_SINT;
 		if (!sign && t != NX_U64) /* zero-extended values compare correctly as signed too */

@@ -1,11 +1,15 @@
-/* ir/eval_rng.c — rng-bit-generator in the reference evaluator.
+/* ir/eval_rng.c — rng-bit-generator, rng and rng-get-and-update-state in
+ * the reference evaluator.
  *
  * Reproduces the bit streams of XLA's RngBitGeneratorExpander (which lowers
  * the op with the generators of XLA's prng library); docs/numerics.md,
  * section "rng-bit-generator", states the algorithm in full. state[0] is the
  * key; three_fry uses state[1] as a 64-bit counter, philox (also
  * rng_default, as on XLA's CPU backend) state[1..2] as a 128-bit counter. */
+#include "ir/eval_impl.h"
 #include "ir/eval_ops.h"
+
+#include <stdlib.h>
 
 static uint32_t rotl32(uint32_t v, int r)
 {
@@ -162,5 +166,100 @@ nx_status nx_eval_rng_bit_generator(nx_eval *ev, const nx_inst *i, nx_literal *c
 	nsv[1] = nlo;
 	if (ns_n > 2)
 		nsv[2] = hi + (nlo < lo);
+	return NX_OK;
+}
+
+/* ------------------------------------------------ rng, rng-get-and-update-state
+ *
+ * XLA leaves the stream of these stateful ops to the backend; nxcc's is
+ * stated in docs/numerics.md ("rng"): element e of the k-th element drawn
+ * in the evaluation uses Philox-4x32 with key splitmix64(seed) and counter
+ * (rng_counter + e, 0), giving four words w0..w3. */
+
+static uint64_t mix64(uint64_t z)
+{
+	z += UINT64_C(0x9e3779b97f4a7c15);
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static double operand_at(const nx_literal *l, int64_t e, int64_t n)
+{
+	return nx_lit_get_f64(l, nx_shape_elems(l->shape) == n ? e : 0);
+}
+
+nx_status nx_eval_rng(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out)
+{
+	if (i->noperands != 2 || !nx_shape_is_array(i->shape))
+		return nx_eval_error(ev, i, "rng needs two operands and an array result");
+	nx_type t = i->shape->type;
+	nx_type_kind kind = nx_type_kind_of(t);
+	bool normal = i->a.rng_distribution == NX_RNG_DIST_NORMAL;
+	if (i->a.rng_distribution == NX_RNG_DIST_NONE)
+		return nx_eval_error(ev, i, "rng needs distribution=rng_uniform or rng_normal");
+	if (kind == NX_KIND_COMPLEX || t == NX_PRED || (normal && kind != NX_KIND_FLOAT))
+		return nx_eval_error(ev, i, "rng %s cannot produce %s", normal ? "rng_normal" : "rng_uniform",
+		                     nx_type_name(t));
+	nx_literal *r = nx_eval_alloc(ev, i->shape);
+	if (!r)
+		return NX_ERR_INPUT;
+	int64_t n = nx_shape_elems(i->shape);
+	uint64_t key = mix64(ev->rng_seed);
+	uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+	for (int64_t e = 0; e < n; e++) {
+		uint64_t c = ev->rng_counter + (uint64_t)e;
+		uint32_t in[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0}, w[4];
+		philox4x32(k0, k1, in, w);
+		uint64_t a64 = (uint64_t)w[0] | (uint64_t)w[1] << 32, b64 = (uint64_t)w[2] | (uint64_t)w[3] << 32;
+		double u1 = (double)(a64 >> 11) * 0x1p-53; /* [0, 1) */
+		double u2 = (double)(b64 >> 11) * 0x1p-53;
+		if (kind == NX_KIND_FLOAT) {
+			double a = operand_at(ops[0], e, n), b = operand_at(ops[1], e, n), v;
+			if (normal) {
+				/* Box-Muller on (1 - u1) in (0, 1] */
+				v = a + b * sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
+			} else {
+				v = a + (b - a) * u1;
+				/* rounding to a narrow type may reach b: [a, b) holds */
+				if (nx_round_to_type(t, v) >= b && b > a)
+					v = a;
+			}
+			nx_lit_set_f64(r, e, v);
+		} else if (kind == NX_KIND_UINT) {
+			uint64_t a = nx_lit_get_u64(ops[0], nx_shape_elems(ops[0]->shape) == n ? e : 0);
+			uint64_t b = nx_lit_get_u64(ops[1], nx_shape_elems(ops[1]->shape) == n ? e : 0);
+			nx_lit_set_u64(r, e, b > a ? a + a64 % (b - a) : a);
+		} else {
+			int64_t a = nx_lit_get_i64(ops[0], nx_shape_elems(ops[0]->shape) == n ? e : 0);
+			int64_t b = nx_lit_get_i64(ops[1], nx_shape_elems(ops[1]->shape) == n ? e : 0);
+			uint64_t span = (uint64_t)b - (uint64_t)a;
+			nx_lit_set_i64(r, e, b > a ? (int64_t)((uint64_t)a + a64 % span) : a);
+		}
+	}
+	ev->rng_counter += (uint64_t)n;
+	*out = r;
+	return NX_OK;
+}
+
+nx_status nx_eval_rng_get_and_update_state(nx_eval *ev, const nx_inst *i, nx_literal *const *ops,
+                                           nx_literal **out)
+{
+	(void)ops;
+	if (!nx_shape_is_array(i->shape) || i->shape->type != NX_U64 || nx_shape_elems(i->shape) != 2)
+		return nx_eval_error(ev, i, "rng-get-and-update-state produces u64[2]");
+	int64_t delta = 0;
+	for (int k = 0; k < i->a.nunknown; k++)
+		if (!strcmp(i->a.unknown[k].key, "delta"))
+			delta = strtoll(i->a.unknown[k].value, NULL, 10);
+	nx_literal *r = nx_eval_alloc(ev, i->shape);
+	if (!r)
+		return NX_ERR_INPUT;
+	nx_lit_set_u64(r, 0, ev->rng_state[0]);
+	nx_lit_set_u64(r, 1, ev->rng_state[1]);
+	uint64_t lo = ev->rng_state[0] + (uint64_t)delta;
+	ev->rng_state[1] += (lo < ev->rng_state[0]) + (delta < 0 ? UINT64_MAX : 0);
+	ev->rng_state[0] = lo;
+	*out = r;
 	return NX_OK;
 }

@@ -26,4 +26,19 @@ nx_literal *nx_npy_load(nx_arena *a, const char *path, nx_type want, nx_diag *d)
  * Tuples are filled leaf by leaf. */
 nx_literal *nx_random_literal(nx_arena *a, nx_shape *shape, uint64_t seed, int64_t param_index);
 
+/* The value range of a random float parameter. NONNEG maps the same draw u
+ * in [-1, 1) to (u + 1) / 2 in [0, 1); integers and pred are unchanged. */
+typedef enum nx_random_domain { NX_RANDOM_SIGNED, NX_RANDOM_NONNEG } nx_random_domain;
+
+nx_literal *nx_random_literal_in(nx_arena *a, nx_shape *shape, uint64_t seed, int64_t param_index,
+                                 nx_random_domain dom);
+/* dom[k] for each parameter k of entry: NONNEG when the parameter reaches an
+ * operand that must not be negative (sqrt, rsqrt, log, log-plus-one, power's
+ * base, divide's divisor) only through ops that keep non-negative inputs non-negative (add,
+ * multiply except x*x, divide, broadcast, reshape, select's branches, ...,
+ * through call/fusion bodies too), e.g. Adam's second moment and beta2. Every
+ * nxcc command that makes random inputs (eval, run, check) uses
+ * nx_random_literal_in(..., dom[k]) so that one seed means one data set. */
+void nx_random_domains(const nx_comp *entry, nx_random_domain *dom);
+
 #endif

@@ -17,9 +17,12 @@ typedef struct nx_lower_stats {
 
 /* Lowers m (verified, after passes) for target t into .neff bytes (*neff
  * malloc'd). An op the backend cannot lower is NX_ERR_INPUT naming the
- * instruction and the op. st may be NULL. */
-nx_status nx_lower_module(const nx_module *m, const nx_target *t, uint8_t **neff, size_t *len,
-                          nx_lower_stats *st, nx_diag *d);
+ * instruction and the op. st may be NULL. input_nonneg (NULL = none) marks
+ * entry parameters whose random test data must be non-negative
+ * (nx_random_domains of the original module), recorded in def.json so that
+ * `nxcc run --random-inputs` draws the data `nxcc eval` draws. */
+nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
+                          uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d);
 
 /* Whether the backend lowers op (custom calls: see nx_lower_custom_call_ok). */
 bool nx_lower_supports(nx_opcode op);

@@ -776,6 +776,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			in[k].dims[r] = pi->shape->dims[r];
 		in[k].hbm_offset = v->buf->off;
 		in[k].alias_input = -1;
+		in[k].nonneg = L->input_nonneg && L->input_nonneg[k];
 		L->st.io_bytes += nx_shape_elems(pi->shape) * nx_dtype_bytes[v->dt];
 	}
 	int64_t scratch0 = L->hbm_top;
@@ -900,12 +901,13 @@ out:
 	return rc;
 }
 
-nx_status nx_lower_module(const nx_module *m, const nx_target *t, uint8_t **neff, size_t *len,
-                          nx_lower_stats *st, nx_diag *d)
+nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
+                          uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d)
 {
 	nx_lower L;
 	memset(&L, 0, sizeof L);
 	L.m = m;
+	L.input_nonneg = input_nonneg;
 	L.t = t;
 	L.d = d;
 	nx_arena_init(&L.a);

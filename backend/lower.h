@@ -50,6 +50,7 @@ typedef struct nx_lent nx_lent;
 typedef struct nx_lower {
 	const nx_module *m;
 	const nx_target *t;
+	const bool *input_nonneg; /* per entry parameter, or NULL */
 	nx_diag *d;
 	nx_arena a;
 	nx_lstream s[NX_ENG_COUNT];

@@ -49,6 +49,7 @@ typedef struct nx_neff_tensor {
 	int64_t dims[NX_NEFF_MAX_RANK];
 	int64_t hbm_offset; /* bytes from the start of the program's HBM */
 	int alias_input;    /* outputs: input index sharing the buffer, -1 none */
+	bool nonneg;        /* inputs: random test data must be >= 0 (nx_random_domains) */
 	const void *data;   /* constants only: the bytes (elements x dtype size) */
 } nx_neff_tensor;
 

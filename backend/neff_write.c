@@ -81,6 +81,8 @@ static void json_tensor(buf *s, const nx_neff_tensor *t, int kind, int idx)
 	        (long long)nx_neff_tensor_bytes(t));
 	if (kind == 1)
 		bprintf(s, ", \"alias_input\": %d", t->alias_input);
+	if (kind == 0 && t->nonneg)
+		bprintf(s, ", \"random_domain\": \"nonneg\"");
 	if (kind == 2)
 		bprintf(s, ", \"file\": \"sg00/const/c%d.npy\"", idx);
 	bprintf(s, "}");

@@ -203,8 +203,10 @@ int nx_cmd_check(int argc, char **argv)
 		goto fail;
 	}
 	nx_literal **args = nx_arena_alloc(&a, sizeof *args * (size_t)(e->nparams + 1));
+	nx_random_domain *dom = nx_arena_alloc(&a, sizeof *dom * (size_t)(e->nparams + 1));
+	nx_random_domains(e, dom);
 	for (int k = 0; k < e->nparams; k++)
-		args[k] = nx_random_literal(&a, e->params[k]->shape, seed, k);
+		args[k] = nx_random_literal_in(&a, e->params[k]->shape, seed, k, dom[k]);
 	nx_literal *const *argv_r[1] = {args};
 	nx_literal *ref = NULL, *oref = NULL;
 	nx_eval_opts eo = {.replicas = 1, .rng_seed = seed};

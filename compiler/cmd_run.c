@@ -126,7 +126,7 @@ int nx_cmd_run(int argc, char **argv)
 			goto fail;
 		}
 		nx_shape *s = nx_shape_array(&a, nx_rundev_type(n->inputs[k].dtype), n->inputs[k].rank, n->inputs[k].dims);
-		in[k] = nx_random_literal(&a, s, seed, k);
+		in[k] = nx_random_literal_in(&a, s, seed, k, n->inputs[k].nonneg ? NX_RANDOM_NONNEG : NX_RANDOM_SIGNED);
 	}
 	nx_literal **outs = nx_arena_alloc(&a, sizeof *outs * (size_t)(n->noutputs + 1));
 	nx_rt_opts o = nx_rt_opts_default();

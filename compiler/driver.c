@@ -2,9 +2,11 @@
 #include "compiler/driver.h"
 
 #include "compiler/cli.h"
+#include "ir/npy.h"
 #include "passes/pass.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -97,13 +99,23 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	if (!m)
 		return d->status;
 	nx_status st = nx_verify_module(m, d);
+	/* Random-input domains come from the module as written, before passes. */
+	bool *nonneg = calloc((size_t)(m->entry ? m->entry->nparams : 0) + 1, sizeof(bool));
+	if (st == NX_OK && m->entry) {
+		nx_random_domain *dom = calloc((size_t)m->entry->nparams + 1, sizeof *dom);
+		nx_random_domains(m->entry, dom);
+		for (int k = 0; k < m->entry->nparams; k++)
+			nonneg[k] = dom[k] == NX_RANDOM_NONNEG;
+		free(dom);
+	}
 	nx_pass_opts po = {0};
 	if (st == NX_OK)
 		st = nx_pass_run_pipeline(m, &ctx, &po);
 	if (st == NX_OK)
 		st = nx_verify_module(m, d);
 	if (st == NX_OK)
-		st = nx_lower_module(m, t, &r->neff, &r->len, &r->st, d);
+		st = nx_lower_module(m, t, nonneg, &r->neff, &r->len, &r->st, d);
+	free(nonneg);
 	r->seconds = now() - t0;
 	if (keep_module && st == NX_OK)
 		r->module = m;

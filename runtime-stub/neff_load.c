@@ -207,6 +207,12 @@ static nx_status tensors(ctx *c, nx_neff *n, const nx_json *def, const char *key
 			return err(c, "sg00/def.json: %s '%s': [%lld, %lld) exceeds hbm_size %lld", key,
 			           r->name, (long long)r->hbm_offset, (long long)(r->hbm_offset + bytes),
 			           (long long)n->hbm_size);
+		if (strcmp(key, "inputs") == 0) {
+			const nx_json *rd = nx_json_get(t, "random_domain");
+			if (rd && (rd->type != NX_J_STR || strcmp(rd->str, "nonneg") != 0))
+				return err(c, "sg00/def.json: input '%s': bad random_domain", r->name);
+			r->nonneg = rd != NULL;
+		}
 		if (strcmp(key, "outputs") == 0) {
 			int64_t al;
 			if (jint(t, "alias_input", -1, n->ninputs - 1, &al) != 0)

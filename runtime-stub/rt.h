@@ -20,6 +20,7 @@ typedef struct nx_rt_tensor {
 	int64_t dims[NX_NEFF_MAX_RANK];
 	int64_t hbm_offset, bytes;
 	int alias_input;     /* outputs; -1 none */
+	bool nonneg;         /* inputs: random test data must be >= 0 */
 	const uint8_t *data; /* constants: points into the loaded file */
 } nx_rt_tensor;
 

@@ -30,8 +30,8 @@ def load(p):
     h = ast.literal_eval(d[off:off + hl].decode('latin1'))
     return h['descr'], tuple(h['shape']), d[off + hl:]
 def compare(a, b):
-  fa = sorted(f for f in os.listdir(a) if f.endswith('.npy'))
-  fb = sorted(f for f in os.listdir(b) if f.endswith('.npy'))
+  fa = sorted(f for f in os.listdir(a) if f.endswith('.npy') and f.startswith('out'))
+  fb = sorted(f for f in os.listdir(b) if f.endswith('.npy') and f.startswith('out'))
   if fa != fb:
     return "different outputs: %s vs %s" % (fa, fb)
   for f in fa:
@@ -82,10 +82,19 @@ for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo;
 	name=${f#"$CORPUS"/}
 	rm -rf "$T"/ref "$T"/out* "$T"/*.hlo
 	ev() { timeout 60 "$NXCC" eval "$1" --random-inputs 7 --replicas "$rep" --max-memory "$MAXMEM" \
-		--output-dir "$2" >/dev/null 2>"$T/err"; }
-	if ! ev "$f" "$T/ref"; then
+		--output-dir "$2" $3 >/dev/null 2>"$T/err"; }
+	if ! ev "$f" "$T/ref" --save-inputs; then
 		skip=$((skip + 1)); continue # too big, or the evaluator cannot run it
 	fi
+	# The optimized modules get exactly the reference's inputs (the random
+	# generator's domain analysis may see a rewritten graph differently).
+	inputs=""
+	indir="$T/ref"; [ "$rep" -gt 1 ] && indir="$T/ref/replica0"
+	for inp in "$indir"/in*.npy; do
+		[ -f "$inp" ] || continue
+		k=${inp##*/in}; k=${k%.npy}
+		inputs="$inputs --input $k=$inp"
+	done
 	"$NXCC" print "$f" -o "$T/orig.hlo" 2>/dev/null
 	dirs=""; prev="$T/orig.hlo"; prevdir="$T/ref"
 	for lvl in 1 2 3; do
@@ -97,7 +106,7 @@ for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo;
 			pass=$((pass + 1)); continue
 		fi
 		prev="$T/o$lvl.hlo"
-		if ! ev "$T/o$lvl.hlo" "$T/out$lvl"; then
+		if ! ev "$T/o$lvl.hlo" "$T/out$lvl" "$inputs"; then
 			echo "FAIL $name -O$lvl: eval of the optimized module failed: $(head -3 "$T/err")"
 			fail=$((fail + 1)); continue
 		fi

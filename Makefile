@@ -72,3 +72,18 @@ $(BUILD)/bench/bench_reader: bench/bench_reader.c $(BUILD)/libnxcc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
 bench: $(BUILD)/bench/bench_reader
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c, bodies in tests/fuzz/harness.h):
+# clang with ASan+UBSan, library built with fuzzer coverage in build-fuzz.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/fuzz/%,$(FUZZ_SRC) tests/fuzz/gen_seeds.c)
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_BIN)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/harness.h $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+$(BUILD)/fuzz/gen_seeds: tests/fuzz/gen_seeds.c tests/unit/neff_prog.h $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+fuzz: fuzz-build
+.PHONY: fuzz-build

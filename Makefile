@@ -53,7 +53,13 @@ test: all unit
 	@BUILD=$(BUILD) sh tests/run.sh
 
 asan:
+	@rm -rf build-asan/sanitizer-logs; mkdir -p build-asan/sanitizer-logs
+	ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build-asan/sanitizer-logs/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer-logs/ubsan \
 	$(MAKE) BUILD=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+	@# A report from a child whose failure a test expected still counts.
+	@if ls build-asan/sanitizer-logs/* >/dev/null 2>&1; then head -n 40 build-asan/sanitizer-logs/*; \
+	  echo "asan: sanitizer reports in build-asan/sanitizer-logs"; exit 1; fi
 
 bench: all
 	@BUILD=$(BUILD) sh bench/run.sh

@@ -93,3 +93,9 @@ $(BUILD)/fuzz/gen_seeds: tests/fuzz/gen_seeds.c tests/unit/neff_prog.h $(BUILD)/
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
 fuzz: fuzz-build
 .PHONY: fuzz-build
+
+# Evaluator matmul benchmark (bench/bench_eval_dot.c).
+$(BUILD)/bench/bench_eval_dot: bench/bench_eval_dot.c $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+bench: $(BUILD)/bench/bench_eval_dot

@@ -53,7 +53,13 @@ test: all unit
 	@BUILD=$(BUILD) sh tests/run.sh
 
 asan:
+	@rm -rf build-asan/sanitizer-logs; mkdir -p build-asan/sanitizer-logs
+	ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build-asan/sanitizer-logs/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer-logs/ubsan \
 	$(MAKE) BUILD=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+	@# A report from a child whose failure a test expected still counts.
+	@if ls build-asan/sanitizer-logs/* >/dev/null 2>&1; then head -n 40 build-asan/sanitizer-logs/*; \
+	  echo "asan: sanitizer reports in build-asan/sanitizer-logs"; exit 1; fi
 
 bench: all
 	@BUILD=$(BUILD) sh bench/run.sh
@@ -73,3 +79,24 @@ $(BUILD)/bench/bench_reader: bench/bench_reader.c $(BUILD)/libnxcc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
 bench: $(BUILD)/bench/bench_reader
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c, bodies in tests/fuzz/harness.h):
+# clang with ASan+UBSan, library built with fuzzer coverage in build-fuzz.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/fuzz/%,$(FUZZ_SRC) tests/fuzz/gen_seeds.c)
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_BIN)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/harness.h $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+$(BUILD)/fuzz/gen_seeds: tests/fuzz/gen_seeds.c tests/unit/neff_prog.h $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+fuzz: fuzz-build
+.PHONY: fuzz-build
+
+# Evaluator matmul benchmark (bench/bench_eval_dot.c).
+$(BUILD)/bench/bench_eval_dot: bench/bench_eval_dot.c $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+bench: $(BUILD)/bench/bench_eval_dot

@@ -94,13 +94,22 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Prints d and releases what it holds (nxcc runs under LeakSanitizer in
+ * make asan). */
+static int report(nx_diag *d)
+{
+	int rc = nx_cli_report(d);
+	nx_diag_clear(d);
+	return rc;
+}
+
 static int cmd_list(nx_cache *c)
 {
 	nx_cache_entry *e;
 	int n;
 	nx_diag d = {0};
 	if (nx_cache_list(c, &e, &n, &d) != NX_OK)
-		return nx_cli_report(&d);
+		return report(&d);
 	time_t now = time(NULL);
 	for (int i = 0; i < n; i++) {
 		char sz[32];
@@ -119,7 +128,7 @@ static int cmd_stats(nx_cache *c)
 	int n;
 	nx_diag d = {0};
 	if (nx_cache_list(c, &e, &n, &d) != NX_OK)
-		return nx_cli_report(&d);
+		return report(&d);
 	printf("cache: %s (%s)\n", nx_cache_url(c), nx_cache_kind(c));
 	uint64_t total = 0;
 	int counts[3] = {0};
@@ -154,7 +163,7 @@ static int cmd_verify(nx_cache *c, bool remove)
 	int n, bad = 0, ok = 0;
 	nx_diag d = {0};
 	if (nx_cache_list(c, &e, &n, &d) != NX_OK)
-		return nx_cli_report(&d);
+		return report(&d);
 	for (int i = 0; i < n; i++) {
 		if (e[i].state != NX_ENTRY_DONE)
 			continue;
@@ -167,7 +176,7 @@ static int cmd_verify(nx_cache *c, bool remove)
 		printf("corrupt: %s/%s: %s%s\n", e[i].version, e[i].key, why, remove ? " (removed)" : "");
 		if (remove && nx_cache_remove_entry(c, e[i].version, e[i].key, &d) != NX_OK) {
 			nx_cache_entries_free(e, n);
-			return nx_cli_report(&d);
+			return report(&d);
 		}
 	}
 	printf("%d entries verified, %d corrupt\n", ok + bad, bad);
@@ -187,7 +196,7 @@ static int cmd_prune(nx_cache *c, uint64_t max)
 	int n, removed = 0;
 	nx_diag d = {0};
 	if (nx_cache_list(c, &e, &n, &d) != NX_OK)
-		return nx_cli_report(&d);
+		return report(&d);
 	uint64_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += e[i].bytes;
@@ -199,7 +208,7 @@ static int cmd_prune(nx_cache *c, uint64_t max)
 			continue;
 		if (nx_cache_remove_entry(c, e[i].version, e[i].key, &d) != NX_OK) {
 			nx_cache_entries_free(e, n);
-			return nx_cli_report(&d);
+			return report(&d);
 		}
 		total -= e[i].bytes;
 		freed += e[i].bytes;
@@ -266,7 +275,7 @@ static int cmd_test_compile(int argc, char **argv)
 	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK) {
 		free(rest);
 		nx_flags_free(&f);
-		return nx_cli_report(&d);
+		return report(&d);
 	}
 	free(rest);
 	char fh[17];
@@ -276,7 +285,7 @@ static int cmd_test_compile(int argc, char **argv)
 	if (nx_cache_key_make(key, fh, &k, &d) != NX_OK) {
 		free(flags_json);
 		nx_flags_free(&f);
-		return nx_cli_report(&d);
+		return report(&d);
 	}
 	nx_cache *c = NULL;
 	if (!f.no_cache && nx_cache_open(nx_cache_location(f.cache_dir), &c, &d) != NX_OK) {
@@ -328,7 +337,7 @@ static int cmd_test_compile(int argc, char **argv)
 		}
 	}
 	if (rc == 0 && f.output && neff && nx_cli_write_file(f.output, neff, len, &d) != NX_OK)
-		rc = nx_cli_report(&d);
+		rc = report(&d);
 	nx_cache_unlock(&lk);
 	free(where);
 	free(neff);
@@ -386,7 +395,7 @@ int nx_cmd_cache(int argc, char **argv)
 	nx_diag d = {0};
 	if (nx_cache_open(url, &c, &d) != NX_OK) {
 		free(owned);
-		return nx_cli_report(&d);
+		return report(&d);
 	}
 	free(owned);
 	int rc;

@@ -105,6 +105,10 @@ char *nx_arena_strdup(nx_arena *a, const char *s)
 
 char *nx_arena_printf(nx_arena *a, const char *fmt, ...)
 {
+	/* A NULL format is a caller bug; saying so here also keeps GCC's
+	 * -Wformat-truncation from warning "null format string" on the path
+	 * that recovering UBSan nonnull checks add. */
+	NX_ASSERT(fmt != NULL);
 	va_list ap, ap2;
 	va_start(ap, fmt);
 	va_copy(ap2, ap);

@@ -38,6 +38,10 @@ nx_status nx_diag_vset(nx_diag *d, nx_status st, const char *file, int line, int
 	d->file = xstrdup(file);
 	d->line = line;
 	d->col = col;
+	/* A NULL format is a caller bug; saying so here also keeps GCC's
+	 * -Wformat-truncation from warning "null format string" on the path
+	 * that recovering UBSan nonnull checks add. */
+	NX_ASSERT(fmt != NULL);
 	va_list ap2;
 	va_copy(ap2, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap);

@@ -7,6 +7,11 @@
 #include "ir/eval.h"
 
 #include <complex.h>
+/* glibc defines CMPLX only for GCC >= 4.7; clang (which reports 4.2) has the
+ * same builtin. */
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 
 /* Elements processed per chunk by the elementwise kernels: small enough to
  * stay in L1/L2, large enough to amortize the per-chunk dispatch. */

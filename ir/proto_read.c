@@ -400,6 +400,20 @@ static bool rattrs(rctx *r, const Xla__HloInstructionProto *p, nx_inst *i)
 		cd->out_batch = c->output_batch_dimension;
 		cd->out_feature = c->output_feature_dimension;
 		cd->out_spatial = rivec(r, c->output_spatial_dimensions, c->n_output_spatial_dimensions);
+		/* The printer writes one dim_labels character per dimension up to the
+		 * largest number named: an unchecked 1e15 would never finish. */
+		int64_t one[6] = {cd->in_batch, cd->in_feature, cd->k_in, cd->k_out, cd->out_batch, cd->out_feature};
+		const nx_ivec *sp[3] = {&cd->in_spatial, &cd->k_spatial, &cd->out_spatial};
+		bool ok = true;
+		for (int k = 0; k < 6; k++)
+			ok &= one[k] >= 0 && one[k] < NX_MAX_RANK;
+		for (int k = 0; k < 3; k++) {
+			ok &= sp[k]->n <= NX_MAX_RANK;
+			for (int j = 0; j < sp[k]->n; j++)
+				ok &= sp[k]->v[j] >= 0 && sp[k]->v[j] < NX_MAX_RANK;
+		}
+		if (!ok)
+			return fail(r, nm, "convolution dimension number out of range [0, %d)", NX_MAX_RANK);
 	}
 	a->feature_group_count = p->feature_group_count ? p->feature_group_count : 1;
 	a->batch_group_count = p->batch_group_count ? p->batch_group_count : 1;

@@ -114,6 +114,12 @@ static bool padding_attr(nx_rd *r, nx_attrs *a)
 {
 	int64_t v[NX_MAX_RANK][3];
 	int parts[NX_MAX_RANK], n;
+	/* A rank-0 pad prints as "padding=" with an empty list (as XLA does). */
+	if (r->pos >= r->len || r->s[r->pos] == ',' || r->s[r->pos] == '\n' || r->s[r->pos] == '\r') {
+		a->padding = NULL;
+		a->npadding = 0;
+		return true;
+	}
 	size_t at = (rd_ws(r), r->pos);
 	if (!x_list(r, v, &n, 3, parts, "padding"))
 		return false;

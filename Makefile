@@ -49,6 +49,14 @@ unit: $(UNIT_BIN)
 deps:
 	@sh tools/deps.sh
 
+# The README demo: compile the MLP training step for trn1, run it on the
+# simulated NeuronCore, and check it against the reference evaluator.
+demo: all
+	$(BUILD)/nxcc compile examples/mlp_step.hlo --framework XLA --target trn1 -O2 --no-cache --output $(BUILD)/mlp_step.neff
+	$(BUILD)/nxcc inspect $(BUILD)/mlp_step.neff
+	$(BUILD)/nxcc run $(BUILD)/mlp_step.neff --random-inputs 1 --output-dir $(BUILD)/demo-out
+	$(BUILD)/nxcc check examples/mlp_step.hlo --target trn1 -O2 --random-inputs 1
+
 test: all unit
 	@BUILD=$(BUILD) sh tests/run.sh
 
@@ -70,7 +78,7 @@ fuzz:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all unit deps test asan bench fuzz clean
+.PHONY: all unit deps demo test asan bench fuzz clean
 .SECONDARY: $(GEN_SRC)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -122,6 +122,23 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 bool nx_l_elementwise_ok(const nx_inst *i);
+/* The engine instruction of an elementwise op (as nx_l_elementwise emits it). */
+typedef struct nx_lemap {
+	nx_isa_op op;
+	nx_engine e;
+	int func, flags;
+	float imm;
+} nx_lemap;
+bool nx_l_elem_map(const nx_inst *i, nx_lemap *m);
+
+/* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
+nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
+
+/* lower_fused.c: a fusion lowered as one kernel (inputs loaded once, the body
+ * computed in SBUF, only the result stored). nx_l_fused_ok says whether the
+ * body is in the supported subset; otherwise the driver flattens the fusion. */
+bool nx_l_fused_ok(const nx_lower *L, const nx_inst *fusion);
+nx_status nx_l_fused(nx_lower *L, const nx_inst *fusion, nx_lval *const *ops, nx_lval *out);
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -1,0 +1,355 @@
+/* backend/lower_fused.c — a fusion as one kernel. The body's values live in
+ * SBUF slots of the flat [P, F] tile layout (nx_l_tile): SP loads every
+ * external input once (full tiles chunk by chunk; a broadcast of a scalar as
+ * one [P, 1] column read with stride 0; another broadcast of an input as one
+ * strided view when F fits one chunk), the engines compute each body
+ * instruction in place, and POOL stores only the root. Reshape, bitcast and
+ * same-type convert/copy share their operand's slot (the flat layout does
+ * not change). Consecutive instructions of one engine form a stage (one loop
+ * over the chunks); a stage waits for the earlier stages of other engines.
+ * Bodies outside this subset are flattened by the driver (lower.c). */
+#include "backend/lower.h"
+
+#include <string.h>
+
+#define FMAX 64 /* body instructions handled as one kernel */
+
+enum { FV_PARAM, FV_CONST, FV_ALIAS, FV_SCALAR, FV_BVIEW, FV_COMP };
+
+typedef struct fval {
+	const nx_inst *i;
+	int kind, alias; /* alias: index whose slot FV_ALIAS shares */
+	int src;         /* FV_SCALAR/FV_BVIEW: index of the PARAM/CONST read */
+	bool load;       /* PARAM/CONST read as a full tile */
+	nx_dtype dt;
+	int64_t off;     /* slot, relative to the kernel's SBUF base */
+	nx_lval *ext;    /* PARAM/CONST: the HBM value */
+} fval;
+
+typedef struct plan {
+	const nx_comp *b;
+	int n;
+	fval v[FMAX];
+	nx_ltile t;
+	int64_t bytes;
+	int root;
+} plan;
+
+static int64_t al64(int64_t x)
+{
+	return (x + 63) & ~(int64_t)63;
+}
+
+static int find(const plan *p, const nx_inst *i)
+{
+	for (int k = 0; k < p->n; k++)
+		if (p->v[k].i == i)
+			return p->v[k].kind == FV_ALIAS ? p->v[k].alias : k;
+	return -1;
+}
+
+/* HBM access pattern reading view (dims, stride in elements) in row-major
+ * order as P partitions of F elements each. */
+static bool split_view(const int64_t *dims0, const int64_t *st0, int rank, int64_t P, int64_t *pstride,
+                       int *nd, int32_t *fst, uint32_t *fcnt)
+{
+	int64_t d[NX_MAX_RANK + 1], s[NX_MAX_RANK + 1];
+	int r = 0;
+	for (int k = 0; k < rank; k++)
+		if (dims0[k] != 1)
+			d[r] = dims0[k], s[r] = st0[k], r++;
+	int64_t need = P, pc = 1, ps = 0;
+	int k = 0;
+	bool pany = false;
+	while (need > 1) {
+		if (k >= r)
+			return false;
+		int64_t c, cs;
+		if (need % d[k] == 0) {
+			c = d[k], cs = s[k];
+			k++;
+		} else if (d[k] % need == 0) {
+			c = need, cs = s[k] * (d[k] / need);
+			d[k] /= need;
+		} else {
+			return false;
+		}
+		if (pany && ps != cs * c)
+			return false;
+		pc *= c;
+		ps = cs;
+		pany = true;
+		need /= c;
+	}
+	NX_ASSERT(pc == P);
+	*pstride = ps;
+	int n = 0;
+	int64_t fd[NX_MAX_RANK + 1], fs[NX_MAX_RANK + 1];
+	for (; k < r; k++) {
+		if (n > 0 && fs[n - 1] == s[k] * d[k]) {
+			fd[n - 1] *= d[k];
+			fs[n - 1] = s[k];
+			continue;
+		}
+		fd[n] = d[k], fs[n] = s[k];
+		n++;
+	}
+	if (n == 0)
+		fd[0] = 1, fs[0] = 1, n = 1;
+	if (n > NX_AP_DIMS)
+		return false;
+	for (int j = 0; j < n; j++) {
+		if (fd[j] > (1 << 24) || fs[j] > INT32_MAX || fs[j] < INT32_MIN)
+			return false;
+		fst[j] = (int32_t)fs[j];
+		fcnt[j] = (uint32_t)fd[j];
+	}
+	*nd = n;
+	return true;
+}
+
+/* Broadcast view of body value src (an input) to the shape of instruction i. */
+static void bcast_view(const nx_inst *i, const nx_shape *src, int64_t *dims, int64_t *st)
+{
+	int64_t sst[NX_MAX_RANK], acc = 1;
+	for (int k = src->rank - 1; k >= 0; k--) {
+		sst[k] = acc;
+		acc *= src->dims[k];
+	}
+	for (int k = 0; k < i->shape->rank; k++) {
+		dims[k] = i->shape->dims[k];
+		st[k] = 0;
+	}
+	for (int j = 0; j < i->a.dimensions.n && j < src->rank; j++)
+		st[i->a.dimensions.v[j]] = sst[j];
+}
+
+static bool build(const nx_lower *L, const nx_inst *f, plan *p)
+{
+	memset(p, 0, sizeof *p);
+	if (f->op != NX_OP_FUSION || f->ncalled != 1 || !nx_shape_is_array(f->shape))
+		return false;
+	const nx_comp *b = f->called[0];
+	if (b->ninsts > FMAX || !b->root || nx_lower_dtype(f->shape->type) < 0)
+		return false;
+	p->b = b;
+	int64_t n = nx_shape_elems(f->shape);
+	if (n == 0)
+		return false;
+	p->t = nx_l_tile(n, 2048);
+	for (int k = 0; k < b->ninsts; k++) {
+		const nx_inst *i = b->insts[k];
+		fval *v = &p->v[p->n];
+		memset(v, 0, sizeof *v);
+		v->i = i;
+		v->alias = v->src = -1;
+		if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
+			return false;
+		v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
+		int64_t ne = nx_shape_elems(i->shape);
+		int op0 = i->noperands > 0 ? find(p, i->operands[0]) : -1;
+		for (int j = 0; j < i->noperands; j++)
+			if (find(p, i->operands[j]) < 0)
+				return false;
+		switch (i->op) {
+		case NX_OP_PARAMETER:
+			if (i->a.parameter_number < 0 || i->a.parameter_number >= f->noperands)
+				return false;
+			v->kind = FV_PARAM;
+			break;
+		case NX_OP_CONSTANT:
+			v->kind = FV_CONST;
+			break;
+		case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY: case NX_OP_CONVERT:
+			if (p->v[op0].dt != v->dt || nx_shape_elems(p->v[op0].i->shape) != ne)
+				return false;
+			v->kind = FV_ALIAS;
+			v->alias = op0;
+			break;
+		case NX_OP_BROADCAST: {
+			const fval *o = &p->v[op0];
+			if ((o->kind != FV_PARAM && o->kind != FV_CONST) || ne != n || o->dt != v->dt)
+				return false;
+			v->src = op0;
+			if (nx_shape_elems(o->i->shape) == 1) {
+				v->kind = FV_SCALAR;
+				break;
+			}
+			int64_t dims[NX_MAX_RANK], st[NX_MAX_RANK], ps;
+			int nd;
+			int32_t fst[NX_AP_DIMS];
+			uint32_t fc[NX_AP_DIMS];
+			bcast_view(i, o->i->shape, dims, st);
+			if (p->t.Lc != 1 || !split_view(dims, st, i->shape->rank, p->t.P, &ps, &nd, fst, fc))
+				return false;
+			v->kind = FV_BVIEW;
+			break;
+		}
+		default: {
+			nx_lemap m;
+			if (!nx_l_elem_map(i, &m) || ne != n || i->noperands > 3)
+				return false;
+			for (int j = 0; j < i->noperands; j++) {
+				fval *o = &p->v[find(p, i->operands[j])];
+				if (o->kind == FV_PARAM || o->kind == FV_CONST) {
+					if (nx_shape_elems(o->i->shape) != n)
+						return false;
+					o->load = true;
+				}
+			}
+			v->kind = FV_COMP;
+			break;
+		}
+		}
+		p->n++;
+	}
+	p->root = find(p, b->root);
+	if (p->root < 0 || p->v[p->root].kind != FV_COMP)
+		return false;
+	for (int k = 0; k < p->n; k++) {
+		fval *v = &p->v[k];
+		if (v->kind == FV_SCALAR) {
+			v->off = p->bytes;
+			p->bytes += 64;
+		} else if (v->kind == FV_BVIEW || v->kind == FV_COMP || v->load) {
+			v->off = p->bytes;
+			p->bytes += al64(p->t.F * nx_dtype_bytes[v->dt]);
+		}
+	}
+	return p->bytes <= L->sbuf_half;
+}
+
+bool nx_l_fused_ok(const nx_lower *L, const nx_inst *f)
+{
+	plan p;
+	return build(L, f, &p);
+}
+
+/* Operand AP of body value k (a chunk of its tile; scalars repeat). */
+static nx_ap operand(const plan *p, int k, int64_t base)
+{
+	const fval *v = &p->v[k];
+	if (v->kind == FV_SCALAR) {
+		int32_t st[1] = {0};
+		uint32_t c[1] = {(uint32_t)p->t.Fc};
+		return nx_ap_sbuf(v->dt, 0, (int)p->t.P, base + v->off, 1, st, c);
+	}
+	return nx_l_sbuf_tile(v->dt, &p->t, base + v->off, 0);
+}
+
+nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
+{
+	plan p;
+	if (!build(L, f, &p))
+		return nx_l_err(L, "fusion body is not a single kernel");
+	nx_status rc;
+	/* bind inputs to HBM values */
+	for (int k = 0; k < p.n; k++) {
+		fval *v = &p.v[k];
+		if (v->kind == FV_PARAM)
+			v->ext = ops[v->i->a.parameter_number];
+		else if (v->kind == FV_CONST && (rc = nx_l_constant(L, v->i, &v->ext)) != NX_OK)
+			return rc;
+	}
+	int64_t base;
+	int h;
+	if ((rc = nx_l_sbuf_begin(L, p.bytes, &base, &h)) != NX_OK)
+		return rc;
+	L->st.kernels++;
+	const nx_ltile *t = &p.t;
+	/* loads */
+	nx_lsync loads;
+	memset(&loads, 0, sizeof loads);
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	for (int k = 0; k < p.n; k++)
+		if (p.v[k].ext)
+			nx_l_wait(L, NX_ENG_SP, &p.v[k].ext->buf->written);
+	bool any_tile = false;
+	for (int k = 0; k < p.n; k++) {
+		fval *v = &p.v[k];
+		if (v->kind == FV_SCALAR) {
+			nx_lval *x = p.v[v->src].ext;
+			int32_t st[1] = {1};
+			uint32_t c[1] = {1};
+			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)t->P, 0, 1, st, c);
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)t->P, base + v->off, 1, st, c), src);
+			nx_l_max(&loads, &y);
+		} else if (v->kind == FV_BVIEW) {
+			nx_lval *x = p.v[v->src].ext;
+			int64_t dims[NX_MAX_RANK], st[NX_MAX_RANK], ps;
+			int nd;
+			int32_t fst[NX_AP_DIMS], s1[1] = {1};
+			uint32_t fc[NX_AP_DIMS], cF[1] = {(uint32_t)t->F};
+			bcast_view(v->i, x->shape, dims, st);
+			bool ok = split_view(dims, st, v->i->shape->rank, t->P, &ps, &nd, fst, fc);
+			NX_ASSERT(ok);
+			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)t->P, ps, nd, fst, fc);
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)t->P, base + v->off, 1, s1, cF), src);
+			nx_l_max(&loads, &y);
+		} else if (v->load) {
+			any_tile = true;
+		}
+	}
+	if (any_tile) {
+		nx_l_loop(L, NX_ENG_SP, t->Lc);
+		for (int k = 0; k < p.n; k++)
+			if (p.v[k].load) {
+				nx_lval *x = p.v[k].ext;
+				nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(x->dt, t, base + p.v[k].off, 0),
+				                      nx_l_hbm_tile(x, t));
+				nx_l_max(&loads, &y);
+			}
+		nx_l_endloop(L, NX_ENG_SP);
+	}
+	for (int k = 0; k < p.n; k++)
+		if (p.v[k].ext)
+			nx_l_max(&p.v[k].ext->buf->war, &loads);
+
+	/* compute: stages of consecutive instructions on one engine */
+	nx_lsync stages = loads;
+	int k = 0;
+	while (k < p.n) {
+		nx_lemap m;
+		if (p.v[k].kind != FV_COMP) {
+			k++;
+			continue;
+		}
+		nx_l_elem_map(p.v[k].i, &m);
+		nx_engine e = m.e;
+		nx_l_wait(L, e, &stages);
+		nx_l_wait(L, e, &L->sbuf_free[h]);
+		nx_l_loop(L, e, t->Lc);
+		for (; k < p.n; k++) {
+			const fval *v = &p.v[k];
+			if (v->kind != FV_COMP)
+				continue;
+			nx_l_elem_map(v->i, &m);
+			if (m.e != e)
+				break;
+			nx_insn *in = nx_l_emit(L, e, m.op);
+			in->func = (uint8_t)m.func;
+			in->flags = (uint16_t)m.flags;
+			in->fimm[0] = m.imm;
+			in->ap[0] = operand(&p, k, base);
+			for (int j = 0; j < v->i->noperands; j++)
+				in->ap[1 + j] = operand(&p, find(&p, v->i->operands[j]), base);
+		}
+		nx_l_endloop(L, e);
+		nx_lsync y = nx_l_signal(L, e);
+		nx_l_max(&stages, &y);
+	}
+
+	/* store the root */
+	const fval *r = &p.v[p.root];
+	nx_l_wait(L, NX_ENG_POOL, &stages);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_l_loop(L, NX_ENG_POOL, t->Lc);
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, nx_l_hbm_tile(out, t), nx_l_sbuf_tile(r->dt, t, base + r->off, 0));
+	nx_l_endloop(L, NX_ENG_POOL);
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	nx_lsync done = stages;
+	nx_l_max(&done, &st);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}

@@ -142,5 +142,17 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *fusion, nx_lval *const *ops, nx
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+/* A fused epilogue: the dot leaves its result in SBUF ([mt partitions,
+ * MT*N], M tile mi at free offset mi*N) at res; emit computes on it (its own
+ * SBUF `bytes` per partition at epi), stores the kernel's result and returns
+ * the kernel's completion. */
+typedef struct nx_ldot_epi {
+	int64_t bytes;
+	nx_status (*emit)(nx_lower *L, void *ctx, int64_t res, int64_t epi, const nx_lsync *ready, nx_lsync *done);
+	void *ctx;
+} nx_ldot_epi;
+nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, const nx_ldot_epi *epi);
+/* M, N and the M tile of a dot without batch dims (false otherwise) */
+bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);
 
 #endif

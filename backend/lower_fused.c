@@ -14,7 +14,7 @@
 
 #define FMAX 64 /* body instructions handled as one kernel */
 
-enum { FV_PARAM, FV_CONST, FV_ALIAS, FV_SCALAR, FV_BVIEW, FV_COMP };
+enum { FV_PARAM, FV_CONST, FV_ALIAS, FV_SCALAR, FV_BVIEW, FV_COMP, FV_DOT };
 
 typedef struct fval {
 	const nx_inst *i;
@@ -26,13 +26,19 @@ typedef struct fval {
 	nx_lval *ext;    /* PARAM/CONST: the HBM value */
 } fval;
 
+/* Layout of the kernel's values in SBUF: P partitions of F elements. Loads
+ * and stores run `ll` times, each [P, lc] (HBM: rows hps elements apart,
+ * iteration i at i*hls elements); compute runs `cl` times over [P, cc].
+ * Flat (nx_l_tile): element p*F + f. After a dot: M tile mi of the [M, N]
+ * result at free offset mi*N of partition p = row within the tile. */
 typedef struct plan {
 	const nx_comp *b;
 	int n;
 	fval v[FMAX];
-	nx_ltile t;
+	int64_t P, F, ll, lc, hps, hls, cl, cc;
 	int64_t bytes;
-	int root;
+	int root, dot;
+	const nx_lower *L;
 } plan;
 
 static int64_t al64(int64_t x)
@@ -136,7 +142,21 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p)
 	int64_t n = nx_shape_elems(f->shape);
 	if (n == 0)
 		return false;
-	p->t = nx_l_tile(n, 2048);
+	p->dot = -1;
+	p->L = L;
+	nx_ltile t = nx_l_tile(n, 2048);
+	p->P = t.P, p->F = t.F, p->ll = t.Lc, p->lc = t.Fc, p->hps = t.F, p->hls = t.Fc, p->cl = t.Lc, p->cc = t.Fc;
+	for (int k = 0; k < b->ninsts; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i->op != NX_OP_DOT)
+			continue;
+		int64_t M, N, mt;
+		if (p->dot >= 0 || !nx_l_dot_dims(L, i, &M, &N, &mt) || M * N != n)
+			return false;
+		p->dot = k; /* index among body instructions: all are kept in order */
+		p->P = mt, p->F = (M / mt) * N, p->ll = M / mt, p->lc = N, p->hps = N, p->hls = mt * N;
+		p->cl = 1, p->cc = p->F;
+	}
 	for (int k = 0; k < b->ninsts; k++) {
 		const nx_inst *i = b->insts[k];
 		fval *v = &p->v[p->n];
@@ -180,11 +200,21 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p)
 			int32_t fst[NX_AP_DIMS];
 			uint32_t fc[NX_AP_DIMS];
 			bcast_view(i, o->i->shape, dims, st);
-			if (p->t.Lc != 1 || !split_view(dims, st, i->shape->rank, p->t.P, &ps, &nd, fst, fc))
+			if (p->ll != 1 || !split_view(dims, st, i->shape->rank, p->P, &ps, &nd, fst, fc))
 				return false;
 			v->kind = FV_BVIEW;
 			break;
 		}
+		case NX_OP_DOT:
+			for (int j = 0; j < 2; j++) {
+				int o = find(p, i->operands[j]);
+				if (p->v[o].kind != FV_PARAM && p->v[o].kind != FV_CONST)
+					return false;
+			}
+			if (i->shape->type != f->shape->type && nx_lower_dtype(i->shape->type) < 0)
+				return false;
+			v->kind = FV_DOT;
+			break;
 		default: {
 			nx_lemap m;
 			if (!nx_l_elem_map(i, &m) || ne != n || i->noperands > 3)
@@ -213,10 +243,22 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p)
 			p->bytes += 64;
 		} else if (v->kind == FV_BVIEW || v->kind == FV_COMP || v->load) {
 			v->off = p->bytes;
-			p->bytes += al64(p->t.F * nx_dtype_bytes[v->dt]);
+			p->bytes += al64(p->F * nx_dtype_bytes[v->dt]);
 		}
 	}
-	return p->bytes <= L->sbuf_half;
+	if (p->F > L->t->vec_max_free_sbuf && p->cl == 1)
+		return false;
+	/* the dot's own operands and result come first in a dot kernel */
+	int64_t extra = 0;
+	if (p->dot >= 0) {
+		const nx_inst *d = b->insts[p->dot];
+		int64_t M, N, mt;
+		nx_l_dot_dims(L, d, &M, &N, &mt);
+		int64_t K = nx_shape_elems(d->operands[0]->shape) / M;
+		int64_t kt = nx_l_div_le(K, L->t->pe_rows);
+		extra = al64(K / kt * M * 4) + al64(K / kt * N * 4) + al64(M / mt * N * 4);
+	}
+	return p->bytes + extra <= L->sbuf_half;
 }
 
 bool nx_l_fused_ok(const nx_lower *L, const nx_inst *f)
@@ -225,16 +267,150 @@ bool nx_l_fused_ok(const nx_lower *L, const nx_inst *f)
 	return build(L, f, &p);
 }
 
-/* Operand AP of body value k (a chunk of its tile; scalars repeat). */
-static nx_ap operand(const plan *p, int k, int64_t base)
+/* AP of body value k in SBUF: a compute chunk (scalars repeat). */
+static nx_ap operand(const plan *p, int k, const int64_t *addr)
 {
 	const fval *v = &p->v[k];
-	if (v->kind == FV_SCALAR) {
-		int32_t st[1] = {0};
-		uint32_t c[1] = {(uint32_t)p->t.Fc};
-		return nx_ap_sbuf(v->dt, 0, (int)p->t.P, base + v->off, 1, st, c);
+	int32_t st[1] = {v->kind == FV_SCALAR ? 0 : 1};
+	uint32_t c[1] = {(uint32_t)p->cc};
+	nx_ap a = nx_ap_sbuf(v->dt, 0, (int)p->P, addr[k], 1, st, c);
+	if (v->kind != FV_SCALAR)
+		a.loop_stride[0] = p->cc * nx_dtype_bytes[v->dt];
+	return a;
+}
+
+/* One load/store iteration: SBUF side and HBM side of value x. */
+static nx_ap sbuf_io(const plan *p, nx_dtype dt, int64_t addr)
+{
+	int32_t st[1] = {1};
+	uint32_t c[1] = {(uint32_t)p->lc};
+	nx_ap a = nx_ap_sbuf(dt, 0, (int)p->P, addr, 1, st, c);
+	a.loop_stride[0] = p->lc * nx_dtype_bytes[dt];
+	return a;
+}
+
+static nx_ap hbm_io(const plan *p, const nx_lval *x)
+{
+	int32_t st[1] = {1};
+	uint32_t c[1] = {(uint32_t)p->lc};
+	nx_ap a = nx_ap_hbm(x->dt, x->buf->off, (int)p->P, p->hps, 1, st, c);
+	a.loop_stride[0] = p->hls * nx_dtype_bytes[x->dt];
+	return a;
+}
+
+typedef struct ectx {
+	plan *p;
+	int h;
+	nx_lval *out;
+} ectx;
+
+/* Loads, compute stages after `ready`, store of the root; *done = the
+ * kernel's completion. addr: SBUF address per body value. */
+static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync *ready, int h, nx_lval *out,
+                      nx_lsync *done)
+{
+	nx_lsync loads;
+	memset(&loads, 0, sizeof loads);
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	for (int k = 0; k < p->n; k++)
+		if (p->v[k].ext && (p->v[k].load || p->v[k].kind == FV_PARAM || p->v[k].kind == FV_CONST))
+			nx_l_wait(L, NX_ENG_SP, &p->v[k].ext->buf->written);
+	bool any_tile = false;
+	for (int k = 0; k < p->n; k++) {
+		fval *v = &p->v[k];
+		if (v->kind == FV_SCALAR) {
+			nx_lval *x = p->v[v->src].ext;
+			int32_t st[1] = {1};
+			uint32_t c[1] = {1};
+			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)p->P, 0, 1, st, c);
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)p->P, addr[k], 1, st, c), src);
+			nx_l_max(&loads, &y);
+		} else if (v->kind == FV_BVIEW) {
+			nx_lval *x = p->v[v->src].ext;
+			int64_t dims[NX_MAX_RANK], st[NX_MAX_RANK], ps;
+			int nd;
+			int32_t fst[NX_AP_DIMS], s1[1] = {1};
+			uint32_t fc[NX_AP_DIMS], cF[1] = {(uint32_t)p->F};
+			bcast_view(v->i, x->shape, dims, st);
+			bool ok = split_view(dims, st, v->i->shape->rank, p->P, &ps, &nd, fst, fc);
+			NX_ASSERT(ok);
+			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)p->P, ps, nd, fst, fc);
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)p->P, addr[k], 1, s1, cF), src);
+			nx_l_max(&loads, &y);
+		} else if (v->load) {
+			any_tile = true;
+		}
 	}
-	return nx_l_sbuf_tile(v->dt, &p->t, base + v->off, 0);
+	if (any_tile) {
+		nx_l_loop(L, NX_ENG_SP, p->ll);
+		for (int k = 0; k < p->n; k++)
+			if (p->v[k].load) {
+				nx_lval *x = p->v[k].ext;
+				nx_lsync y = nx_l_dma(L, NX_ENG_SP, sbuf_io(p, x->dt, addr[k]), hbm_io(p, x));
+				nx_l_max(&loads, &y);
+			}
+		nx_l_endloop(L, NX_ENG_SP);
+	}
+	for (int k = 0; k < p->n; k++)
+		if (p->v[k].ext)
+			nx_l_max(&p->v[k].ext->buf->war, &loads);
+
+	/* compute: stages of consecutive instructions on one engine */
+	nx_lsync stages = loads;
+	nx_l_max(&stages, ready);
+	int k = 0;
+	while (k < p->n) {
+		nx_lemap m;
+		if (p->v[k].kind != FV_COMP) {
+			k++;
+			continue;
+		}
+		nx_l_elem_map(p->v[k].i, &m);
+		nx_engine e = m.e;
+		nx_l_wait(L, e, &stages);
+		nx_l_wait(L, e, &L->sbuf_free[h]);
+		nx_l_loop(L, e, p->cl);
+		for (; k < p->n; k++) {
+			const fval *v = &p->v[k];
+			if (v->kind != FV_COMP)
+				continue;
+			nx_l_elem_map(v->i, &m);
+			if (m.e != e)
+				break;
+			nx_insn *in = nx_l_emit(L, e, m.op);
+			in->func = (uint8_t)m.func;
+			in->flags = (uint16_t)m.flags;
+			in->fimm[0] = m.imm;
+			in->ap[0] = operand(p, k, addr);
+			for (int j = 0; j < v->i->noperands; j++)
+				in->ap[1 + j] = operand(p, find(p, v->i->operands[j]), addr);
+		}
+		nx_l_endloop(L, e);
+		nx_lsync y = nx_l_signal(L, e);
+		nx_l_max(&stages, &y);
+	}
+
+	/* store the root */
+	const fval *r = &p->v[p->root];
+	nx_l_wait(L, NX_ENG_POOL, &stages);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_l_loop(L, NX_ENG_POOL, p->ll);
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, hbm_io(p, out), sbuf_io(p, r->dt, addr[p->root]));
+	nx_l_endloop(L, NX_ENG_POOL);
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	*done = stages;
+	nx_l_max(done, &st);
+	return NX_OK;
+}
+
+static nx_status dot_epi(nx_lower *L, void *ctx, int64_t res, int64_t epi, const nx_lsync *ready, nx_lsync *done)
+{
+	ectx *c = ctx;
+	int64_t addr[FMAX];
+	for (int k = 0; k < c->p->n; k++)
+		addr[k] = k == c->p->dot ? res : epi + c->p->v[k].off;
+	return body(L, c->p, addr, ready, c->h, c->out, done);
 }
 
 nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -251,105 +427,30 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 		else if (v->kind == FV_CONST && (rc = nx_l_constant(L, v->i, &v->ext)) != NX_OK)
 			return rc;
 	}
+	if (p.dot >= 0) {
+		/* the dot kernel takes the SBUF half; the epilogue follows its result */
+		const nx_inst *d = p.v[p.dot].i;
+		nx_lval *dops[2] = {p.v[find(&p, d->operands[0])].ext, p.v[find(&p, d->operands[1])].ext};
+		nx_lval dv;
+		memset(&dv, 0, sizeof dv);
+		dv.dt = p.v[p.dot].dt;
+		dv.shape = d->shape;
+		ectx c = {&p, L->kidx & 1, out};
+		nx_ldot_epi e = {p.bytes, dot_epi, &c};
+		return nx_l_dot_epi(L, d, dops, &dv, &e);
+	}
 	int64_t base;
 	int h;
 	if ((rc = nx_l_sbuf_begin(L, p.bytes, &base, &h)) != NX_OK)
 		return rc;
 	L->st.kernels++;
-	const nx_ltile *t = &p.t;
-	/* loads */
-	nx_lsync loads;
-	memset(&loads, 0, sizeof loads);
-	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	int64_t addr[FMAX];
 	for (int k = 0; k < p.n; k++)
-		if (p.v[k].ext)
-			nx_l_wait(L, NX_ENG_SP, &p.v[k].ext->buf->written);
-	bool any_tile = false;
-	for (int k = 0; k < p.n; k++) {
-		fval *v = &p.v[k];
-		if (v->kind == FV_SCALAR) {
-			nx_lval *x = p.v[v->src].ext;
-			int32_t st[1] = {1};
-			uint32_t c[1] = {1};
-			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)t->P, 0, 1, st, c);
-			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)t->P, base + v->off, 1, st, c), src);
-			nx_l_max(&loads, &y);
-		} else if (v->kind == FV_BVIEW) {
-			nx_lval *x = p.v[v->src].ext;
-			int64_t dims[NX_MAX_RANK], st[NX_MAX_RANK], ps;
-			int nd;
-			int32_t fst[NX_AP_DIMS], s1[1] = {1};
-			uint32_t fc[NX_AP_DIMS], cF[1] = {(uint32_t)t->F};
-			bcast_view(v->i, x->shape, dims, st);
-			bool ok = split_view(dims, st, v->i->shape->rank, t->P, &ps, &nd, fst, fc);
-			NX_ASSERT(ok);
-			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)t->P, ps, nd, fst, fc);
-			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)t->P, base + v->off, 1, s1, cF), src);
-			nx_l_max(&loads, &y);
-		} else if (v->load) {
-			any_tile = true;
-		}
-	}
-	if (any_tile) {
-		nx_l_loop(L, NX_ENG_SP, t->Lc);
-		for (int k = 0; k < p.n; k++)
-			if (p.v[k].load) {
-				nx_lval *x = p.v[k].ext;
-				nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(x->dt, t, base + p.v[k].off, 0),
-				                      nx_l_hbm_tile(x, t));
-				nx_l_max(&loads, &y);
-			}
-		nx_l_endloop(L, NX_ENG_SP);
-	}
-	for (int k = 0; k < p.n; k++)
-		if (p.v[k].ext)
-			nx_l_max(&p.v[k].ext->buf->war, &loads);
-
-	/* compute: stages of consecutive instructions on one engine */
-	nx_lsync stages = loads;
-	int k = 0;
-	while (k < p.n) {
-		nx_lemap m;
-		if (p.v[k].kind != FV_COMP) {
-			k++;
-			continue;
-		}
-		nx_l_elem_map(p.v[k].i, &m);
-		nx_engine e = m.e;
-		nx_l_wait(L, e, &stages);
-		nx_l_wait(L, e, &L->sbuf_free[h]);
-		nx_l_loop(L, e, t->Lc);
-		for (; k < p.n; k++) {
-			const fval *v = &p.v[k];
-			if (v->kind != FV_COMP)
-				continue;
-			nx_l_elem_map(v->i, &m);
-			if (m.e != e)
-				break;
-			nx_insn *in = nx_l_emit(L, e, m.op);
-			in->func = (uint8_t)m.func;
-			in->flags = (uint16_t)m.flags;
-			in->fimm[0] = m.imm;
-			in->ap[0] = operand(&p, k, base);
-			for (int j = 0; j < v->i->noperands; j++)
-				in->ap[1 + j] = operand(&p, find(&p, v->i->operands[j]), base);
-		}
-		nx_l_endloop(L, e);
-		nx_lsync y = nx_l_signal(L, e);
-		nx_l_max(&stages, &y);
-	}
-
-	/* store the root */
-	const fval *r = &p.v[p.root];
-	nx_l_wait(L, NX_ENG_POOL, &stages);
-	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
-	nx_l_loop(L, NX_ENG_POOL, t->Lc);
-	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, nx_l_hbm_tile(out, t), nx_l_sbuf_tile(r->dt, t, base + r->off, 0));
-	nx_l_endloop(L, NX_ENG_POOL);
-	nx_l_max(&out->buf->written, &st);
-	nx_l_max(&out->buf->war, &st);
-	nx_lsync done = stages;
-	nx_l_max(&done, &st);
+		addr[k] = base + p.v[k].off;
+	nx_lsync none, done;
+	memset(&none, 0, sizeof none);
+	if ((rc = body(L, &p, addr, &none, h, out, &done)) != NX_OK)
+		return rc;
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
 }

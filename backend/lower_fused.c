@@ -130,7 +130,8 @@ static void bcast_view(const nx_inst *i, const nx_shape *src, int64_t *dims, int
 		st[i->a.dimensions.v[j]] = sst[j];
 }
 
-static bool build(const nx_lower *L, const nx_inst *f, plan *p)
+/* P0 > 0: flat layout with P0 partitions instead of nx_l_tile's choice. */
+static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 {
 	memset(p, 0, sizeof *p);
 	if (f->op != NX_OP_FUSION || f->ncalled != 1 || !nx_shape_is_array(f->shape))
@@ -145,6 +146,11 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p)
 	p->dot = -1;
 	p->L = L;
 	nx_ltile t = nx_l_tile(n, 2048);
+	if (P0 > 0) {
+		t.P = P0, t.F = n / P0;
+		t.Fc = nx_l_div_le(t.F, 2048);
+		t.Lc = t.F / t.Fc;
+	}
 	p->P = t.P, p->F = t.F, p->ll = t.Lc, p->lc = t.Fc, p->hps = t.F, p->hls = t.Fc, p->cl = t.Lc, p->cc = t.Fc;
 	for (int k = 0; k < b->ninsts; k++) {
 		const nx_inst *i = b->insts[k];
@@ -261,10 +267,25 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p)
 	return p->bytes + extra <= L->sbuf_half;
 }
 
+/* The default tile, else (a broadcast view that does not split into its
+ * partitions) the most partitions that work. */
+static bool plan_fusion(const nx_lower *L, const nx_inst *f, plan *p)
+{
+	if (build(L, f, p, 0))
+		return true;
+	if (!nx_shape_is_array(f->shape) || p->dot >= 0 || p->b == NULL)
+		return false;
+	int64_t n = nx_shape_elems(f->shape);
+	for (int64_t P = n < 128 ? n : 128; P >= 1; P--)
+		if (n % P == 0 && n / P <= 2048 && build(L, f, p, P))
+			return true;
+	return false;
+}
+
 bool nx_l_fused_ok(const nx_lower *L, const nx_inst *f)
 {
 	plan p;
-	return build(L, f, &p);
+	return plan_fusion(L, f, &p);
 }
 
 /* AP of body value k in SBUF: a compute chunk (scalars repeat). */
@@ -416,7 +437,7 @@ static nx_status dot_epi(nx_lower *L, void *ctx, int64_t res, int64_t epi, const
 nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	plan p;
-	if (!build(L, f, &p))
+	if (!plan_fusion(L, f, &p))
 		return nx_l_err(L, "fusion body is not a single kernel");
 	nx_status rc;
 	/* bind inputs to HBM values */

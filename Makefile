@@ -72,6 +72,11 @@ asan:
 bench: all
 	@BUILD=$(BUILD) sh bench/run.sh
 
+# Simulated time / roofline per example graph and -O level (bench/lower.sh).
+bench-lower: all
+	@BUILD=$(BUILD) sh bench/lower.sh
+.PHONY: bench-lower
+
 fuzz:
 	@sh tests/fuzz/run.sh
 

@@ -18,6 +18,7 @@ struct nx_lent {
 	nx_lval *val;
 	int last_use;       /* node index; -1 none */
 	bool output, dead;
+	bool used;          /* read by a live node (dead code is not lowered) */
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", NULL};
@@ -524,6 +525,11 @@ static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
 	return NX_OK;
 }
 
+nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	return lower_constant(L, i, out);
+}
+
 /* ---------------------------------------------------------------- walk */
 typedef struct nodes {
 	const nx_inst **v;
@@ -545,6 +551,10 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
+		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 && nx_l_fused_ok(L, i)) {
+			push(ns, i); /* one kernel, intermediates in SBUF */
+			continue;
+		}
 		if (i->op == NX_OP_FUSION && i->ncalled == 1) {
 			const nx_comp *b = i->called[0];
 			/* ent() may grow the map: resolve first, then take the entry. */
@@ -693,6 +703,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	case NX_OP_DOT: return nx_l_dot(L, i, ops, v);
 	case NX_OP_REDUCE: return nx_l_reduce(L, i, ops, v);
 	case NX_OP_IOTA: return nx_l_iota(L, i, v);
+	case NX_OP_FUSION: return nx_l_fused(L, i, ops, v);
 	default:
 		if (nx_l_elementwise_ok(i))
 			return nx_l_elementwise(L, i, ops, v);
@@ -748,10 +759,24 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	nodes ns = {0};
 	nx_status rc = NX_OK;
 	flatten(L, e, &ns);
-	for (int k = 0; k < ns.n; k++)
+	/* liveness backwards from the root: values nobody reads cost no code */
+	ent(L, resolve(L, e->root))->output = true;
+	for (int k = ns.n - 1; k >= 0; k--) {
+		nx_lent *en = ent(L, ns.v[k]);
+		if (!en->output && !en->used && ns.v[k]->op != NX_OP_PARAMETER)
+			continue;
+		for (int j = 0; j < ns.v[k]->noperands; j++) {
+			const nx_inst *r = resolve(L, ns.v[k]->operands[j]);
+			ent(L, r)->used = true;
+		}
+	}
+	for (int k = 0; k < ns.n; k++) {
+		nx_lent *en = ent(L, ns.v[k]);
+		if (!en->output && !en->used)
+			continue;
 		for (int j = 0; j < ns.v[k]->noperands; j++)
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
-	ent(L, resolve(L, e->root))->output = true;
+	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
 
 	/* inputs */
@@ -789,6 +814,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		add_debug(L, i->name);
 		if (i->op == NX_OP_PARAMETER)
 			continue;
+		if (!ent(L, i)->output && !ent(L, i)->used)
+			continue; /* dead */
 		nx_lval *v = NULL;
 		if ((rc = lower_node(L, i, &v)) != NX_OK)
 			goto out;

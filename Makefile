@@ -21,6 +21,18 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 all: $(BUILD)/nxcc
 
+# The build id: a hash of every source the compiler is built from. It is part
+# of the compile-cache key, so a rebuilt compiler never gets another build's
+# .neff back from the cache. The header is rewritten only when the id changes.
+BUILD_ID := $(shell cat Makefile $(sort $(LIB_SRC) compiler/main.c $(PROTO) $(wildcard $(addsuffix /*.h,$(LIB_DIRS)) $(addsuffix /*.def,$(LIB_DIRS)))) | sha256sum | cut -c1-16)
+$(BUILD)/gen/nx_build_id.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define NX_BUILD_ID "$(BUILD_ID)"' > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@
+	@rm -f $@.tmp
+$(BUILD)/obj/compiler/flags.o $(BUILD)/obj/compiler/main.o: $(BUILD)/gen/nx_build_id.h
+FORCE:
+
 $(BUILD)/nxcc: $(BUILD)/obj/compiler/main.o $(BUILD)/libnxcc.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -40,7 +52,7 @@ $(BUILD)/gen/ir/%.pb-c.c: ir/%.proto
 $(BUILD)/gen/ir/%.pb-c.o: $(BUILD)/gen/ir/%.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 $(OPT) $(SAN) -w -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a $(BUILD)/gen/nx_build_id.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a -lcmocka $(LDLIBS)
 

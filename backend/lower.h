@@ -76,6 +76,10 @@ typedef struct nx_lower {
 	nx_neff_tensor *consts;
 	int nconsts, capconsts;
 	nx_lower_stats st;
+	/* collectives: replicas, the def.json replica-group table, CC count */
+	int nreplicas;
+	nx_neff_rgroup *rg;
+	int nrg, caprg, ncc;
 } nx_lower;
 
 /* lower.c: streams, sync, buffers */
@@ -122,6 +126,9 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 bool nx_l_elementwise_ok(const nx_inst *i);
+
+/* lower_coll.c: ops[k] for every operand */
+nx_status nx_l_collective(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -48,6 +48,7 @@ bool nx_lower_supports(nx_opcode op)
 	case NX_OP_TRANSPOSE: case NX_OP_DOT: case NX_OP_REDUCE: case NX_OP_IOTA: case NX_OP_FUSION:
 	case NX_OP_CUSTOM_CALL: case NX_OP_CONVERT: case NX_OP_OPT_BARRIER:
 	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: case NX_OP_COLLECTIVE_PERMUTE:
+	case NX_OP_REPLICA_ID:
 		return true;
 	default: {
 		nx_inst fake;
@@ -577,6 +578,8 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 				return nx_l_err(L, "operand %d has no value (unsupported producer)", k);
 		return nx_l_collective(L, i, all, out);
 	}
+	if (i->op == NX_OP_REPLICA_ID)
+		return nx_l_replica_id(L, i, out);
 	nx_lval *ops[8] = {0};
 	for (int k = 0; k < i->noperands && k < 8; k++) {
 		ops[k] = val(L, i->operands[k]);
@@ -837,6 +840,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	p->n_cores = L->nreplicas;
 	p->nreplicas = L->nreplicas;
 	p->nrgroups = L->nrg;
+	p->has_rank_id = L->rank_id != NULL;
+	p->rank_id_offset = L->rank_id ? L->rank_id->off : 0;
 	p->rgroups = L->rg;
 	if (L->ncc)
 		p->features |= NX_NEFF_FEAT_COLLECTIVES;

@@ -80,6 +80,7 @@ typedef struct nx_lower {
 	int nreplicas;
 	nx_neff_rgroup *rg;
 	int nrg, caprg, ncc;
+	nx_lbuf *rank_id; /* HBM word the runtime fills with the rank (replica-id) */
 } nx_lower;
 
 /* lower.c: streams, sync, buffers */
@@ -129,6 +130,7 @@ bool nx_l_elementwise_ok(const nx_inst *i);
 
 /* lower_coll.c: ops[k] for every operand */
 nx_status nx_l_collective(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
+nx_status nx_l_replica_id(nx_lower *L, const nx_inst *i, nx_lval **out);
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

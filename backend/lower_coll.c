@@ -396,3 +396,24 @@ nx_status nx_l_collective(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	*out = v;
 	return NX_OK;
 }
+
+/* The rank as u32[]: a word the runtime writes before the run, never reused. */
+nx_status nx_l_replica_id(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	if (!nx_shape_is_array(i->shape) || i->shape->rank != 0 || nx_lower_dtype(i->shape->type) != NX_DT_U32)
+		return nx_l_err(L, "replica-id must be u32[]");
+	if (!L->rank_id) {
+		L->rank_id = nx_arena_alloc(&L->a, sizeof *L->rank_id);
+		L->rank_id->off = L->hbm_top;
+		L->rank_id->bytes = 64;
+		L->rank_id->pinned = true;
+		L->hbm_top += 64;
+	}
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	v->shape = i->shape;
+	v->dt = NX_DT_U32;
+	v->buf = L->rank_id;
+	L->rank_id->refs++;
+	*out = v;
+	return NX_OK;
+}

@@ -82,6 +82,8 @@ typedef struct nx_neff_program {
 	int ndebug;
 	const char *const *debug_names;
 	int nreplicas;                 /* 0: n_cores */
+	bool has_rank_id;              /* the runtime stores the rank (u32) at rank_id_offset */
+	int64_t rank_id_offset;
 	int nrgroups;
 	const nx_neff_rgroup *rgroups; /* replica-group table */
 } nx_neff_program;

@@ -124,6 +124,8 @@ static char *def_json(const nx_neff_program *p)
 		bprintf(&s, "]}");
 	}
 	bprintf(&s, "%s],\n", p->nrgroups ? "\n  " : "");
+	if (p->has_rank_id)
+		bprintf(&s, "  \"rank_id_offset\": %lld,\n", (long long)p->rank_id_offset);
 	json_list(&s, "inputs", p->inputs, p->ninputs, 0);
 	json_list(&s, "outputs", p->outputs, p->noutputs, 1);
 	json_list(&s, "constants", p->consts, p->nconsts, 2);

@@ -171,6 +171,7 @@ int nx_cmd_check(int argc, char **argv)
 			nranks = atoi(v);
 			if (nranks < 1 || nranks > 64)
 				return nx_cli_usage_error("check", "--ranks must be 1 to 64");
+			o.replicas = nranks;
 			continue;
 		}
 		r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);

@@ -252,6 +252,10 @@ static nx_status replica_groups(ctx *c, nx_neff *n, const nx_json *def)
 		return err(c, "sg00/def.json: replicas %lld differs from the header's NeuronCore count %u",
 		           (long long)v, n->n_cores);
 	n->nreplicas = (int)v;
+	n->rank_id_offset = -1;
+	if (nx_json_get(def, "rank_id_offset") &&
+	    jint(def, "rank_id_offset", 0, n->hbm_size - 4, &n->rank_id_offset) != 0)
+		return err(c, "sg00/def.json: rank_id_offset outside hbm_size");
 	const nx_json *a = nx_json_get(def, "replica_groups");
 	if (!a)
 		return NX_OK;

@@ -51,6 +51,7 @@ typedef struct nx_neff {
 	int ndebug;
 	char **debug_names;
 	int nreplicas;         /* def.json "replicas" (the header's NeuronCore count) */
+	int64_t rank_id_offset; /* where the rank id (u32) goes before a run; -1 none */
 	int nrgroups;
 	nx_rt_rgroup *rgroups; /* validated: ids < nreplicas, disjoint */
 	int nsections;

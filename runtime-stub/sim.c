@@ -319,6 +319,8 @@ static void *run_rank(void *arg)
 	for (int i = 0; i < n->ninputs; i++)
 		if (n->inputs[i].bytes)
 			memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
+	if (n->rank_id_offset >= 0)
+		nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	trace tr = {0};
 	nx_status rc = run(&s, o, st, &tr);
 	nx_cc_halt(j->w, j->rank, rc != NX_OK);

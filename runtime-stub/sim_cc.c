@@ -305,6 +305,11 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 nx_status nx_cc_check_program(const nx_neff *n, int nranks, nx_diag *d);
 nx_status nx_cc_check_program(const nx_neff *n, int nranks, nx_diag *d)
 {
+	if (n->nreplicas != nranks)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+		                   "the program was compiled for %d rank%s; %d requested (compile the module with "
+		                   "that replica count)",
+		                   n->nreplicas, n->nreplicas == 1 ? "" : "s", nranks);
 	char *seen = calloc((size_t)nranks + 1, 1);
 	nx_status rc = NX_OK;
 	for (int t = 0; t < n->nrgroups && rc == NX_OK; t++) {

@@ -76,6 +76,11 @@ typedef struct nx_lower {
 	nx_neff_tensor *consts;
 	int nconsts, capconsts;
 	nx_lower_stats st;
+	/* collectives: replicas, the def.json replica-group table, CC count */
+	int nreplicas;
+	nx_neff_rgroup *rg;
+	int nrg, caprg, ncc;
+	nx_lbuf *rank_id; /* HBM word the runtime fills with the rank (replica-id) */
 } nx_lower;
 
 /* lower.c: streams, sync, buffers */
@@ -139,6 +144,10 @@ nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
  * body is in the supported subset; otherwise the driver flattens the fusion. */
 bool nx_l_fused_ok(const nx_lower *L, const nx_inst *fusion);
 nx_status nx_l_fused(nx_lower *L, const nx_inst *fusion, nx_lval *const *ops, nx_lval *out);
+
+/* lower_coll.c: ops[k] for every operand */
+nx_status nx_l_collective(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
+nx_status nx_l_replica_id(nx_lower *L, const nx_inst *i, nx_lval **out);
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -98,6 +98,8 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	nx_module *m = nx_read_file(path, d);
 	if (!m)
 		return d->status;
+	if (o->replicas > 0)
+		m->replica_count = o->replicas;
 	nx_status st = nx_verify_module(m, d);
 	/* Random-input domains come from the module as written, before passes. */
 	bool *nonneg = calloc((size_t)(m->entry ? m->entry->nparams : 0) + 1, sizeof(bool));

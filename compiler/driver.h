@@ -15,6 +15,7 @@ typedef struct nx_compile_opts {
 	const char *model_type;    /* generic|transformer|unet-inference */
 	const char *framework;     /* XLA */
 	const char *output;        /* --output */
+	int replicas;              /* > 0: replica count to compile for (nxcc check --ranks) */
 } nx_compile_opts;
 
 void nx_compile_opts_init(nx_compile_opts *o);

@@ -32,7 +32,7 @@ for line in open(types):
     if m:
         ty[m.group(1)] = m.group(2)
 def load(p, t):
-    a = np.load(p)
+    a = np.atleast_1d(np.load(p))
     if t == 'bf16':
         return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return a
@@ -63,9 +63,17 @@ print('worst %.3g' % worst, file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 
+# Known to exceed the bound, with the reason (docs/numerics.md "Auto-cast"):
+# the Adam second moments of these BERT graphs are squared gradients around
+# 1e-12, below fp16's smallest subnormal (6e-8): `all`/fp16 flushes them to 0.
+# An entry that starts passing fails the test (XPASS) so the list stays true.
+xfail="hlo/torch-neuronx/bert__bert_dp_graph_3.hlo:all/fp16
+hlo/torch-neuronx/bert__bert_single_graph_3.hlo:all/fp16"
+is_xfail() { echo "$xfail" | grep -qxF "$1"; }
+
 mods="$CORPUS/hlo/torch-neuronx/*.hlo"
 [ "${AUTOCAST_CORPUS:-}" = all ] && mods="$mods $CORPUS/xla-evaluator/*/module.hlo"
-pass=0; skip=0; fail=0
+pass=0; skip=0; fail=0; xf=0
 for f in $mods; do
 	case "$f" in *"${AUTOCAST_FILTER:-}"*) ;; *) continue ;; esac
 	rep=1
@@ -95,16 +103,30 @@ for f in $mods; do
 		fi
 		rm -rf "$T/out"
 		if ! ev "$T/ac.hlo" "$T/out" "$inputs"; then
+			# converts can keep both widths of a tensor live: over the limit is
+			# "does not fit", not a failure
+			if grep -q "needs more than --max-memory" "$T/err"; then
+				echo "skip $name $mode/$type: the auto-cast module needs more than $MAXMEM bytes"
+				continue
+			fi
 			echo "FAIL $name $mode/$type: eval of the auto-cast module failed: $(head -3 "$T/err")"
 			fail=$((fail + 1)); continue
 		fi
 		if msg=$("$PY" "$T/cmp.py" "$T/ref$outsub" "$T/types" "$T/out$outsub" "$bound" 2>"$T/worst"); then
+			if is_xfail "$name:$mode/$type"; then
+				echo "XPASS $name $mode/$type: now within bounds, remove it from the xfail list"
+				fail=$((fail + 1)); continue
+			fi
 			pass=$((pass + 1))
 			[ -n "${AUTOCAST_VERBOSE:-}" ] && echo "ok   $name $mode/$type $(cat "$T/worst")"
+		elif is_xfail "$name:$mode/$type"; then
+			xf=$((xf + 1))
+			echo "xfail $name $mode/$type (known: fp16 range): $(echo "$msg" | head -1)"
 		else
-			echo "FAIL $name $mode/$type: $(echo "$msg" | head -5)"; fail=$((fail + 1))
+			echo "FAIL $name $mode/$type: $(echo "$msg" | head -5) $(grep -v '^worst' "$T/worst" | tail -3)"
+			fail=$((fail + 1))
 		fi
 	done
 done
-echo "autocast_preserve: $pass module-configurations within bounds, $fail not, $skip modules skipped (too big or not evaluable)"
+echo "autocast_preserve: $pass module-configurations within bounds, $fail not, $xf known failures, $skip modules skipped (too big or not evaluable)"
 [ $fail -eq 0 ] && [ $pass -gt 0 ]

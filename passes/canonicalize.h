@@ -8,5 +8,7 @@
 /* lhs [batch..., M, K], rhs [batch..., K, N], batch dims first and in
  * order, exactly one contracting dim. */
 bool nx_dot_is_canonical(const nx_inst *dot);
+/* dim_labels b01f_01io->b01f. */
+bool nx_conv_is_canonical(const nx_inst *conv);
 
 #endif

@@ -8,7 +8,9 @@
  *   dot(transpose(x), y) / dot(x, transpose(y)) → dot of x / y with the
  *     permutation folded into the dimension numbers, when the free
  *     dimensions keep their order (the result layout must not change).
- *   A dot with a size-1 contracting dimension stays a dot. */
+ *   A dot with a size-1 contracting dimension stays a dot. A dot already in
+ *   canonicalize-dot's form is left alone, so the two never undo each other. */
+#include "passes/canonicalize.h"
 #include "passes/rewrite.h"
 
 #include "ir/eval.h"
@@ -149,9 +151,20 @@ static nx_inst *simplify(nx_rw *rw, nx_inst *in)
 	if (in->op == NX_OP_REDUCE)
 		return simplify_reduce(rw, in);
 	if (in->op == NX_OP_DOT) {
+		/* A canonical dot stays canonical (canonicalize-dot made its
+		 * transposes); a fold that yields a canonical dot is fine. */
+		bool canon = nx_dot_is_canonical(in);
+		nx_dot_dnums saved = in->a.dot;
+		nx_inst *ops[2] = {in->operands[0], in->operands[1]};
 		bool a = fold_transpose(rw, in, 0);
 		bool b = fold_transpose(rw, in, 1);
-		rw->mutated = a || b;
+		if ((a || b) && canon && !nx_dot_is_canonical(in)) {
+			in->a.dot = saved;
+			in->operands[0] = ops[0];
+			in->operands[1] = ops[1];
+			a = b = false;
+		}
+		rw->mutated |= a || b;
 	}
 	return NULL;
 }

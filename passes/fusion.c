@@ -95,15 +95,46 @@ static void name_add(fstate *s, const char *n)
 	s->nnames++;
 }
 
-static const char *fresh_name(fstate *s, const char *base, int *counter)
+/* Appends the decimal digits of v (>= 0) at p; returns the end. */
+static char *put_uint(char *p, int64_t v)
 {
+	char tmp[24];
+	int k = 0;
+	do
+		tmp[k++] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	while (k)
+		*p++ = tmp[--k];
+	return p;
+}
+
+/* "base.N", or "base_M.N" when mid >= 0, with N from *counter, not yet in the
+ * module. Built by hand: at O1 every op becomes a kernel of its own and
+ * snprintf-based naming was half of the pass's time on llama2. */
+static const char *fresh_name_mid(fstate *s, const char *base, int64_t mid, int *counter)
+{
+	size_t bl = strlen(base);
 	for (;;) {
-		char *n = nx_arena_printf(&s->mod->arena, "%s.%d", base, (*counter)++);
+		char *n = nx_arena_alloc(&s->mod->arena, bl + 50);
+		memcpy(n, base, bl);
+		char *p = n + bl;
+		if (mid >= 0) {
+			*p++ = '_';
+			p = put_uint(p, mid);
+		}
+		*p++ = '.';
+		p = put_uint(p, (*counter)++);
+		*p = 0;
 		if (!name_taken(s, n)) {
 			name_add(s, n);
 			return n;
 		}
 	}
+}
+
+static const char *fresh_name(fstate *s, const char *base, int *counter)
+{
+	return fresh_name_mid(s, base, -1, counter);
 }
 
 /* ---------------------------------------------------------------- groups */
@@ -640,7 +671,7 @@ static nx_inst *resolve(builder *b, int o, const nx_inst *user)
 		r = clone_into(b, o);
 	} else {
 		r = nx_inst_new(b->fc, NX_OP_PARAMETER, oi->shape, NULL, 0, "p");
-		r->name = fresh_name(s, nx_arena_printf(&s->mod->arena, "param_%d", b->next), &s->cnt_param);
+		r->name = fresh_name_mid(s, "param", b->next, &s->cnt_param);
 		r->a.parameter_number = b->next;
 		nx_comp_add_param(b->fc, r);
 		b->ext_pos[b->next++] = o;

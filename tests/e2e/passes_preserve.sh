@@ -2,7 +2,9 @@
 # tests/e2e/passes_preserve.sh — the optimization pipelines preserve meaning.
 # For every corpus module whose tensors fit in --max-memory (the evaluator
 # refuses the llama/gpt giants with "needs N bytes"), evaluates the module
-# before and after `nxcc opt -O1`, `-O2`, `-O3` on the same random inputs and
+# before and after `nxcc opt -O1`, `-O2`, `-O3` (with --verify-each and
+# --check-changed: a pass that says "unchanged" must print the same module)
+# on the same random inputs and
 # compares the outputs: integers and pred bitwise (bf16/f8 too: the .npy
 # files store them as integer words), floats within a tolerance
 # (the simplifier reassociates nothing, but batchnorm-expand computes in the
@@ -98,7 +100,7 @@ for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo;
 	"$NXCC" print "$f" -o "$T/orig.hlo" 2>/dev/null
 	dirs=""; prev="$T/orig.hlo"; prevdir="$T/ref"
 	for lvl in 1 2 3; do
-		if ! "$NXCC" opt "$f" -O$lvl --verify-each -o "$T/o$lvl.hlo" 2>"$T/err"; then
+		if ! "$NXCC" opt "$f" -O$lvl --verify-each --check-changed -o "$T/o$lvl.hlo" 2>"$T/err"; then
 			echo "FAIL $name -O$lvl: opt failed: $(head -3 "$T/err")"; fail=$((fail + 1)); continue
 		fi
 		# an unchanged module needs no second evaluation

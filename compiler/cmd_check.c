@@ -154,7 +154,6 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, nx_
 	nx_compile_opts o;
 	nx_pass_opts po;
 	nx_compile_opts_from_flags(f, &o, &po, log);
-	o.pass_verbose = f->verbose == NX_LOG_DEBUG ? 2 : f->verbose == NX_LOG_INFO ? 1 : 0;
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
@@ -163,7 +162,7 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, nx_
 	nx_module *m = NULL;
 	int rc = 0;
 	bool autocast = o.auto_cast && strcmp(o.auto_cast, "none") != 0;
-	if (nx_driver_compile(file, &o, autocast, &cr, &d) != NX_OK)
+	if (nx_compile_logged(file, f, &o, log, autocast, &cr, &d) != NX_OK)
 		goto fail;
 	nx_module *opt = cr.module; /* the narrow-type program, with --auto-cast */
 	n = nx_rt_load_bytes(cr.neff, cr.len, file, NULL, &d);

@@ -99,8 +99,8 @@ static void print_stats(const nx_compile_result *r, const char *target)
 /* Runs the driver with the pass manager's output captured, then hands it to
  * the log: the pass timing table and pass messages reach the --logfile
  * even when the console stays quiet. */
-static nx_status compile(const char *file, const nx_compile_flags *f, nx_compile_opts *o, nx_log *log,
-                         nx_compile_result *r, nx_diag *d)
+nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_compile_opts *o, nx_log *log,
+                            bool keep_module, nx_compile_result *r, nx_diag *d)
 {
 	nx_pass_opts po = *o->passes;
 	nx_log_level want = log->console < log->file_level || !log->file ? log->console : log->file_level;
@@ -119,7 +119,7 @@ static nx_status compile(const char *file, const nx_compile_flags *f, nx_compile
 	o->pass_log = cap;
 	nx_logf(log, NX_LOG_INFO, "compiling %s: target %s, -O%d, auto-cast %s", file, o->target, o->opt_level,
 	        o->auto_cast);
-	nx_status st = nx_driver_compile(file, o, false, r, d);
+	nx_status st = nx_driver_compile(file, o, keep_module, r, d);
 	o->passes = saved;
 	o->pass_log = NULL;
 	if (cap) {
@@ -148,7 +148,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 	int rc = 0;
 	if (f->no_cache) {
 		nx_logf(log, NX_LOG_INFO, "compile cache off (--no-cache)");
-		if (compile(file, f, &o, log, &r, &d) != NX_OK || nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
+		if (nx_compile_logged(file, f, &o, log, false, &r, &d) != NX_OK || nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
 			rc = nx_log_report(log, &d);
 		else if (stats)
 			print_stats(&r, o.target);
@@ -218,7 +218,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		rc = NX_EXIT_USER;
 	} else {
 		nx_logf(log, NX_LOG_INFO, "cache miss%s", c ? "" : " (no cache)");
-		nx_status st = compile(file, f, &o, log, &r, &d);
+		nx_status st = nx_compile_logged(file, f, &o, log, false, &r, &d);
 		size_t pb_len = 0;
 		nx_diag pd = {0};
 		void *pb = c ? nx_write_proto(m, &pb_len, &pd) : NULL;

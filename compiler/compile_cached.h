@@ -21,6 +21,13 @@
  * --disable-pass names nxcc has no pass for are logged at warning. */
 void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, nx_pass_opts *po, nx_log *log);
 
+/* nx_driver_compile with its story in the log: the pass manager's output
+ * (timing table at info, pass messages at info/debug; on the console too
+ * with --time-passes) and the time of each phase. o comes from
+ * nx_compile_opts_from_flags. */
+nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_compile_opts *o, nx_log *log,
+                            bool keep_module, nx_compile_result *r, nx_diag *d);
+
 /* Compiles f->inputs[0] to the output file through the cache. Prints what
  * happened; returns the exit status. stats: print --stats after a compile
  * or hit. Messages go through log (--verbose, --logfile). */

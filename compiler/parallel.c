@@ -583,6 +583,23 @@ static int key_graphs(char **files, int n, const nx_pc_opts *o, graph **out, int
 	return m;
 }
 
+int nx_pc_select(char **files, int n, const nx_compile_flags *f, int shard_i, int shard_n, bool *keep, int *dups,
+                 int *other_shard)
+{
+	nx_pc_opts o = {.jobs = 1, .shard_i = shard_i, .shard_n = shard_n, .quiet = true, .flags = f};
+	graph *g;
+	int m = key_graphs(files, n, &o, &g, dups, other_shard);
+	for (int i = 0; i < n; i++) {
+		keep[i] = false;
+		for (int k = 0; k < m; k++)
+			keep[i] |= g[k].file == files[i];
+	}
+	for (int k = 0; k < m; k++)
+		free(g[k].error);
+	free(g);
+	return m;
+}
+
 int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 {
 	double t0 = now_s();

@@ -51,6 +51,15 @@ typedef struct nx_pc_opts {
  * 0 when no graph of this shard failed, 1 otherwise (or on a usage problem). */
 int nx_pc_run(char **files, int n, const nx_pc_opts *o);
 
+/* The planning half of nx_pc_run, without compiling: reads and keys each
+ * of files[0..n) with flags f and sets keep[i] for the files this shard
+ * (shard_i of shard_n) compiles: per key, the first file in order; a file
+ * that cannot be read is kept (it is reported as failed). *dups counts the
+ * files dropped as another file's graph, *other_shard those of other shards.
+ * Returns the number kept. */
+int nx_pc_select(char **files, int n, const nx_compile_flags *f, int shard_i, int shard_n, bool *keep, int *dups,
+                 int *other_shard);
+
 /* The shard (0..shard_n-1) a key belongs to: a hash of the key, so every
  * machine computes the same split without talking to the others. */
 int nx_pc_shard_of(const char *key, int shard_n);

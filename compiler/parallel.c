@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -343,8 +345,14 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 	argv[k] = NULL;
 	fflush(stdout);
 	fflush(stderr);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* A parent killed outright (SIGKILL, OOM) takes its workers along:
+		 * no orphan compiles running on into a cache the rerun uses. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(137);
 		int fd = open(g->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		int in = open("/dev/null", O_RDONLY);
 		if (fd >= 0) {
@@ -509,6 +517,33 @@ static char *out_path(const char *workdir, const nx_pc_opts *o, const graph *g, 
 	return fmt("%s/g%04d.neff", workdir, idx);
 }
 
+static void rm_rf_workdir(const char *dir);
+
+/* Work directories are $TMPDIR/nxcc-parallel-XXXXXX, each with an "owner"
+ * file its run holds flock(2) on. A run killed outright leaves its directory
+ * behind; the next run removes every one whose owner lock it can take. */
+static void sweep_workdirs(const char *tmp)
+{
+	DIR *dp = opendir(tmp);
+	if (!dp)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dp))) {
+		if (strncmp(e->d_name, "nxcc-parallel-", 14) != 0)
+			continue;
+		char *dir = fmt("%s/%s", tmp, e->d_name);
+		char *owner = fmt("%s/owner", dir);
+		int fd = open(owner, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rm_rf_workdir(dir);
+		if (fd >= 0)
+			close(fd);
+		free(owner);
+		free(dir);
+	}
+	closedir(dp);
+}
+
 static void rm_rf_workdir(const char *dir)
 {
 	DIR *dp = opendir(dir);
@@ -651,11 +686,18 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 
 	char tmpl[4096];
 	const char *tmp = getenv("TMPDIR");
-	snprintf(tmpl, sizeof(tmpl), "%s/nxcc-parallel-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	sweep_workdirs(tmp);
+	snprintf(tmpl, sizeof(tmpl), "%s/nxcc-parallel-XXXXXX", tmp);
 	if (!mkdtemp(tmpl)) {
 		fprintf(stderr, "nxcc parallel-compile: error: cannot create %s: %s\n", tmpl, strerror(errno));
 		return NX_EXIT_USER;
 	}
+	char *owner = fmt("%s/owner", tmpl);
+	int owner_fd = open(owner, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (owner_fd >= 0)
+		flock(owner_fd, LOCK_EX);
+	free(owner);
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
@@ -745,6 +787,8 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 			g[i].error = xstrdup("interrupted");
 		}
 	rm_rf_workdir(tmpl);
+	if (owner_fd >= 0)
+		close(owner_fd);
 
 	double secs = now_s() - t0;
 	int rc = 0;

@@ -340,6 +340,14 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 		argv[k++] = o->flag_argv[i];
 	argv[k++] = "--output";
 	argv[k++] = (char *)out;
+	/* the last --logfile wins over the user's and NEURON_CC_FLAGS': one file
+	 * per worker, appended to the run's log when the graph is done */
+	char *wlog = NULL;
+	if (o->log && o->log->file) {
+		wlog = fmt("%s.compile-log", g->log);
+		argv[k++] = "--logfile";
+		argv[k++] = wlog;
+	}
 	if (retry)
 		argv[k++] = "--retry-failed";
 	argv[k] = NULL;
@@ -365,6 +373,7 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 		dprintf(2, "nxcc parallel-compile: error: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	free(wlog);
 	free(argv);
 	return pid;
 }
@@ -506,6 +515,18 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 	}
 	g->seconds = t - g->started;
 	g->pid = 0;
+	if (o->log && o->log->file) {
+		nx_logf(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
+		        ok ? status_name(g->status) : "attempt failed", *again ? ", retrying" : "", g->seconds,
+		        g->error ? ": " : "", g->error ? g->error : "");
+		char *wpath = fmt("%s.compile-log", g->log);
+		char *wtext = read_log(wpath);
+		if (wtext)
+			fputs(wtext, o->log->file);
+		free(wtext);
+		unlink(wpath);
+		free(wpath);
+	}
 	free(line);
 	free(log);
 }
@@ -703,6 +724,11 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
+	for (int i = 0; i < m && o->log; i++)
+		if (g[i].status != NX_PC_PENDING)
+			nx_logf(o->log, g[i].status == NX_PC_FAILED ? NX_LOG_ERROR : NX_LOG_INFO, "%s: %s (key %s)%s%s",
+			        g[i].file, status_name(g[i].status), g[i].key.name[0] ? g[i].key.name : "none",
+			        g[i].error ? ": " : "", g[i].error ? g[i].error : "");
 	progress p = {isatty(2), o->quiet, false, t0, 0};
 	for (int i = 0; i < m; i++)
 		if (g[i].status != NX_PC_PENDING)
@@ -801,6 +827,10 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 	if (o->shard_n > 1)
 		printf(" (shard %d/%d; %d file%s in other shards)", o->shard_i, o->shard_n, other, other == 1 ? "" : "s");
 	printf("; report: %s\n", o->report);
+	if (o->log)
+		nx_logf(o->log, c.failed ? NX_LOG_ERROR : NX_LOG_INFO,
+		        "parallel-compile: total %d, compiled %d, cached %d, failed %d in %.2fs (%d duplicate files)", c.total,
+		        c.compiled, c.cached, c.failed, secs, dups);
 	for (int i = 0; i < m; i++)
 		if (g[i].status == NX_PC_FAILED)
 			printf("failed: %s: %s\n", g[i].file, g[i].error ? g[i].error : "?");

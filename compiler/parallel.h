@@ -11,6 +11,7 @@
 #define NX_PARALLEL_H
 
 #include "compiler/flags.h"
+#include "compiler/log.h"
 
 typedef enum { NX_PC_PENDING, NX_PC_RUNNING, NX_PC_COMPILED, NX_PC_CACHED, NX_PC_FAILED } nx_pc_status;
 
@@ -45,6 +46,10 @@ typedef struct nx_pc_opts {
 	char **flag_argv;
 	int flag_argc;
 	const nx_compile_flags *flags;
+	/* --logfile of the run: each graph's outcome, and each worker's own
+	 * compile log (workers write theirs to the work directory; appended
+	 * here when they finish). NULL = none. */
+	nx_log *log;
 } nx_pc_opts;
 
 /* Compiles files[0..n) and writes the report. Returns the exit status:

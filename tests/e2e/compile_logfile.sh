@@ -102,4 +102,18 @@ has "$T/e11" "nxcc: info:"
 has "$T/o13" "unknown flag '--bogus'"
 NEURON_CC_FLAGS="--target=trn9" "$NXCC" check "$M" > "$T/o14" 2>&1 && fail "check ignored NEURON_CC_FLAGS"
 has "$T/o14" "NEURON_CC_FLAGS"
+
+# 7. parallel-compile --logfile: the run's outcomes and each worker's compile
+# log in one file (workers do not write the user's file concurrently)
+cp "$M" "$NX_ROOT/examples/linear_step.hlo" "$T/" && mkdir -p "$T/pd" && mv "$T/mlp_step.hlo" "$T/linear_step.hlo" "$T/pd/"
+"$NXCC" parallel-compile --jobs 2 --cache-dir "$T/pc" --report "$T/pr.json" --logfile "$T/l15" "$T/pd" > "$T/o15" 2>&1 ||
+	fail "parallel-compile: $(cat "$T/o15")"
+has "$T/l15" "command line: nxcc parallel-compile"
+has "$T/l15" "linear_step.hlo: compiled"
+has "$T/l15" "mlp_step.hlo: compiled"
+[ "$(grep -c "compile PASSED" "$T/l15")" -eq 2 ] || fail "worker logs missing: $(cat "$T/l15")"
+has "$T/l15" "parallel-compile: total 2, compiled 2"
+ls "$T/pd" | grep -q log && fail "worker logs left next to the inputs"
+"$NXCC" parallel-compile --cache-dir "$T/pc" --report "$T/pr.json" --logfile "$T/l16" "$T/pd" > /dev/null 2>&1 || fail "rerun"
+[ "$(grep -c ": cached (key MODULE_" "$T/l16")" -eq 2 ] || fail "cached graphs not logged: $(cat "$T/l16")"
 echo "ok"

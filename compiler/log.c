@@ -75,6 +75,18 @@ void nx_logf(nx_log *l, nx_log_level lvl, const char *fmt, ...)
 	free(msg);
 }
 
+void nx_log_filef(nx_log *l, nx_log_level lvl, const char *fmt, ...)
+{
+	if (!l->file || lvl < l->file_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	file_prefix(l->file, lvl);
+	vfprintf(l->file, fmt, ap);
+	fputc('\n', l->file);
+	va_end(ap);
+}
+
 void nx_log_text(nx_log *l, nx_log_level lvl, bool console, const char *text)
 {
 	if (!text || !*text)

@@ -29,6 +29,9 @@ void nx_log_close(nx_log *l);
 /* Whether a message at lvl goes anywhere (to skip building costly ones). */
 bool nx_log_on(const nx_log *l, nx_log_level lvl);
 void nx_logf(nx_log *l, nx_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Like nx_logf, to the log file only (a record the console already shows in
+ * its own form, e.g. parallel-compile's progress lines). */
+void nx_log_filef(nx_log *l, nx_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Writes text (several lines: a pass timing table, the pass log) at lvl;
  * console forces it onto the console whatever --verbose says (--time-passes). */
 void nx_log_text(nx_log *l, nx_log_level lvl, bool console, const char *text);

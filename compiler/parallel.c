@@ -516,7 +516,7 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 	g->seconds = t - g->started;
 	g->pid = 0;
 	if (o->log && o->log->file) {
-		nx_logf(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
+		nx_log_filef(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
 		        ok ? status_name(g->status) : "attempt failed", *again ? ", retrying" : "", g->seconds,
 		        g->error ? ": " : "", g->error ? g->error : "");
 		char *wpath = fmt("%s.compile-log", g->log);
@@ -726,7 +726,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 
 	for (int i = 0; i < m && o->log; i++)
 		if (g[i].status != NX_PC_PENDING)
-			nx_logf(o->log, g[i].status == NX_PC_FAILED ? NX_LOG_ERROR : NX_LOG_INFO, "%s: %s (key %s)%s%s",
+			nx_log_filef(o->log, g[i].status == NX_PC_FAILED ? NX_LOG_ERROR : NX_LOG_INFO, "%s: %s (key %s)%s%s",
 			        g[i].file, status_name(g[i].status), g[i].key.name[0] ? g[i].key.name : "none",
 			        g[i].error ? ": " : "", g[i].error ? g[i].error : "");
 	progress p = {isatty(2), o->quiet, false, t0, 0};
@@ -828,7 +828,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		printf(" (shard %d/%d; %d file%s in other shards)", o->shard_i, o->shard_n, other, other == 1 ? "" : "s");
 	printf("; report: %s\n", o->report);
 	if (o->log)
-		nx_logf(o->log, c.failed ? NX_LOG_ERROR : NX_LOG_INFO,
+		nx_log_filef(o->log, c.failed ? NX_LOG_ERROR : NX_LOG_INFO,
 		        "parallel-compile: total %d, compiled %d, cached %d, failed %d in %.2fs (%d duplicate files)", c.total,
 		        c.compiled, c.cached, c.failed, secs, dups);
 	for (int i = 0; i < m; i++)

@@ -21,6 +21,18 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 all: $(BUILD)/nxcc
 
+# The build id: a hash of every source the compiler is built from. It is part
+# of the compile-cache key, so a rebuilt compiler never gets another build's
+# .neff back from the cache. The header is rewritten only when the id changes.
+BUILD_ID := $(shell cat Makefile $(sort $(LIB_SRC) compiler/main.c $(PROTO) $(wildcard $(addsuffix /*.h,$(LIB_DIRS)) $(addsuffix /*.def,$(LIB_DIRS)))) | sha256sum | cut -c1-16)
+$(BUILD)/gen/nx_build_id.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define NX_BUILD_ID "$(BUILD_ID)"' > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@
+	@rm -f $@.tmp
+$(BUILD)/obj/compiler/flags.o $(BUILD)/obj/compiler/main.o: $(BUILD)/gen/nx_build_id.h
+FORCE:
+
 $(BUILD)/nxcc: $(BUILD)/obj/compiler/main.o $(BUILD)/libnxcc.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -40,7 +52,7 @@ $(BUILD)/gen/ir/%.pb-c.c: ir/%.proto
 $(BUILD)/gen/ir/%.pb-c.o: $(BUILD)/gen/ir/%.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 $(OPT) $(SAN) -w -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a $(BUILD)/gen/nx_build_id.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a -lcmocka $(LDLIBS)
 
@@ -48,6 +60,14 @@ unit: $(UNIT_BIN)
 
 deps:
 	@sh tools/deps.sh
+
+# The README demo: compile the MLP training step for trn1, run it on the
+# simulated NeuronCore, and check it against the reference evaluator.
+demo: all
+	$(BUILD)/nxcc compile examples/mlp_step.hlo --framework XLA --target trn1 -O2 --no-cache --output $(BUILD)/mlp_step.neff
+	$(BUILD)/nxcc inspect $(BUILD)/mlp_step.neff
+	$(BUILD)/nxcc run $(BUILD)/mlp_step.neff --random-inputs 1 --output-dir $(BUILD)/demo-out
+	$(BUILD)/nxcc check examples/mlp_step.hlo --target trn1 -O2 --random-inputs 1
 
 test: all unit
 	@BUILD=$(BUILD) sh tests/run.sh
@@ -64,13 +84,18 @@ asan:
 bench: all
 	@BUILD=$(BUILD) sh bench/run.sh
 
+# Simulated time / roofline per example graph and -O level (bench/lower.sh).
+bench-lower: all
+	@BUILD=$(BUILD) sh bench/lower.sh
+.PHONY: bench-lower
+
 fuzz:
 	@sh tests/fuzz/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all unit deps test asan bench fuzz clean
+.PHONY: all unit deps demo test asan bench fuzz clean
 .SECONDARY: $(GEN_SRC)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -24,6 +24,10 @@ typedef struct nx_lower_stats {
 nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
                           uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d);
 
+/* Ranks a module runs on: its replica_count, else one more than the largest
+ * replica id its replica groups or source_target_pairs name (at most 1024). */
+int nx_lower_replicas(const nx_module *m);
+
 /* Whether the backend lowers op (custom calls: see nx_lower_custom_call_ok). */
 bool nx_lower_supports(nx_opcode op);
 /* Custom-call targets the backend lowers, NULL-terminated. */

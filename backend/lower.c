@@ -18,6 +18,7 @@ struct nx_lent {
 	nx_lval *val;
 	int last_use;       /* node index; -1 none */
 	bool output, dead;
+	bool used;          /* read by a live node (dead code is not lowered) */
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", NULL};
@@ -47,7 +48,8 @@ bool nx_lower_supports(nx_opcode op)
 	case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY: case NX_OP_BROADCAST:
 	case NX_OP_TRANSPOSE: case NX_OP_DOT: case NX_OP_REDUCE: case NX_OP_IOTA: case NX_OP_FUSION:
 	case NX_OP_CUSTOM_CALL: case NX_OP_CONVERT: case NX_OP_OPT_BARRIER:
-	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: /* one-member groups */
+	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: case NX_OP_COLLECTIVE_PERMUTE:
+	case NX_OP_REPLICA_ID:
 		return true;
 	default: {
 		nx_inst fake;
@@ -524,6 +526,11 @@ static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
 	return NX_OK;
 }
 
+nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
+{
+	return lower_constant(L, i, out);
+}
+
 /* ---------------------------------------------------------------- walk */
 typedef struct nodes {
 	const nx_inst **v;
@@ -545,6 +552,10 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
+		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 && nx_l_fused_ok(L, i)) {
+			push(ns, i); /* one kernel, intermediates in SBUF */
+			continue;
+		}
 		if (i->op == NX_OP_FUSION && i->ncalled == 1) {
 			const nx_comp *b = i->called[0];
 			/* ent() may grow the map: resolve first, then take the entry. */
@@ -567,69 +578,29 @@ static nx_lval *val(nx_lower *L, const nx_inst *i)
 	return ent(L, resolve(L, i))->val;
 }
 
-/* Members of the replica group holding replica 0. */
-static int64_t group_size(const nx_module *m, const nx_inst *i)
-{
-	const nx_replica_groups *g = &i->a.replica_groups;
-	int64_t all = m->replica_count > 0 ? m->replica_count : 1;
-	if (!g->present || (g->ngroups == 0 && !g->iota))
-		return all;
-	if (g->iota)
-		return g->iota_shape.n == 2 ? g->iota_shape.v[1] : all;
-	for (int k = 0; k < g->ngroups; k++)
-		for (int j = 0; j < g->groups[k].n; j++)
-			if (g->groups[k].v[j] == 0)
-				return g->groups[k].n;
-	return all;
-}
-
-/* The simulated NeuronCore is one rank: a collective over a one-member group
- * is the identity on each operand. */
-static nx_status lower_collective(nx_lower *L, const nx_inst *i, nx_lval **out)
-{
-	int64_t n = group_size(L->m, i);
-	if (n != 1)
-		return nx_l_err(L, "%s over a group of %lld ranks: the lowering supports one rank only",
-		                nx_opcode_name(i->op), (long long)n);
-	int nres = nx_shape_is_tuple(i->shape) ? i->shape->ntuple : 1;
-	if (nres != i->noperands)
-		return nx_l_err(L, "%s with %d operands and %d results", nx_opcode_name(i->op), i->noperands, nres);
-	nx_lval **el = nx_arena_alloc(&L->a, sizeof *el * (size_t)(nres + 1));
-	for (int k = 0; k < nres; k++) {
-		const nx_shape *rs = nx_shape_is_tuple(i->shape) ? i->shape->tuple[k] : i->shape;
-		nx_lval *o = val(L, i->operands[k]);
-		if (!o || o->tuple || nx_shape_elems(rs) != nx_shape_elems(o->shape))
-			return nx_l_err(L, "%s operand %d does not match its result", nx_opcode_name(i->op), k);
-		el[k] = alias_val(L, o, rs);
-	}
-	if (!nx_shape_is_tuple(i->shape)) {
-		*out = el[0];
-		return NX_OK;
-	}
-	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
-	v->shape = i->shape;
-	v->ntuple = nres;
-	v->tuple = el;
-	*out = v;
-	return NX_OK;
-}
-
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
+	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER ||
+	    i->op == NX_OP_COLLECTIVE_PERMUTE) {
+		nx_lval **all = nx_arena_alloc(&L->a, sizeof *all * (size_t)(i->noperands + 1));
+		for (int k = 0; k < i->noperands; k++)
+			if (!(all[k] = val(L, i->operands[k])))
+				return nx_l_err(L, "operand %d has no value (unsupported producer)", k);
+		return nx_l_collective(L, i, all, out);
+	}
+	if (i->op == NX_OP_REPLICA_ID)
+		return nx_l_replica_id(L, i, out);
 	nx_lval *ops[8] = {0};
 	for (int k = 0; k < i->noperands && k < 8; k++) {
 		ops[k] = val(L, i->operands[k]);
 		if (!ops[k])
 			return nx_l_err(L, "operand %d has no value (unsupported producer)", k);
 		if (ops[k]->tuple && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_TUPLE &&
-		    i->op != NX_OP_ALL_REDUCE && i->op != NX_OP_REDUCE_SCATTER && i->op != NX_OP_ALL_GATHER &&
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
 	}
 	if (i->noperands > 8 && i->op != NX_OP_TUPLE)
 		return nx_l_err(L, "more than 8 operands");
-	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER)
-		return lower_collective(L, i, out);
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
@@ -693,6 +664,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	case NX_OP_DOT: return nx_l_dot(L, i, ops, v);
 	case NX_OP_REDUCE: return nx_l_reduce(L, i, ops, v);
 	case NX_OP_IOTA: return nx_l_iota(L, i, v);
+	case NX_OP_FUSION: return nx_l_fused(L, i, ops, v);
 	default:
 		if (nx_l_elementwise_ok(i))
 			return nx_l_elementwise(L, i, ops, v);
@@ -748,10 +720,24 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	nodes ns = {0};
 	nx_status rc = NX_OK;
 	flatten(L, e, &ns);
-	for (int k = 0; k < ns.n; k++)
+	/* liveness backwards from the root: values nobody reads cost no code */
+	ent(L, resolve(L, e->root))->output = true;
+	for (int k = ns.n - 1; k >= 0; k--) {
+		nx_lent *en = ent(L, ns.v[k]);
+		if (!en->output && !en->used && ns.v[k]->op != NX_OP_PARAMETER)
+			continue;
+		for (int j = 0; j < ns.v[k]->noperands; j++) {
+			const nx_inst *r = resolve(L, ns.v[k]->operands[j]);
+			ent(L, r)->used = true;
+		}
+	}
+	for (int k = 0; k < ns.n; k++) {
+		nx_lent *en = ent(L, ns.v[k]);
+		if (!en->output && !en->used)
+			continue;
 		for (int j = 0; j < ns.v[k]->noperands; j++)
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
-	ent(L, resolve(L, e->root))->output = true;
+	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
 
 	/* inputs */
@@ -789,6 +775,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		add_debug(L, i->name);
 		if (i->op == NX_OP_PARAMETER)
 			continue;
+		if (!ent(L, i)->output && !ent(L, i)->used)
+			continue; /* dead */
 		nx_lval *v = NULL;
 		if ((rc = lower_node(L, i, &v)) != NX_OK)
 			goto out;
@@ -876,7 +864,14 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	memset(p, 0, sizeof *p);
 	p->module_name = m->name ? m->name : "module";
 	p->target = L->t->name;
-	p->n_cores = 1;
+	p->n_cores = L->nreplicas;
+	p->nreplicas = L->nreplicas;
+	p->nrgroups = L->nrg;
+	p->has_rank_id = L->rank_id != NULL;
+	p->rank_id_offset = L->rank_id ? L->rank_id->off : 0;
+	p->rgroups = L->rg;
+	if (L->ncc)
+		p->features |= NX_NEFF_FEAT_COLLECTIVES;
 	p->ninputs = e->nparams;
 	p->inputs = in;
 	p->noutputs = nl;
@@ -912,10 +907,13 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	L.d = d;
 	nx_arena_init(&L.a);
 	L.sbuf_half = t->sbuf_partition_bytes / 2;
+	L.nreplicas = nx_lower_replicas(m);
 	*neff = NULL;
 	*len = 0;
 	nx_neff_program p;
-	nx_status rc = m->entry ? lower_all(&L, &p) : nx_l_err(&L, "module has no entry computation");
+	nx_status rc = !m->entry ? nx_l_err(&L, "module has no entry computation")
+	               : L.nreplicas > 64 ? nx_l_err(&L, "%d replicas: the runtime runs at most 64 ranks", L.nreplicas)
+	                                  : lower_all(&L, &p);
 	if (rc == NX_OK) {
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			L.st.insns[e] = L.s[e].n;
@@ -932,6 +930,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	free(L.freel);
 	free(L.debug);
 	free(L.consts);
+	free(L.rg);
 	nx_arena_free(&L.a);
 	return rc;
 }

@@ -76,6 +76,11 @@ typedef struct nx_lower {
 	nx_neff_tensor *consts;
 	int nconsts, capconsts;
 	nx_lower_stats st;
+	/* collectives: replicas, the def.json replica-group table, CC count */
+	int nreplicas;
+	nx_neff_rgroup *rg;
+	int nrg, caprg, ncc;
+	nx_lbuf *rank_id; /* HBM word the runtime fills with the rank (replica-id) */
 } nx_lower;
 
 /* lower.c: streams, sync, buffers */
@@ -122,8 +127,41 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out);
 bool nx_l_elementwise_ok(const nx_inst *i);
+/* The engine instruction of an elementwise op (as nx_l_elementwise emits it). */
+typedef struct nx_lemap {
+	nx_isa_op op;
+	nx_engine e;
+	int func, flags;
+	float imm;
+} nx_lemap;
+bool nx_l_elem_map(const nx_inst *i, nx_lemap *m);
+
+/* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
+nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
+
+/* lower_fused.c: a fusion lowered as one kernel (inputs loaded once, the body
+ * computed in SBUF, only the result stored). nx_l_fused_ok says whether the
+ * body is in the supported subset; otherwise the driver flattens the fusion. */
+bool nx_l_fused_ok(const nx_lower *L, const nx_inst *fusion);
+nx_status nx_l_fused(nx_lower *L, const nx_inst *fusion, nx_lval *const *ops, nx_lval *out);
+
+/* lower_coll.c: ops[k] for every operand */
+nx_status nx_l_collective(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
+nx_status nx_l_replica_id(nx_lower *L, const nx_inst *i, nx_lval **out);
 
 /* lower_dot.c */
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+/* A fused epilogue: the dot leaves its result in SBUF ([mt partitions,
+ * MT*N], M tile mi at free offset mi*N) at res; emit computes on it (its own
+ * SBUF `bytes` per partition at epi), stores the kernel's result and returns
+ * the kernel's completion. */
+typedef struct nx_ldot_epi {
+	int64_t bytes;
+	nx_status (*emit)(nx_lower *L, void *ctx, int64_t res, int64_t epi, const nx_lsync *ready, nx_lsync *done);
+	void *ctx;
+} nx_ldot_epi;
+nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, const nx_ldot_epi *epi);
+/* M, N and the M tile of a dot without batch dims (false otherwise) */
+bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);
 
 #endif

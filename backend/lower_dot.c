@@ -76,6 +76,28 @@ static int rest(const nx_shape *s, nx_ivec used, int64_t *out)
 
 nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
 {
+	return nx_l_dot_epi(L, i, ops, out, NULL);
+}
+
+bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	if (dn->lhs_batch.n || dn->rhs_batch.n || i->noperands != 2)
+		return false;
+	int64_t fl[NX_MAX_RANK], fr[NX_MAX_RANK];
+	int nfl = rest(i->operands[0]->shape, dn->lhs_contracting, fl);
+	int nfr = rest(i->operands[1]->shape, dn->rhs_contracting, fr);
+	*M = *N = 1;
+	for (int k = 0; k < nfl; k++)
+		*M *= i->operands[0]->shape->dims[fl[k]];
+	for (int k = 0; k < nfr; k++)
+		*N *= i->operands[1]->shape->dims[fr[k]];
+	*mt = nx_l_div_le(*M, L->t->pe_cols);
+	return *M > 0 && *N > 0;
+}
+
+nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, const nx_ldot_epi *epi)
+{
 	const nx_dot_dnums *dn = &i->a.dot;
 	if (dn->lhs_batch.n || dn->rhs_batch.n)
 		return nx_l_err(L, "dot with batch dimensions is not supported by the backend yet");
@@ -105,7 +127,9 @@ nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *
 	int64_t bank = t->psum_bank_bytes;
 	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
 	int64_t oa = 0, ob = (KT * M * ea + 63) & ~63LL, oo = ob + ((KT * N * eb + 63) & ~63LL);
-	int64_t bytes = oo + MT * N * eo;
+	int64_t bytes = oo + MT * N * eo, epi_off = (bytes + 63) & ~63LL;
+	if (epi)
+		bytes = epi_off + epi->bytes;
 	int64_t base;
 	int h;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
@@ -192,6 +216,19 @@ nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *
 			evac = nx_l_signal(L, NX_ENG_ACT);
 			L->psum_free[ph] = evac;
 		}
+	if (epi) {
+		/* the fused epilogue reads the result in SBUF and stores the kernel's root */
+		nx_lsync done;
+		nx_l_max(&evac, &loads);
+		if ((rc = epi->emit(L, epi->ctx, base + oo, base + epi_off, &evac, &done)) != NX_OK)
+			return rc;
+		nx_l_sbuf_end(L, h, &done);
+		if (A != ops[0])
+			nx_l_release_buf(L, A->buf);
+		if (B != ops[1])
+			nx_l_release_buf(L, B->buf);
+		return NX_OK;
+	}
 	/* store [mt, N] per M tile */
 	nx_l_wait(L, NX_ENG_POOL, &evac);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);

@@ -68,6 +68,19 @@ bool nx_l_elementwise_ok(const nx_inst *i)
 	return map_elem(i, &m);
 }
 
+bool nx_l_elem_map(const nx_inst *i, nx_lemap *out)
+{
+	emap m;
+	if (!map_elem(i, &m))
+		return false;
+	out->op = m.op;
+	out->e = m.e;
+	out->func = m.func;
+	out->flags = m.flags;
+	out->imm = m.imm;
+	return true;
+}
+
 static int64_t al64(int64_t x)
 {
 	return (x + 63) & ~(int64_t)63;

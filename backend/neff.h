@@ -7,6 +7,9 @@
  *   sg00/pe.bin act.bin dve.bin pool.bin sp.bin   instruction streams (isa.h)
  *   sg00/const/NAME.npy constants, copied to their HBM offset before a run
  *   sg00/debug.json     {"names": [...]}: nx_insn.debug_id -> HLO instruction
+ * def.json also records "replicas" (ranks the program runs on; the header's
+ * NeuronCore count) and "replica_groups": the table collective instructions
+ * index (iarg2), each entry {"groups": [[ids]...]} or {"pairs": [[src, tgt]...]}.
  * `tail -c +1025 x.neff | tar -tf -` lists the payload. */
 #ifndef NX_NEFF_H
 #define NX_NEFF_H
@@ -53,6 +56,16 @@ typedef struct nx_neff_tensor {
 	const void *data;   /* constants only: the bytes (elements x dtype size) */
 } nx_neff_tensor;
 
+/* One replica-group table entry: n groups (len[g] ids each, concatenated in
+ * ids) for all_reduce / all_gather / reduce_scatter, or n (source, target)
+ * pairs (ids[2k], ids[2k+1]; len NULL) for collective_permute. */
+typedef struct nx_neff_rgroup {
+	bool pairs;
+	int n;
+	const int *len;
+	const int32_t *ids;
+} nx_neff_rgroup;
+
 typedef struct nx_neff_program {
 	const char *module_name;
 	const char *target;
@@ -68,6 +81,11 @@ typedef struct nx_neff_program {
 	size_t nstream[NX_ENG_COUNT];
 	int ndebug;
 	const char *const *debug_names;
+	int nreplicas;                 /* 0: n_cores */
+	bool has_rank_id;              /* the runtime stores the rank (u32) at rank_id_offset */
+	int64_t rank_id_offset;
+	int nrgroups;
+	const nx_neff_rgroup *rgroups; /* replica-group table */
 } nx_neff_program;
 
 struct nx_diag;

@@ -107,6 +107,25 @@ static char *def_json(const nx_neff_program *p)
 	            "  \"semaphores\": %d,\n",
 	        (long long)p->hbm_size, (long long)p->scratch_offset, (long long)p->scratch_size,
 	        p->nsems);
+	bprintf(&s, "  \"replicas\": %d,\n  \"replica_groups\": [",
+	        p->nreplicas > 0 ? p->nreplicas : p->n_cores > 0 ? p->n_cores : 1);
+	for (int k = 0; k < p->nrgroups; k++) {
+		const nx_neff_rgroup *g = &p->rgroups[k];
+		bprintf(&s, "%s{\"%s\": [", k ? ",\n    " : "\n    ", g->pairs ? "pairs" : "groups");
+		int at = 0;
+		for (int j = 0; j < g->n; j++) {
+			int len = g->pairs ? 2 : g->len[j];
+			bprintf(&s, "%s[", j ? ", " : "");
+			for (int e = 0; e < len; e++)
+				bprintf(&s, "%s%d", e ? ", " : "", (int)g->ids[at + e]);
+			at += len;
+			bprintf(&s, "]");
+		}
+		bprintf(&s, "]}");
+	}
+	bprintf(&s, "%s],\n", p->nrgroups ? "\n  " : "");
+	if (p->has_rank_id)
+		bprintf(&s, "  \"rank_id_offset\": %lld,\n", (long long)p->rank_id_offset);
 	json_list(&s, "inputs", p->inputs, p->ninputs, 0);
 	json_list(&s, "outputs", p->outputs, p->noutputs, 1);
 	json_list(&s, "constants", p->consts, p->nconsts, 2);

@@ -37,6 +37,8 @@ static const nx_target v2_base = {
 	.dma_gibps = 27,                          /* [A2] 27 GiB/s per DMA engine */
 	.dma_fixed_ns = 2000,                     /* [ASM] per-transfer overhead */
 	.cc_fixed_ns = 10000,                     /* [ASM] */
+	.cc_link_gibps = 50,                      /* [ASM] NeuronLink-v2 share per ring direction */
+	.cc_step_ns = 2000,                       /* [ASM] one ring step: send, receive, sync */
 	.semaphores = 256,                        /* [ASM] DESIGN.md table */
 	.registers = NX_NREGS,                    /* [ASM] "a set of 32-bit registers" [A2] */
 	.vec_max_free_sbuf = 65536,               /* [A2] 64K elements SBUF */
@@ -74,6 +76,7 @@ static void init(void)
 	trn2.hbm_bytes = 12 * GIB;                 /* [A3] 96 GiB per 8-core device */
 	trn2.hbm_gbps = 362.5;                     /* [A3] 2.9 TB/s per 8-core device */
 	trn2.dma_engines = 16;                     /* [A3] 128 DMA engines per device */
+	trn2.cc_link_gibps = 100;                  /* [ASM] NeuronLink-v3 share per ring direction */
 }
 
 const char *const nx_target_names[] = {"trn1", "trn1n", "inf2", "trn2", NULL};
@@ -175,4 +178,18 @@ double nx_target_ns(const nx_target *t, const nx_insn *in)
 	}
 	int e = in->engine < NX_ENG_COUNT ? in->engine : 0;
 	return nx_target_cycles(t, in) / t->freq_ghz[e];
+}
+
+double nx_target_cc_ns(const nx_target *t, int op, double src_bytes, int gsize)
+{
+	double g = gsize > 1 ? gsize : 1, steps, bytes;
+	switch (op) {
+	case NX_I_ALL_REDUCE: steps = 2 * (g - 1), bytes = src_bytes / g; break;
+	case NX_I_ALL_GATHER: steps = g - 1, bytes = src_bytes; break;
+	case NX_I_REDUCE_SCATTER: steps = g - 1, bytes = src_bytes / g; break;
+	default: steps = 1, bytes = src_bytes; break; /* permute: one hop */
+	}
+	if (gsize <= 1 && op != NX_I_COLLECTIVE_PERMUTE)
+		steps = 0;
+	return t->cc_fixed_ns + steps * (t->cc_step_ns + bytes / (t->cc_link_gibps * (double)GIB) * 1e9);
 }

@@ -33,6 +33,8 @@ typedef struct nx_target {
 	double dma_gibps;         /* per DMA engine, GiB/s */
 	double dma_fixed_ns;      /* per DMA transfer */
 	double cc_fixed_ns;       /* per collective, single rank */
+	double cc_link_gibps;     /* ring link between neighbouring ranks, GiB/s per direction */
+	double cc_step_ns;        /* latency of one ring step (send, receive, sync) */
 	int semaphores;           /* per core */
 	int registers;            /* per sequencer */
 	int vec_max_free_sbuf, vec_max_free_psum; /* free-size limit of DVE/ACT operands */
@@ -48,5 +50,11 @@ double nx_target_cycles(const nx_target *t, const nx_insn *in);
 /* Nanoseconds of one instruction (DMA: bytes over one queue's bandwidth plus
  * the fixed cost; others: cycles / engine clock). */
 double nx_target_ns(const nx_target *t, const nx_insn *in);
+
+/* Nanoseconds of collective op (an NX_I_* CC instruction) over a group of
+ * gsize ranks, each contributing src_bytes: a ring algorithm (all_reduce
+ * 2(g-1) steps of src/g bytes, all_gather g-1 steps of src, reduce_scatter
+ * g-1 steps of src/g, permute one step of src) plus cc_fixed_ns. */
+double nx_target_cc_ns(const nx_target *t, int op, double src_bytes, int gsize);
 
 #endif

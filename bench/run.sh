@@ -91,6 +91,14 @@ else
 fi
 rm -rf "$HB"
 
+if [ -z "${CALLGRIND:-}" ]; then
+	# lowering quality: simulated time against the roofline (trn1)
+	BUILD="$BUILD" NX_CORPUS="$CORPUS" sh bench/lower.sh > "$OUT/lower.txt" 2>&1 || fail=1
+	cat "$OUT/lower.txt"
+	summary="$summary$(printf '%-10s %s' lower "$(awk '$1=="mlp_step" && $2=="-O3" {print "mlp_step -O3: " $(NF-4) " " $(NF-3) ", " $NF " the roofline"}' "$OUT/lower.txt")")
+"
+fi
+
 echo "== nxcc bench summary (${CALLGRIND:+callgrind, }$(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)) =="
 printf '%s' "$summary"
 exit $fail

@@ -49,42 +49,7 @@ int nx_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	if (!f) {
-		nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap + 1);
-	for (;;) {
-		if (n == cap) {
-			cap *= 2;
-			char *nb = realloc(buf, cap + 1);
-			if (!nb) {
-				free(buf);
-				if (f != stdin)
-					fclose(f);
-				nx_diag_set(d, NX_ERR_IO, path, 0, 0, "out of memory reading file");
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t k = fread(buf + n, 1, cap - n, f);
-		n += k;
-		if (k == 0)
-			break;
-	}
-	int err = ferror(f);
-	if (f != stdin)
-		fclose(f);
-	if (err) {
-		free(buf);
-		nx_diag_set(d, NX_ERR_IO, path, 0, 0, "read error");
-		return NULL;
-	}
-	buf[n] = 0;
-	*len = n;
-	return buf;
+	return nx_read_whole_file(path, len, d);
 }
 
 static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d);

@@ -15,7 +15,7 @@
 
 static void help(void)
 {
-	printf("usage: nxcc check FILE [compile flags] [--random-inputs SEED]\n\n"
+	printf("usage: nxcc check FILE [compile flags] [--random-inputs SEED] [--ranks N]\n\n"
 	       "Compiles FILE (flags as nxcc compile; no --output needed), runs the .neff on\n"
 	       "the simulator with random inputs (SEED, default 1; the generator of nxcc\n"
 	       "eval), evaluates the original module with the reference evaluator on the\n"
@@ -27,7 +27,9 @@ static void help(void)
 	       "each output's relative L2 error against the original f32 module must stay\n"
 	       "within 32 unit roundoffs of the auto-cast type (bf16: 32 x 2^-8 = 0.125;\n"
 	       "fp16/tf32: 32 x 2^-11; fp8_e4m3: 32 x 2^-4, fp8_e5m2: 32 x 2^-3; see\n"
-	       "docs/numerics.md). Prints the worst error per output; exit 1 on a mismatch.\n");
+	       "docs/numerics.md). Prints the worst error per output; exit 1 on a mismatch.\n"
+	       "--ranks N (default: the module's replica count) runs N simulated ranks with\n"
+	       "the same inputs and compares rank r's outputs with the evaluator's replica r.\n");
 }
 
 /* Longest reduction or contraction in any computation of m. */
@@ -149,11 +151,12 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 	return bad;
 }
 
-static int check(const char *file, const nx_compile_flags *f, uint64_t seed, nx_log *log)
+static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int nranks, nx_log *log)
 {
 	nx_compile_opts o;
 	nx_pass_opts po;
 	nx_compile_opts_from_flags(f, &o, &po, log);
+	o.replicas = nranks;
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
@@ -180,16 +183,21 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, nx_
 	nx_random_domains(e, dom);
 	for (int k = 0; k < e->nparams; k++)
 		args[k] = nx_random_literal_in(&a, e->params[k]->shape, seed, k, dom[k]);
-	nx_literal *const *argv_r[1] = {args};
-	nx_literal *ref = NULL, *oref = NULL;
-	nx_eval_opts eo = {.replicas = 1, .rng_seed = seed};
-	if (nx_eval_module(m, &eo, e->nparams, argv_r, &a, opt ? &oref : &ref, &d) != NX_OK)
+	if (!nranks)
+		nranks = n->nreplicas;
+	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof *argv_r * (size_t)nranks);
+	for (int r = 0; r < nranks; r++)
+		argv_r[r] = args;
+	nx_literal **ref = nx_arena_alloc(&a, sizeof *ref * (size_t)nranks),
+	           **oref = nx_arena_alloc(&a, sizeof *oref * (size_t)nranks);
+	nx_eval_opts eo = {.replicas = nranks, .rng_seed = seed};
+	if (nx_eval_module(m, &eo, e->nparams, argv_r, &a, opt ? oref : ref, &d) != NX_OK)
 		goto fail;
-	if (opt && nx_eval_module(opt, &eo, e->nparams, argv_r, &a, &ref, &d) != NX_OK)
+	if (opt && nx_eval_module(opt, &eo, e->nparams, argv_r, &a, ref, &d) != NX_OK)
 		goto fail;
 	const nx_literal *refs[4096];
 	int nref = 0;
-	leaves(ref, refs, &nref, 4096);
+	leaves(ref[0], refs, &nref, 4096);
 	if (nref != n->noutputs || nref > 4096) {
 		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d outputs, the module %d", n->noutputs, nref);
 		goto fail;
@@ -197,33 +205,42 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, nx_
 	nx_type *types = nx_arena_alloc(&a, sizeof *types * (size_t)(nref + 1));
 	for (int k = 0; k < nref; k++)
 		types[k] = refs[k]->shape->type;
-	nx_literal **outs = nx_arena_alloc(&a, sizeof *outs * (size_t)(nref + 1));
+	nx_literal ***outs = nx_arena_alloc(&a, sizeof *outs * (size_t)nranks);
+	for (int r = 0; r < nranks; r++)
+		outs[r] = nx_arena_alloc(&a, sizeof **outs * (size_t)(nref + 1));
 	nx_rt_opts ro = nx_rt_opts_default();
-	nx_rt_stats st;
-	if (nx_rundev(n, args, types, &a, outs, &ro, &st, &d) != NX_OK)
+	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
+	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)argv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
-	int bad = compare_outputs(refs, outs, nref, longest_reduction(m), &o, "");
-	if (opt) {
-		/* Auto-cast: the device ran the narrow-type program; the original f32
-		 * module measures how far auto-cast moved the results. */
-		const nx_literal *orefs[4096];
-		int noref = 0;
-		leaves(oref, orefs, &noref, 4096);
-		double bound = autocast_bound(o.auto_cast_type);
-		for (int k = 0; k < nref && k < noref; k++) {
-			double rel = rel_l2(orefs[k], outs[k]);
-			bool ok = rel <= bound;
-			printf("out%d vs f32 original: relative L2 error %.3g (bound %.3g) %s\n", k, rel, bound,
-			       ok ? "ok" : "TOO LARGE");
-			bad += !ok;
+	int bad = 0;
+	for (int r = 0; r < nranks; r++) {
+		if (nranks > 1)
+			printf("rank %d:\n", r);
+		nref = 0;
+		leaves(ref[r], refs, &nref, 4096);
+		bad += compare_outputs(refs, outs[r], nref, longest_reduction(m), &o, "");
+		if (opt) {
+			/* Auto-cast: the device ran the narrow-type program; the original f32
+			 * module measures how far auto-cast moved the results. */
+			const nx_literal *orefs[4096];
+			int noref = 0;
+			leaves(oref[r], orefs, &noref, 4096);
+			double bound = autocast_bound(o.auto_cast_type);
+			for (int k = 0; k < nref && k < noref; k++) {
+				double rel = rel_l2(orefs[k], outs[r][k]);
+				bool ok = rel <= bound;
+				printf("out%d vs f32 original: relative L2 error %.3g (bound %.3g) %s\n", k, rel, bound,
+				       ok ? "ok" : "TOO LARGE");
+				bad += !ok;
+			}
 		}
 	}
-	nx_rundev_print_stats(n, &st);
+	nx_rundev_print_ranks(n, nranks, st);
 	if (bad) {
-		printf("check: FAILED (%d of %d outputs differ)\n", bad, nref);
+		printf("check: FAILED (%d of %d outputs differ)\n", bad, nref * nranks);
 		rc = NX_EXIT_USER;
 	} else {
-		printf("check: ok (%d outputs)\n", nref);
+		printf("check: ok (%d outputs%s)\n", nref, nranks > 1 ? " on every rank" : "");
 	}
 	goto done;
 fail:
@@ -245,7 +262,7 @@ int nx_cmd_check(int argc, char **argv)
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	if (!rest)
 		abort();
-	int nrest = 0;
+	int nrest = 0, nranks = 0;
 	const char *v;
 	uint64_t seed = 1;
 	for (int i = 1; i < argc; i++) {
@@ -254,14 +271,21 @@ int nx_cmd_check(int argc, char **argv)
 			free(rest);
 			return 0;
 		}
-		int r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
+		int r = nx_cli_flag(argc, argv, &i, "--ranks", &v);
+		if (r > 0) {
+			nranks = atoi(v);
+			if (nranks < 1 || nranks > 64)
+				r = -1, nx_cli_usage_error("check", "--ranks must be 1 to 64");
+		} else if (r == 0) {
+			r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
+			if (r > 0)
+				seed = strtoull(v, NULL, 0);
+		}
 		if (r < 0) {
 			free(rest);
 			return NX_EXIT_USER;
 		}
-		if (r > 0)
-			seed = strtoull(v, NULL, 0);
-		else
+		if (r == 0)
 			rest[nrest++] = argv[i];
 	}
 	nx_compile_flags f;
@@ -278,7 +302,7 @@ int nx_cmd_check(int argc, char **argv)
 		rc = nx_cli_report(&fd);
 	else {
 		nx_log_flags(&log, "check", argc - 1, argv + 1, &f);
-		rc = check(f.inputs[0], &f, seed, &log);
+		rc = check(f.inputs[0], &f, seed, nranks, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "check %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
 	nx_log_close(&log);

@@ -15,13 +15,16 @@
 static void help(void)
 {
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
-	       "                [--output-dir DIR] [--profile trace.json]\n\n"
+	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
 	       "from the .neff or its index. Inputs without --input get the deterministic\n"
 	       "random data of --random-inputs SEED (the same generator as nxcc eval).\n"
-	       "Writes DIR/out<k>.npy. s64 values travel as s32 on the device.\n");
+	       "Writes DIR/out<k>.npy. s64 values travel as s32 on the device.\n"
+	       "--ranks N (default: the .neff's replica count) runs N simulated ranks that\n"
+	       "exchange data in collectives; every rank gets the same inputs unless\n"
+	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n");
 }
 
 static void summarize(const char *name, const nx_literal *l)
@@ -44,7 +47,7 @@ int nx_cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *outdir = NULL, *profile = NULL, *v;
 	const char **keys = calloc((size_t)argc + 1, sizeof *keys);
-	int nkeys = 0, rc = 0;
+	int nkeys = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
 	uint64_t seed = 0;
 	for (int i = 1; i < argc; i++) {
@@ -64,6 +67,14 @@ int nx_cmd_run(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			seed = strtoull(v, NULL, 0), have_seed = true;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--ranks", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			nranks = atoi(v);
+			if (nranks < 1 || nranks > 64) {
+				free(keys);
+				return nx_cli_usage_error("run", "--ranks must be 1 to 64");
+			}
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--output-dir", &v)) != 0) {
 			if (r < 0)
 				goto usage;
@@ -92,64 +103,106 @@ int nx_cmd_run(int argc, char **argv)
 	nx_neff *n = nx_rt_load(file, NULL, &d);
 	if (!n)
 		goto fail;
-	nx_literal **in = nx_arena_alloc(&a, sizeof *in * (size_t)(n->ninputs + 1));
-	for (int k = 0; k < nkeys; k++) {
-		const char *eq = strchr(keys[k], '=');
-		int idx = -1;
-		for (int j = 0; j < n->ninputs; j++)
-			if (strlen(n->inputs[j].name) == (size_t)(eq - keys[k]) &&
-			    !strncmp(n->inputs[j].name, keys[k], (size_t)(eq - keys[k])))
-				idx = j;
-		if (idx < 0) {
-			char *end;
-			long x = strtol(keys[k], &end, 10);
-			if (end == eq && x >= 0 && x < n->ninputs)
-				idx = (int)x;
+	if (!nranks)
+		nranks = n->nreplicas;
+	nx_literal ***in = nx_arena_alloc(&a, sizeof *in * (size_t)nranks);
+	for (int r = 0; r < nranks; r++)
+		in[r] = nx_arena_alloc(&a, sizeof **in * (size_t)(n->ninputs + 1));
+	/* shared inputs first, then rI: overrides */
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < nkeys; k++) {
+			const char *key = keys[k];
+			int rank = -1;
+			if (key[0] == 'r' && key[1] >= '0' && key[1] <= '9' && strchr(key, ':') && strchr(key, ':') < strchr(key, '=')) {
+				rank = atoi(key + 1);
+				key = strchr(key, ':') + 1;
+			}
+			if ((pass == 0) != (rank < 0))
+				continue;
+			if (rank >= nranks) {
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: there is no rank %d (%d rank%s)", keys[k], rank,
+				            nranks, nranks == 1 ? "" : "s");
+				goto fail;
+			}
+			const char *eq = strchr(key, '=');
+			int idx = -1;
+			for (int j = 0; j < n->ninputs; j++)
+				if (strlen(n->inputs[j].name) == (size_t)(eq - key) &&
+				    !strncmp(n->inputs[j].name, key, (size_t)(eq - key)))
+					idx = j;
+			if (idx < 0) {
+				char *end;
+				long x = strtol(key, &end, 10);
+				if (end == eq && x >= 0 && x < n->ninputs)
+					idx = (int)x;
+			}
+			if (idx < 0) {
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %.*s: no input with that name or index",
+				            (int)(eq - key), key);
+				goto fail;
+			}
+			nx_dtype dt = n->inputs[idx].dtype;
+			bool raw = dt == NX_DT_BF16 || dt == NX_DT_FP8E4M3 || dt == NX_DT_FP8E5M2;
+			nx_literal *l = nx_npy_load(&a, eq + 1, raw ? nx_rundev_type(dt) : NX_TYPE_INVALID, &d);
+			if (!l)
+				goto fail;
+			for (int r = 0; r < nranks; r++)
+				if (rank < 0 || rank == r)
+					in[r][idx] = l;
 		}
-		if (idx < 0) {
-			nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %.*s: no input with that name or index",
-			            (int)(eq - keys[k]), keys[k]);
-			goto fail;
-		}
-		nx_dtype dt = n->inputs[idx].dtype;
-		bool raw = dt == NX_DT_BF16 || dt == NX_DT_FP8E4M3 || dt == NX_DT_FP8E5M2;
-		in[idx] = nx_npy_load(&a, eq + 1, raw ? nx_rundev_type(dt) : NX_TYPE_INVALID, &d);
-		if (!in[idx])
-			goto fail;
-	}
 	for (int k = 0; k < n->ninputs; k++) {
-		if (in[k])
-			continue;
-		if (!have_seed) {
-			nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0,
-			            "input %d (%s) has no --input and no --random-inputs SEED was given", k, n->inputs[k].name);
-			goto fail;
+		nx_literal *rnd = NULL;
+		for (int r = 0; r < nranks; r++) {
+			if (in[r][k])
+				continue;
+			if (!have_seed) {
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0,
+				            "input %d (%s) has no --input and no --random-inputs SEED was given", k,
+				            n->inputs[k].name);
+				goto fail;
+			}
+			if (!rnd) {
+				nx_shape *s = nx_shape_array(&a, nx_rundev_type(n->inputs[k].dtype), n->inputs[k].rank,
+				                             n->inputs[k].dims);
+				rnd = nx_random_literal_in(&a, s, seed, k, n->inputs[k].nonneg ? NX_RANDOM_NONNEG : NX_RANDOM_SIGNED);
+			}
+			in[r][k] = rnd;
 		}
-		nx_shape *s = nx_shape_array(&a, nx_rundev_type(n->inputs[k].dtype), n->inputs[k].rank, n->inputs[k].dims);
-		in[k] = nx_random_literal_in(&a, s, seed, k, n->inputs[k].nonneg ? NX_RANDOM_NONNEG : NX_RANDOM_SIGNED);
 	}
-	nx_literal **outs = nx_arena_alloc(&a, sizeof *outs * (size_t)(n->noutputs + 1));
+	nx_literal ***outs = nx_arena_alloc(&a, sizeof *outs * (size_t)nranks);
+	for (int r = 0; r < nranks; r++)
+		outs[r] = nx_arena_alloc(&a, sizeof **outs * (size_t)(n->noutputs + 1));
 	nx_rt_opts o = nx_rt_opts_default();
 	o.profile_path = profile;
-	nx_rt_stats st;
-	if (nx_rundev(n, in, NULL, &a, outs, &o, &st, &d) != NX_OK)
+	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
+	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)in, NULL, &a, outs, &o, st, &d) != NX_OK)
 		goto fail;
 	if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
 		nx_diag_set(&d, NX_ERR_IO, outdir, 0, 0, "cannot create the output directory");
 		goto fail;
 	}
-	for (int k = 0; k < n->noutputs; k++) {
-		char name[300];
-		snprintf(name, sizeof name, "out%d (%s)", k, n->outputs[k].name);
-		summarize(name, outs[k]);
-		if (outdir) {
-			char path[4096];
-			snprintf(path, sizeof path, "%s/out%d.npy", outdir, k);
-			if (nx_npy_save(path, outs[k], &d) != NX_OK)
-				goto fail;
+	for (int r = 0; r < nranks; r++) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s/rank%d", outdir ? outdir : ".", r);
+		if (nranks > 1)
+			printf("rank %d:\n", r);
+		if (outdir && nranks > 1 && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+			nx_diag_set(&d, NX_ERR_IO, dir, 0, 0, "cannot create the output directory");
+			goto fail;
+		}
+		for (int k = 0; k < n->noutputs; k++) {
+			char name[300];
+			snprintf(name, sizeof name, "out%d (%s)", k, n->outputs[k].name);
+			summarize(name, outs[r][k]);
+			if (outdir) {
+				char path[8200];
+				snprintf(path, sizeof path, "%s/out%d.npy", nranks > 1 ? dir : outdir, k);
+				if (nx_npy_save(path, outs[r][k], &d) != NX_OK)
+					goto fail;
+			}
 		}
 	}
-	nx_rundev_print_stats(n, &st);
+	nx_rundev_print_ranks(n, nranks, st);
 	goto done;
 fail:
 	rc = nx_cli_report(&d);

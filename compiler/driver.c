@@ -53,6 +53,8 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	r->t_read = now() - t;
 	if (!m)
 		return d->status;
+	if (o->replicas > 0)
+		m->replica_count = o->replicas;
 	t = now();
 	nx_status st = nx_verify_module(m, d);
 	r->t_verify = now() - t;

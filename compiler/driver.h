@@ -20,6 +20,7 @@ typedef struct nx_compile_opts {
 	const nx_pass_opts *passes; /* --time-passes, --disable-pass, ...; NULL = defaults */
 	int pass_verbose;          /* nx_pass_ctx.verbose: 0 quiet, 1 info, 2 debug */
 	FILE *pass_log;            /* where the pass manager writes; NULL = stderr */
+	int replicas;              /* > 0: replica count to compile for (nxcc check --ranks) */
 } nx_compile_opts;
 
 void nx_compile_opts_init(nx_compile_opts *o);

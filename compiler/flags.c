@@ -1,5 +1,6 @@
 /* compiler/flags.c — neuronx-cc compile flags, NEURON_CC_FLAGS, canonical form. */
 #include "compiler/flags.h"
+#include "nx_build_id.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -551,7 +552,8 @@ char *nx_flags_canonical_json(const nx_compile_flags *f)
 	char tmp[128];
 	/* trn1n is trn1's chip with more network: same program */
 	nx_target_kind t = f->target == NX_TARGET_TRN1N ? NX_TARGET_TRN1 : f->target;
-	append(&b, &len, &cap, "{\"framework\":");
+	/* The compiler build is part of the key: another build may emit other code. */
+	append(&b, &len, &cap, "{\"compiler\":\"" NX_VERSION "+" NX_BUILD_ID "\",\"framework\":");
 	json_str(&b, &len, &cap, f->framework ? f->framework : "XLA");
 	snprintf(tmp, sizeof(tmp), ",\"target\":\"%s\",\"model_type\":\"%s\",\"auto_cast\":\"%s\",\"auto_cast_type\":",
 	         nx_target_name(t), enum_str(model_names, (int)f->model_type), enum_str(cast_names, (int)f->auto_cast));

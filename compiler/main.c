@@ -1,5 +1,6 @@
 /* compiler/main.c — the nxcc command: dispatches to a subcommand. */
 #include "compiler/cli.h"
+#include "nx_build_id.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-		printf("nxcc %s\n", NX_VERSION);
+		printf("nxcc %s (build %s)\n", NX_VERSION, NX_BUILD_ID);
 		return 0;
 	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {

@@ -24,51 +24,79 @@ nx_type nx_rundev_type(nx_dtype t)
 	}
 }
 
-nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
-                    nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx_diag *d)
 {
-	nx_status rc = NX_OK;
-	void **ib = calloc((size_t)n->ninputs + 1, sizeof *ib), **ob = calloc((size_t)n->noutputs + 1, sizeof *ob);
-	for (int k = 0; k < n->ninputs && rc == NX_OK; k++) {
+	for (int k = 0; k < n->ninputs; k++) {
 		const nx_rt_tensor *t = &n->inputs[k];
 		ib[k] = calloc((size_t)t->bytes + 1, 1);
 		int dt;
-		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes) {
-			rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
-			                 k, t->name, (long long)nx_shape_elems(in[k]->shape),
-			                 (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
-			break;
-		}
+		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
+			                   k, t->name, (long long)nx_shape_elems(in[k]->shape),
+			                   (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
 		if (!nx_lower_literal_bytes(in[k], ib[k], &dt) || dt != (int)t->dtype)
-			rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s",
-			                 k, t->name, nx_dtype_names[t->dtype]);
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s",
+			                   k, t->name, nx_dtype_names[t->dtype]);
 	}
-	for (int k = 0; k < n->noutputs; k++)
-		ob[k] = calloc((size_t)n->outputs[k].bytes + 1, 1);
+	return NX_OK;
+}
+
+static nx_literal *from_bytes(const nx_rt_tensor *t, nx_type ty, const uint8_t *b, nx_arena *a)
+{
+	nx_shape *s = nx_shape_array(a, ty, t->rank, t->dims);
+	nx_literal *l = nx_literal_new(a, s);
+	int64_t ne = nx_shape_elems(s);
+	for (int64_t i = 0; i < ne; i++) {
+		double v = nx_rt_load_elem(b + i * nx_dtype_bytes[t->dtype], t->dtype);
+		if (nx_type_is_int(ty) || ty == NX_PRED)
+			nx_lit_set_i64(l, i, (int64_t)v);
+		else
+			nx_lit_set_f64(l, i, v);
+	}
+	return l;
+}
+
+nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const *in, const nx_type *out_types,
+                          nx_arena *a, nx_literal **const *outs, const nx_rt_opts *o, nx_rt_stats *st,
+                          nx_diag *d)
+{
+	nx_status rc = NX_OK;
+	void ***ib = calloc((size_t)nranks, sizeof *ib), ***ob = calloc((size_t)nranks, sizeof *ob);
+	const nx_neff **ns = calloc((size_t)nranks, sizeof *ns);
+	for (int r = 0; r < nranks; r++) {
+		ns[r] = n;
+		ib[r] = calloc((size_t)n->ninputs + 1, sizeof **ib);
+		ob[r] = calloc((size_t)n->noutputs + 1, sizeof **ob);
+		if (rc == NX_OK)
+			rc = to_bytes(n, in[r], ib[r], d);
+		for (int k = 0; k < n->noutputs; k++)
+			ob[r][k] = calloc((size_t)n->outputs[k].bytes + 1, 1);
+	}
 	if (rc == NX_OK)
-		rc = nx_rt_run(n, (const void *const *)ib, ob, o, st, d);
-	for (int k = 0; k < n->noutputs && rc == NX_OK; k++) {
-		const nx_rt_tensor *t = &n->outputs[k];
-		nx_type ty = out_types ? out_types[k] : nx_rundev_type(t->dtype);
-		nx_shape *s = nx_shape_array(a, ty, t->rank, t->dims);
-		nx_literal *l = nx_literal_new(a, s);
-		int64_t ne = nx_shape_elems(s);
-		for (int64_t i = 0; i < ne; i++) {
-			double v = nx_rt_load_elem((uint8_t *)ob[k] + i * nx_dtype_bytes[t->dtype], t->dtype);
-			if (nx_type_is_int(ty) || ty == NX_PRED)
-				nx_lit_set_i64(l, i, (int64_t)v);
-			else
-				nx_lit_set_f64(l, i, v);
-		}
-		outs[k] = l;
+		rc = nx_rt_run_ranks(nranks, ns, (const void *const *const *)ib, (void *const *const *)ob, o, st, d);
+	for (int r = 0; r < nranks; r++) {
+		for (int k = 0; k < n->noutputs && rc == NX_OK; k++)
+			outs[r][k] = from_bytes(&n->outputs[k], out_types ? out_types[k] : nx_rundev_type(n->outputs[k].dtype),
+			                        ob[r][k], a);
+		for (int k = 0; k < n->ninputs; k++)
+			free(ib[r][k]);
+		for (int k = 0; k < n->noutputs; k++)
+			free(ob[r][k]);
+		free(ib[r]);
+		free(ob[r]);
 	}
-	for (int k = 0; k < n->ninputs; k++)
-		free(ib[k]);
-	for (int k = 0; k < n->noutputs; k++)
-		free(ob[k]);
 	free(ib);
 	free(ob);
+	free(ns);
 	return rc;
+}
+
+nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
+                    nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+{
+	nx_literal *const *ins[1] = {in};
+	nx_literal **const os[1] = {outs};
+	return nx_rundev_ranks(n, 1, ins, out_types, a, os, o, st, d);
 }
 
 void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st)
@@ -80,4 +108,22 @@ void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st)
 		       st->total_ns > 0 ? 100.0 * st->busy_ns[e] / st->total_ns : 0.0, (unsigned long long)st->insns[e]);
 	printf("  dma  busy %10.3f us (all queues), %llu bytes\n", st->dma_busy_ns / 1000.0,
 	       (unsigned long long)st->dma_bytes);
+}
+
+void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st)
+{
+	if (nranks == 1) {
+		nx_rundev_print_stats(n, st);
+		if (st->cc_count)
+			printf("  cc   %10.3f us in %llu collectives, %llu bytes\n", st->cc_ns / 1000.0,
+			       (unsigned long long)st->cc_count, (unsigned long long)st->cc_bytes);
+		return;
+	}
+	double mx = 0;
+	for (int r = 0; r < nranks; r++)
+		mx = st[r].total_ns > mx ? st[r].total_ns : mx;
+	printf("simulated time: %.3f us on %s (slowest of %d ranks)\n", mx / 1000.0, n->tgt->name, nranks);
+	for (int r = 0; r < nranks; r++)
+		printf("  rank %-3d %10.3f us; cc %10.3f us in %llu collectives, %llu bytes\n", r, st[r].total_ns / 1000.0,
+		       st[r].cc_ns / 1000.0, (unsigned long long)st[r].cc_count, (unsigned long long)st[r].cc_bytes);
 }

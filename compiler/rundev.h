@@ -10,7 +10,14 @@ nx_type nx_rundev_type(nx_dtype t);
  * type). outs[k] gets a literal of out_types[k] (NULL: the device types) in a. */
 nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
                     nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
+/* nranks ranks of n: in[r][k] rank r's inputs, outs[r][k] its outputs,
+ * st[r] its statistics. */
+nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const *in, const nx_type *out_types,
+                          nx_arena *a, nx_literal **const *outs, const nx_rt_opts *o, nx_rt_stats *st,
+                          nx_diag *d);
 /* Simulated time and busy/total per engine. */
 void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st);
+/* Several ranks: the slowest rank's time, then time and CC time per rank. */
+void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st);
 
 #endif

@@ -479,6 +479,8 @@ nx_module *nx_read_text(const char *text, size_t len, const char *file, nx_diag 
  * content), returning the module. */
 nx_module *nx_read_file(const char *path, nx_diag *d);
 bool nx_looks_like_text(const char *buf, size_t len);
+/* The whole file ("-" = stdin), malloc'd and NUL-terminated; NULL with *d set. */
+char *nx_read_whole_file(const char *path, size_t *len, nx_diag *d);
 
 /* ir/read_text.c: parses "<shape> <value>" literal text as HLO constants and
  * XLA's literal printer write it ("f32[2,2] {{1, 2}, {3, 4}}", "pred[] true",

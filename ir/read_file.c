@@ -44,7 +44,7 @@ bool nx_looks_like_text(const char *buf, size_t len)
 	return bad == 0;
 }
 
-nx_module *nx_read_file(const char *path, nx_diag *d)
+char *nx_read_whole_file(const char *path, size_t *len, nx_diag *d)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	if (!f) {
@@ -55,7 +55,7 @@ nx_module *nx_read_file(const char *path, nx_diag *d)
 	char *buf = malloc(cap + 1);
 	for (;;) {
 		if (n == cap) {
-			char *nb = realloc(buf, 2 * cap + 1);
+			char *nb = buf ? realloc(buf, 2 * cap + 1) : NULL;
 			if (!nb) {
 				free(buf);
 				if (f != stdin)
@@ -80,6 +80,16 @@ nx_module *nx_read_file(const char *path, nx_diag *d)
 		return NULL;
 	}
 	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+nx_module *nx_read_file(const char *path, nx_diag *d)
+{
+	size_t n;
+	char *buf = nx_read_whole_file(path, &n, d);
+	if (!buf)
+		return NULL;
 	nx_module *m = nx_looks_like_text(buf, n) ? nx_read_text(buf, n, path, d)
 	                                          : nx_read_proto(buf, n, path, d);
 	free(buf);

@@ -36,6 +36,11 @@ void nx_neff_free(nx_neff *n)
 			free(lists[l][i].name);
 		free(lists[l]);
 	}
+	for (int i = 0; i < n->nrgroups; i++) {
+		free(n->rgroups[i].start);
+		free(n->rgroups[i].ids);
+	}
+	free(n->rgroups);
 	for (int i = 0; i < n->ndebug; i++)
 		free(n->debug_names[i]);
 	free(n->debug_names);
@@ -237,6 +242,78 @@ static nx_status tensors(ctx *c, nx_neff *n, const nx_json *def, const char *key
 	return NX_OK;
 }
 
+/* "replicas" and "replica_groups" (absent in single-rank programs). */
+static nx_status replica_groups(ctx *c, nx_neff *n, const nx_json *def)
+{
+	int64_t v = n->n_cores;
+	if (nx_json_get(def, "replicas") && jint(def, "replicas", 1, 64, &v) != 0)
+		return err(c, "sg00/def.json: bad replicas");
+	if (v != (int64_t)n->n_cores)
+		return err(c, "sg00/def.json: replicas %lld differs from the header's NeuronCore count %u",
+		           (long long)v, n->n_cores);
+	n->nreplicas = (int)v;
+	n->rank_id_offset = -1;
+	if (nx_json_get(def, "rank_id_offset") &&
+	    jint(def, "rank_id_offset", 0, n->hbm_size - 4, &n->rank_id_offset) != 0)
+		return err(c, "sg00/def.json: rank_id_offset outside hbm_size");
+	const nx_json *a = nx_json_get(def, "replica_groups");
+	if (!a)
+		return NX_OK;
+	if (a->type != NX_J_ARR || a->n > 4096)
+		return err(c, "sg00/def.json: replica_groups is not a list");
+	n->rgroups = calloc((size_t)a->n + 1, sizeof *n->rgroups);
+	char *seen = calloc((size_t)n->nreplicas * 2 + 1, 1);
+	nx_status st = NX_OK;
+	for (int t = 0; t < a->n && st == NX_OK; t++) {
+		nx_rt_rgroup *g = &n->rgroups[n->nrgroups++];
+		const nx_json *gl = nx_json_get(&a->items[t], "groups"), *pl = nx_json_get(&a->items[t], "pairs");
+		const nx_json *l = gl ? gl : pl;
+		g->pairs = gl == NULL;
+		if (!l || (gl && pl) || l->type != NX_J_ARR || l->n < 1 || l->n > 4096) {
+			st = err(c, "sg00/def.json: replica_groups[%d]: needs one non-empty 'groups' or 'pairs' list", t);
+			break;
+		}
+		memset(seen, 0, (size_t)n->nreplicas * 2);
+		int total = 0;
+		for (int k = 0; k < l->n; k++)
+			total += l->items[k].type == NX_J_ARR ? l->items[k].n : 0;
+		g->n = l->n;
+		g->ids = calloc((size_t)total + 1, sizeof *g->ids);
+		g->start = g->pairs ? NULL : calloc((size_t)l->n + 1, sizeof *g->start);
+		int at = 0;
+		for (int k = 0; k < l->n && st == NX_OK; k++) {
+			const nx_json *m = &l->items[k];
+			if (m->type != NX_J_ARR || m->n < 1 || (g->pairs && m->n != 2)) {
+				st = err(c, "sg00/def.json: replica_groups[%d][%d]: %s", t, k,
+				         g->pairs ? "a pair is [source, target]" : "empty or not a list");
+				break;
+			}
+			if (!g->pairs)
+				g->start[k] = at;
+			for (int e = 0; e < m->n; e++) {
+				const nx_json *x = &m->items[e];
+				if (x->type != NX_J_NUM || !x->is_int || x->inum < 0 || x->inum >= n->nreplicas) {
+					st = err(c, "sg00/def.json: replica_groups[%d][%d]: replica id outside [0, %d)", t, k,
+					         n->nreplicas);
+					break;
+				}
+				/* groups: every id once; pairs: every source once, every target once */
+				int slot = (int)x->inum + (g->pairs && e == 1 ? n->nreplicas : 0);
+				if (seen[slot]++) {
+					st = err(c, "sg00/def.json: replica_groups[%d]: replica %lld named twice%s", t,
+					         (long long)x->inum, g->pairs ? (e ? " as a target" : " as a source") : "");
+					break;
+				}
+				g->ids[at++] = (int32_t)x->inum;
+			}
+		}
+		if (!g->pairs && g->start)
+			g->start[l->n] = at;
+	}
+	free(seen);
+	return st;
+}
+
 /* ---------------------------------------------------- instruction checks */
 
 static int64_t span(const nx_ap *a, int64_t *lo, int64_t *hi, const int64_t *loop_max, int depth)
@@ -372,6 +449,29 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 			if (in->iarg[0] < 0 || in->iarg[0] >= t->dma_engines || in->iarg[1] < -1 ||
 			    in->iarg[1] >= n->nsems)
 				return err(c, "%s: instruction %zu: bad queue or semaphore", sec, i);
+			if (in->iarg[2] < 0 || in->iarg[2] >= n->nrgroups)
+				return err(c, "%s: instruction %zu (%s): replica-group table index %d out of range (%d entries)",
+				           sec, i, info->name, in->iarg[2], n->nrgroups);
+			const nx_rt_rgroup *g = &n->rgroups[in->iarg[2]];
+			if (g->pairs != (in->op == NX_I_COLLECTIVE_PERMUTE))
+				return err(c, "%s: instruction %zu (%s): replica-group entry %d holds %s", sec, i, info->name,
+				           in->iarg[2], g->pairs ? "source-target pairs" : "groups");
+			if (a[0].space != NX_MEM_HBM || a[1].space != NX_MEM_HBM || a[0].dtype != a[1].dtype)
+				return err(c, "%s: instruction %zu (%s): operands must be HBM of one dtype", sec, i, info->name);
+			int gs = g->pairs ? 1 : g->start[1] - g->start[0];
+			for (int k = 1; !g->pairs && k < g->n; k++)
+				if (g->start[k + 1] - g->start[k] != gs && in->op != NX_I_ALL_REDUCE)
+					return err(c, "%s: instruction %zu (%s): replica groups of different sizes", sec, i,
+					           info->name);
+			uint64_t nd = (uint64_t)a[0].part_count * nx_ap_free_elems(&a[0]),
+			         ns = (uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]);
+			bool ok = in->op == NX_I_ALL_GATHER ? nd == ns * (uint64_t)gs
+			          : in->op == NX_I_REDUCE_SCATTER ? ns == nd * (uint64_t)gs
+			                                          : nd == ns;
+			if (!ok)
+				return err(c, "%s: instruction %zu (%s): destination of %llu elements does not fit a source "
+				              "of %llu over groups of %d", sec, i, info->name, (unsigned long long)nd,
+				           (unsigned long long)ns, gs);
 		}
 		break;
 	}
@@ -501,7 +601,9 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 		st = err(c, "sg00/def.json: semaphore count missing or above the target's %d", n->tgt->semaphores);
 	else {
 		n->nsems = (int)v;
-		st = tensors(c, n, def, "inputs", &n->inputs, &n->ninputs, ents, nents);
+		st = replica_groups(c, n, def);
+		if (st == NX_OK)
+			st = tensors(c, n, def, "inputs", &n->inputs, &n->ninputs, ents, nents);
 		if (st == NX_OK)
 			st = tensors(c, n, def, "outputs", &n->outputs, &n->noutputs, ents, nents);
 		if (st == NX_OK)

@@ -4,7 +4,8 @@
  * pattern, semaphore and loop is checked before anything runs, and the
  * simulator checks each access again with the actual loop indices.
  * Ownership: nx_rt_load* returns a nx_neff that nx_neff_free releases.
- * Single rank only for now: collectives act as on a one-member group. */
+ * Collectives: nx_rt_run_ranks runs N ranks (one thread each, own HBM,
+ * SBUF, PSUM) that meet at CC instructions (see sim_cc.c). */
 #ifndef NX_RT_H
 #define NX_RT_H
 
@@ -24,6 +25,15 @@ typedef struct nx_rt_tensor {
 	const uint8_t *data; /* constants: points into the loaded file */
 } nx_rt_tensor;
 
+/* A replica-group table entry (def.json "replica_groups"): n groups, group
+ * k = ids[start[k] .. start[k+1]), or n (source, target) pairs ids[2k..2k+1]. */
+typedef struct nx_rt_rgroup {
+	bool pairs;
+	int n;
+	int *start; /* groups only: n + 1 offsets */
+	int32_t *ids;
+} nx_rt_rgroup;
+
 typedef struct nx_neff {
 	uint8_t *file; /* the whole file, owned */
 	size_t file_len;
@@ -40,6 +50,10 @@ typedef struct nx_neff {
 	int32_t *loop_match[NX_ENG_COUNT]; /* loop <-> endloop pc */
 	int ndebug;
 	char **debug_names;
+	int nreplicas;         /* def.json "replicas" (the header's NeuronCore count) */
+	int64_t rank_id_offset; /* where the rank id (u32) goes before a run; -1 none */
+	int nrgroups;
+	nx_rt_rgroup *rgroups; /* validated: ids < nreplicas, disjoint */
 	int nsections;
 	char **section_names; /* tar entries in file order */
 	size_t *section_sizes;
@@ -67,12 +81,24 @@ typedef struct nx_rt_stats {
 	uint64_t insns[NX_ENG_COUNT]; /* executed, loops unrolled */
 	double dma_busy_ns;
 	uint64_t dma_bytes;
+	double cc_ns;         /* collectives: arrival to completion, summed */
+	uint64_t cc_count, cc_bytes;
 } nx_rt_stats;
 
 /* inputs[i]: neff->inputs[i].bytes bytes; outputs[i]: room for
  * neff->outputs[i].bytes. */
 nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *outputs,
                     const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
+
+/* Runs nranks ranks, rank r the program n[r] (usually all the same .neff)
+ * on inputs[r] into outputs[r], st[r] its statistics (st may be NULL). A
+ * CC instruction blocks its rank until every member of its replica group
+ * reached the same collective; it completes at the latest arrival plus the
+ * ring cost (nx_target_cc_ns), so ranks synchronize in simulated time. A
+ * rank that halts while others wait for it is a deadlock error. Only rank 0
+ * writes o->profile_path. */
+nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const *const *inputs,
+                          void *const *const *outputs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
 
 /* runtime-stub/sim_num.c: element conversions (round-to-nearest-even unless
  * u01 >= 0, then stochastic with that uniform [0,1) draw). */

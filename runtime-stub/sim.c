@@ -5,6 +5,7 @@
  * background and signal their semaphore when done. */
 #include "runtime-stub/sim.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -207,10 +208,32 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			ev[nev++] = (event){g->clock, in->iarg[0], in->iarg[1]};
 			break;
 		default: {
+			if (nx_isa_table[in->op].cost == NX_COST_CC) {
+				int q = in->iarg[0];
+				double end, arrive;
+				g->clock += ctrl;
+				arrive = qclock[q] > g->clock ? qclock[q] : g->clock;
+				s->pc = g->pc;
+				if ((rc = nx_sim_cc(s, in, g->loop_i, g->depth, arrive, &end)) != NX_OK)
+					goto out;
+				qclock[q] = end;
+				st->cc_ns += end - arrive;
+				st->cc_count++;
+				st->cc_bytes += (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]) *
+				                nx_dtype_bytes[in->ap[1].dtype];
+				trace_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in);
+				if (in->iarg[1] >= 0) {
+					if (nev == evcap)
+						ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
+					ev[nev++] = (event){end, in->iarg[1], 1};
+				}
+				st->busy_ns[be] += ctrl;
+				break;
+			}
 			if ((rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
 			double ns = nx_target_ns(t, in);
-			if (in->op == NX_I_DMA || nx_isa_table[in->op].cost == NX_COST_CC) {
+			if (in->op == NX_I_DMA) {
 				int q = in->iarg[0];
 				g->clock += ctrl;
 				double start = qclock[q] > g->clock ? qclock[q] : g->clock;
@@ -246,23 +269,37 @@ out:
 	return rc;
 }
 
-nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *outputs,
-                    const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+nx_status nx_cc_check_program(const nx_neff *n, int nranks, nx_diag *d);
+
+typedef struct rank_job {
+	const nx_neff *n;
+	const void *const *inputs;
+	void *const *outputs;
+	const nx_rt_opts *o;
+	nx_rt_stats *st;
+	nx_diag d;
+	nx_cc_world *w;
+	int rank;
+	nx_status rc;
+} rank_job;
+
+static void *run_rank(void *arg)
 {
-	nx_rt_opts def = nx_rt_opts_default();
-	nx_rt_stats dummy;
-	if (!o)
-		o = &def;
-	if (!st)
-		st = &dummy;
+	rank_job *j = arg;
+	const nx_neff *n = j->n;
+	nx_rt_stats *st = j->st;
+	nx_diag *d = &j->d;
+	const nx_rt_opts *o = j->o;
 	memset(st, 0, sizeof *st);
 	nx_sim s;
 	memset(&s, 0, sizeof s);
 	s.n = n;
 	s.t = n->tgt;
 	s.d = d;
+	s.w = j->w;
+	s.rank = j->rank;
 	s.sr = o->stochastic_rounding;
-	s.rng = o->sr_seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL;
+	s.rng = o->sr_seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL + (uint64_t)j->rank * 0x632be59bd9b4e019ULL;
 	if (!s.rng)
 		s.rng = 1;
 	s.hbm = calloc((size_t)n->hbm_size + 1, 1);
@@ -272,22 +309,27 @@ nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *ou
 		free(s.hbm);
 		free(s.sbuf);
 		free(s.psum);
-		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "cannot allocate %lld bytes of simulated HBM",
-		                   (long long)n->hbm_size);
+		j->rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "cannot allocate %lld bytes of simulated HBM",
+		                    (long long)n->hbm_size);
+		nx_cc_halt(j->w, j->rank, true);
+		return NULL;
 	}
 	for (int i = 0; i < n->nconsts; i++)
 		memcpy(s.hbm + n->consts[i].hbm_offset, n->consts[i].data, (size_t)n->consts[i].bytes);
 	for (int i = 0; i < n->ninputs; i++)
 		if (n->inputs[i].bytes)
-			memcpy(s.hbm + n->inputs[i].hbm_offset, inputs[i], (size_t)n->inputs[i].bytes);
+			memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
+	if (n->rank_id_offset >= 0)
+		nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	trace tr = {0};
 	nx_status rc = run(&s, o, st, &tr);
+	nx_cc_halt(j->w, j->rank, rc != NX_OK);
 	st->dma_bytes = s.dma_bytes;
 	if (rc == NX_OK)
 		for (int i = 0; i < n->noutputs; i++)
 			if (n->outputs[i].bytes)
-				memcpy(outputs[i], s.hbm + n->outputs[i].hbm_offset, (size_t)n->outputs[i].bytes);
-	if (rc == NX_OK && o->profile_path)
+				memcpy(j->outputs[i], s.hbm + n->outputs[i].hbm_offset, (size_t)n->outputs[i].bytes);
+	if (rc == NX_OK && o->profile_path && j->rank == 0)
 		rc = write_trace(n, &tr, o->profile_path, d);
 	free(tr.v);
 	for (int i = 0; i < 5; i++)
@@ -295,5 +337,61 @@ nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *ou
 	free(s.hbm);
 	free(s.sbuf);
 	free(s.psum);
+	j->rc = rc;
+	return NULL;
+}
+
+nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const *const *inputs,
+                          void *const *const *outputs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+{
+	nx_rt_opts def = nx_rt_opts_default();
+	if (!o)
+		o = &def;
+	if (nranks < 1 || nranks > 64)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "%d ranks: the simulator runs 1 to 64", nranks);
+	for (int r = 0; r < nranks; r++)
+		if (nx_cc_check_program(n[r], nranks, d) != NX_OK)
+			return d->status;
+	rank_job *jobs = calloc((size_t)nranks, sizeof *jobs);
+	nx_rt_stats *dummy = st ? NULL : calloc((size_t)nranks, sizeof *dummy);
+	nx_cc_world *w = nx_cc_world_new(nranks);
+	pthread_t *th = calloc((size_t)nranks, sizeof *th);
+	for (int r = 0; r < nranks; r++)
+		jobs[r] = (rank_job){n[r], inputs[r], outputs[r], o, st ? &st[r] : &dummy[r], {0}, w, r, NX_OK};
+	if (nranks == 1) {
+		run_rank(&jobs[0]);
+	} else {
+		for (int r = 0; r < nranks; r++)
+			if (pthread_create(&th[r], NULL, run_rank, &jobs[r]) != 0)
+				NX_ASSERT(!"pthread_create failed");
+		for (int r = 0; r < nranks; r++)
+			pthread_join(th[r], NULL);
+	}
+	/* the first rank whose error is its own (others report "rank R failed") */
+	int bad = -1;
+	for (int r = 0; r < nranks; r++)
+		if (jobs[r].rc != NX_OK && (bad < 0 || (nx_cc_secondary(w, bad) && !nx_cc_secondary(w, r))))
+			bad = r;
+	nx_status rc = NX_OK;
+	if (bad >= 0) {
+		if (nranks > 1)
+			nx_diag_set(d, jobs[bad].d.status, NULL, 0, 0, "rank %d: %s", bad,
+			            jobs[bad].d.msg ? jobs[bad].d.msg : "failed");
+		else
+			nx_diag_set(d, jobs[bad].d.status, NULL, 0, 0, "%s", jobs[bad].d.msg ? jobs[bad].d.msg : "failed");
+		rc = d->status ? d->status : NX_ERR_INPUT;
+	}
+	for (int r = 0; r < nranks; r++)
+		nx_diag_clear(&jobs[r].d);
+	nx_cc_world_free(w);
+	free(th);
+	free(dummy);
+	free(jobs);
 	return rc;
+}
+
+nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *outputs,
+                    const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
+{
+	return nx_rt_run_ranks(1, &n, &inputs, &outputs, o, st, d);
 }

@@ -4,6 +4,8 @@
 
 #include "runtime-stub/rt.h"
 
+typedef struct nx_cc_world nx_cc_world;
+
 typedef struct nx_sim {
 	const nx_neff *n;
 	const nx_target *t;
@@ -15,10 +17,31 @@ typedef struct nx_sim {
 	double *tmp[5];
 	size_t tmpcap[5];
 	uint64_t dma_bytes;
+	/* collectives */
+	nx_cc_world *w;
+	int rank;
+	uint64_t ccseq; /* collectives this rank entered */
+	size_t pc;      /* SP instruction index, for messages */
 } nx_sim;
 
 /* Executes the data effect of one instruction with the given loop indices.
  * Returns NX_OK or an input error in s->d. */
 nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *loop_idx, int depth);
+
+/* Elements of a (with loop indices) in [partition][free] order, malloc'd. */
+nx_status nx_sim_get(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, double **out, uint64_t *n);
+/* Stores n elements into a, rounding to its dtype. */
+nx_status nx_sim_put(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, const double *x, uint64_t n);
+
+/* sim_cc.c: the ranks' meeting point. */
+nx_cc_world *nx_cc_world_new(int nranks);
+void nx_cc_world_free(nx_cc_world *w);
+/* Marks rank r finished (failed: with an error), waking ranks waiting for it. */
+void nx_cc_halt(nx_cc_world *w, int r, bool failed);
+/* Whether rank r's error only reports another rank's failure. */
+bool nx_cc_secondary(nx_cc_world *w, int r);
+/* Executes a CC instruction: blocks until the group met, writes the result,
+ * *end = latest arrival + ring cost. */
+nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, double arrive, double *end);
 
 #endif

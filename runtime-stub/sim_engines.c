@@ -123,6 +123,32 @@ static void scatter(nx_sim *s, const view *v, const double *x)
 	FOR_EACH(v, nx_rt_store_elem(ptr, (nx_dtype)v->a->dtype, x[k_], draw(s)));
 }
 
+nx_status nx_sim_get(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, double **out, uint64_t *n)
+{
+	view v;
+	*out = NULL;
+	*n = 0;
+	if (resolve(s, a, li, depth, &v) != NX_OK)
+		return s->d->status;
+	double *o = malloc(sizeof(double) * (v.np * v.nf + 1));
+	FOR_EACH(&v, o[k_] = nx_rt_load_elem(ptr, (nx_dtype)v.a->dtype));
+	*out = o;
+	*n = v.np * v.nf;
+	return NX_OK;
+}
+
+nx_status nx_sim_put(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, const double *x, uint64_t n)
+{
+	view v;
+	if (resolve(s, a, li, depth, &v) != NX_OK)
+		return s->d->status;
+	if (v.np * v.nf != n)
+		return fail(s, "collective result of %llu elements for a destination of %llu", (unsigned long long)n,
+		            (unsigned long long)(v.np * v.nf));
+	FOR_EACH(&v, nx_rt_store_elem(ptr, (nx_dtype)v.a->dtype, x[k_], draw(s)));
+	return NX_OK;
+}
+
 static double alu(int op, double a, double b)
 {
 	float x = (float)a, y = (float)b;
@@ -399,12 +425,7 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 		scatter(s, &v[0], o);
 		return NX_OK;
 	}
-	case NX_I_DMA:
-	case NX_I_ALL_REDUCE:
-	case NX_I_ALL_GATHER:
-	case NX_I_REDUCE_SCATTER:
-	case NX_I_COLLECTIVE_PERMUTE: {
-		/* One rank: every collective is a copy. */
+	case NX_I_DMA: {
 		if (v[0].np * v[0].nf != v[1].np * v[1].nf)
 			return fail(s, "%s: source and destination sizes differ", info->name);
 		scatter(s, &v[0], gather(s, 1, &v[1]));

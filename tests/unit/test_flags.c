@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "compiler/flags.h"
+#include "nx_build_id.h"
 
 /* Parses a space-separated command line (no quoting) plus env. */
 static nx_status parse(const char *line, const char *env, nx_compile_flags *f, nx_diag *d)
@@ -209,7 +210,7 @@ static void test_canonical(void **state)
 {
 	(void)state;
 	char *j = canon("--target trn1 -O2", NULL);
-	assert_string_equal(j, "{\"framework\":\"XLA\",\"target\":\"trn1\",\"model_type\":\"generic\","
+	assert_string_equal(j, "{\"compiler\":\"" NX_VERSION "+" NX_BUILD_ID "\",\"framework\":\"XLA\",\"target\":\"trn1\",\"model_type\":\"generic\","
 	                       "\"auto_cast\":\"none\",\"auto_cast_type\":null,\"optlevel\":2,\"lnc\":1,"
 	                       "\"saturate_infinity\":false,\"mixed_precision_accumulation\":true,"
 	                       "\"disable_pass\":[]}");

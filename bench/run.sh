@@ -55,6 +55,42 @@ if [ -z "${CALLGRIND:-}" ]; then
 	rm -rf "$PCB"
 fi
 
+# Cache hit latency of `nxcc compile` (examples/mlp_step.hlo): the whole
+# process, as a framework sees it; median of 20 runs on a local directory
+# cache and, when s3rver can be started (tests/s3/start.sh), on S3.
+hit_median() { # cache-url: prints the median wall ms of 20 hits
+	"$BUILD/nxcc" compile "$ROOT_DIR/examples/mlp_step.hlo" --cache-dir "$1" -o "$HB/o.neff" >/dev/null 2>&1 || return 1
+	for i in $(seq 20); do
+		s=$(date +%s%N)
+		"$BUILD/nxcc" compile "$ROOT_DIR/examples/mlp_step.hlo" --cache-dir "$1" -o "$HB/o.neff" > "$HB/hit" 2>&1 || return 1
+		e=$(date +%s%N)
+		grep -q "^cache hit" "$HB/hit" || return 1
+		echo $(( (e - s) / 1000 ))
+	done | sort -n | awk '{v[NR]=$1} END {printf "%.2f ms (min %.2f, max %.2f)", (v[10]+v[11])/2000, v[1]/1000, v[NR]/1000}'
+}
+ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
+HB=$(mktemp -d)
+if [ -n "${CALLGRIND:-}" ]; then
+	"$BUILD/nxcc" compile "$ROOT_DIR/examples/mlp_step.hlo" --cache-dir "$HB/c" -o "$HB/o.neff" >/dev/null 2>&1
+	bench cache_hit "$BUILD/nxcc" compile "$ROOT_DIR/examples/mlp_step.hlo" --cache-dir "$HB/c" -o "$HB/o.neff"
+else
+	line="cache hit (local dir) median of 20: $(hit_median "$HB/c" || echo FAILED)"
+	echo "$line"; summary="$summary$(printf '%-10s %s' cache_hit "$line")
+"
+	if srv=$(sh "$ROOT_DIR/tests/s3/start.sh" nxcc-bench 2>"$HB/s3.err"); then
+		set -- $srv
+		line="cache hit (s3rver) median of 20: $(export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER \
+			AWS_REGION=us-east-1 AWS_ENDPOINT_URL="http://127.0.0.1:$1"; unset AWS_PROFILE AWS_SESSION_TOKEN
+			hit_median s3://nxcc-bench/bench || echo FAILED)"
+		kill "$2" 2>/dev/null; rm -rf "$3" "$3.log"
+	else
+		line="cache hit (s3rver): skipped ($(head -n 1 "$HB/s3.err"))"
+	fi
+	echo "$line"; summary="$summary$(printf '%-10s %s' cache_s3 "$line")
+"
+fi
+rm -rf "$HB"
+
 if [ -z "${CALLGRIND:-}" ]; then
 	# lowering quality: simulated time against the roofline (trn1)
 	BUILD="$BUILD" NX_CORPUS="$CORPUS" sh bench/lower.sh > "$OUT/lower.txt" 2>&1 || fail=1

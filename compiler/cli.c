@@ -52,7 +52,19 @@ char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d)
 	return nx_read_whole_file(path, len, d);
 }
 
+static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d);
+
 nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d)
+{
+	return write_file(path, data, len, true, d);
+}
+
+nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d)
+{
+	return write_file(path, data, len, false, d);
+}
+
+static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d)
 {
 	if (strcmp(path, "-") == 0) {
 		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
@@ -84,7 +96,7 @@ nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_d
 		p += k;
 		left -= (size_t)k;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+	if ((sync && fsync(fd) != 0) || close(fd) != 0 || rename(tmp, path) != 0) {
 		nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
 		unlink(tmp);
 		free(tmp);

@@ -30,5 +30,9 @@ char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d);
 /* Writes atomically: a temp file in the same directory, fsync, rename. No
  * partial file is ever visible at path. "-" writes to stdout. */
 nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d);
+/* The same without the fsync: still never partial while the system runs,
+ * but not durable across a power loss. For copies of data kept durably
+ * elsewhere (a cache hit's .neff), where the fsync was most of the time. */
+nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d);
 
 #endif

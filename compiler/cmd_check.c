@@ -2,7 +2,7 @@
  * the original module with the reference evaluator on the same inputs and
  * compare every output with a dtype-aware tolerance. */
 #include "compiler/cli.h"
-#include "compiler/driver.h"
+#include "compiler/compile_cached.h"
 #include "compiler/rundev.h"
 
 #include "ir/eval.h"
@@ -151,49 +151,12 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 	return bad;
 }
 
-int nx_cmd_check(int argc, char **argv)
+static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int nranks, nx_log *log)
 {
 	nx_compile_opts o;
-	nx_compile_opts_init(&o);
-	const char *file = NULL, *v;
-	uint64_t seed = 1;
-	int nranks = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return 0;
-		}
-		int r = nx_cli_flag(argc, argv, &i, "--ranks", &v);
-		if (r < 0)
-			return NX_EXIT_USER;
-		if (r > 0) {
-			nranks = atoi(v);
-			if (nranks < 1 || nranks > 64)
-				return nx_cli_usage_error("check", "--ranks must be 1 to 64");
-			o.replicas = nranks;
-			continue;
-		}
-		r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
-		if (r < 0)
-			return NX_EXIT_USER;
-		if (r > 0) {
-			seed = strtoull(v, NULL, 0);
-			continue;
-		}
-		r = nx_driver_flag(argc, argv, &i, &o, "check");
-		if (r < 0)
-			return NX_EXIT_USER;
-		if (r > 0)
-			continue;
-		if (a[0] == '-' && a[1])
-			return nx_cli_usage_error("check", "unknown flag '%s'", a);
-		if (file)
-			return nx_cli_usage_error("check", "more than one input file");
-		file = a;
-	}
-	if (!file)
-		return nx_cli_usage_error("check", "no input file (see nxcc check --help)");
+	nx_pass_opts po;
+	nx_compile_opts_from_flags(f, &o, &po, log);
+	o.replicas = nranks;
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
@@ -202,7 +165,7 @@ int nx_cmd_check(int argc, char **argv)
 	nx_module *m = NULL;
 	int rc = 0;
 	bool autocast = o.auto_cast && strcmp(o.auto_cast, "none") != 0;
-	if (nx_driver_compile(file, &o, autocast, &cr, &d) != NX_OK)
+	if (nx_compile_logged(file, f, &o, log, autocast, &cr, &d) != NX_OK)
 		goto fail;
 	nx_module *opt = cr.module; /* the narrow-type program, with --auto-cast */
 	n = nx_rt_load_bytes(cr.neff, cr.len, file, NULL, &d);
@@ -281,7 +244,7 @@ int nx_cmd_check(int argc, char **argv)
 	}
 	goto done;
 fail:
-	rc = nx_cli_report(&d);
+	rc = nx_log_report(log, &d);
 done:
 	nx_diag_clear(&d);
 	nx_neff_free(n);
@@ -289,5 +252,62 @@ done:
 	nx_module_free(cr.module);
 	free(cr.neff);
 	nx_arena_free(&a);
+	return rc;
+}
+
+int nx_cmd_check(int argc, char **argv)
+{
+	/* check's own flags come out first; the rest are nxcc compile's
+	 * (compiler/flags.c), NEURON_CC_FLAGS merged the same way */
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	if (!rest)
+		abort();
+	int nrest = 0, nranks = 0;
+	const char *v;
+	uint64_t seed = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			help();
+			free(rest);
+			return 0;
+		}
+		int r = nx_cli_flag(argc, argv, &i, "--ranks", &v);
+		if (r > 0) {
+			nranks = atoi(v);
+			if (nranks < 1 || nranks > 64)
+				r = -1, nx_cli_usage_error("check", "--ranks must be 1 to 64");
+		} else if (r == 0) {
+			r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
+			if (r > 0)
+				seed = strtoull(v, NULL, 0);
+		}
+		if (r < 0) {
+			free(rest);
+			return NX_EXIT_USER;
+		}
+		if (r == 0)
+			rest[nrest++] = argv[i];
+	}
+	nx_compile_flags f;
+	nx_diag fd = {0};
+	nx_log log = {0};
+	int rc;
+	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &fd) != NX_OK)
+		rc = nx_cli_report(&fd);
+	else if (f.n_inputs == 0)
+		rc = nx_cli_usage_error("check", "no input file (see nxcc check --help)");
+	else if (f.n_inputs > 1)
+		rc = nx_cli_usage_error("check", "more than one input file ('%s', '%s')", f.inputs[0], f.inputs[1]);
+	else if (nx_log_open(&log, &f, &fd) != NX_OK)
+		rc = nx_cli_report(&fd);
+	else {
+		nx_log_flags(&log, "check", argc - 1, argv + 1, &f);
+		rc = check(f.inputs[0], &f, seed, nranks, &log);
+		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "check %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
+	}
+	nx_log_close(&log);
+	nx_diag_clear(&fd);
+	nx_flags_free(&f);
+	free(rest);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* compiler/cmd_opt.c — `nxcc opt FILE [-O1|-O2|-O3] ... -o OUT.hlo`: runs the
  * pass pipeline and writes the optimized module as HLO text. */
 #include "compiler/cli.h"
+#include "compiler/compile_cached.h"
 #include "passes/pass.h"
 
 #include <stdlib.h>
@@ -12,19 +13,13 @@ static void help(void)
 	       "       [--auto-cast none|matmult|all] [--auto-cast-type bf16|fp16|tf32|fp8_e4m3|fp8_e5m2]\n"
 	       "       [--model-type generic|transformer|unet-inference]\n"
 	       "       [--time-passes] [--verify-each] [--dump-after=NAME|all] [--dump-dir=DIR]\n"
-	       "       [--disable-pass=NAME ...] [--verbose 0|1|2|info|debug] [--list-passes]\n\n"
+	       "       [--disable-pass=NAME ...] [--verbose LEVEL] [--list-passes] [--check-changed]\n\n"
 	       "Runs the optimization pipeline of the chosen level (default -O2), or exactly the\n"
 	       "passes named by --passes, and writes the module as HLO text (stdout by default).\n"
-	       "The entry parameters keep their number and order.\n");
-}
-
-static int parse_verbose(const char *v)
-{
-	if (!strcmp(v, "debug") || !strcmp(v, "2") || !strcmp(v, "all"))
-		return 2;
-	if (!strcmp(v, "info") || !strcmp(v, "1"))
-		return 1;
-	return 0;
+	       "The entry parameters keep their number and order. The flags it shares with\n"
+	       "nxcc compile are parsed the same way (every spelling; compiler/flags.c);\n"
+	       "flags that only matter to the backend (--target, ...) are accepted and unused.\n"
+	       "NEURON_CC_FLAGS is not read.\n");
 }
 
 nx_status nx_parse_autocast(const char *mode, const char *type, nx_pass_ctx *ctx, nx_diag *d)
@@ -63,16 +58,21 @@ nx_status nx_parse_autocast(const char *mode, const char *type, nx_pass_ctx *ctx
 
 int nx_cmd_opt(int argc, char **argv)
 {
-	const char *file = NULL, *out = "-", *v, *passes = NULL, *ac = NULL, *act = NULL;
-	nx_pass_ctx ctx = {.opt_level = 2, .autocast_type = NX_BF16, .fold_max_elems = 1 << 16};
-	nx_pass_opts po = {0};
-	const char *disabled[64];
-	nx_diag d = {0};
+	/* opt's own flags come out first; the rest are nxcc compile's, parsed by
+	 * compiler/flags.c (without NEURON_CC_FLAGS: opt is a developer tool
+	 * whose output should depend on its command line only) */
+	const char *passes = NULL, *v;
+	bool check_changed = false;
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	if (!rest)
+		abort();
+	int nrest = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int r = 0;
+		int r;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			help();
+			free(rest);
 			return 0;
 		} else if (!strcmp(a, "--list-passes")) {
 			for (int k = 0; k < nx_pass_count(); k++) {
@@ -80,64 +80,54 @@ int nx_cmd_opt(int argc, char **argv)
 				printf("%-20s O%d  %-10s %s\n", p->name, p->min_level, p->group ? p->group : "-",
 				       p->summary);
 			}
+			free(rest);
 			return 0;
-		} else if (!strcmp(a, "-O1") || !strcmp(a, "-O2") || !strcmp(a, "-O3")) {
-			ctx.opt_level = a[2] - '0';
-		} else if ((r = nx_cli_flag(argc, argv, &i, "--passes", &v)) > 0) {
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--passes", &v)) != 0) {
+			if (r < 0) {
+				free(rest);
+				return NX_EXIT_USER;
+			}
 			passes = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "-o", &v)) > 0) {
-			out = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--output", &v)) > 0) {
-			out = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--auto-cast-type", &v)) > 0) {
-			act = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--auto-cast", &v)) > 0) {
-			ac = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--model-type", &v)) > 0) {
-			if (!strcmp(v, "transformer"))
-				ctx.model_type = NX_MODEL_TRANSFORMER;
-			else if (!strcmp(v, "unet-inference"))
-				ctx.model_type = NX_MODEL_UNET_INFERENCE;
-			else if (!strcmp(v, "generic"))
-				ctx.model_type = NX_MODEL_GENERIC;
-			else
-				return nx_cli_usage_error("opt", "unknown --model-type '%s'", v);
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--dump-after", &v)) > 0) {
-			po.dump_after = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--dump-dir", &v)) > 0) {
-			po.dump_dir = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--disable-pass", &v)) > 0) {
-			if (!nx_pass_find(v))
-				return nx_cli_usage_error("opt", "unknown pass '%s' (see --list-passes)", v);
-			if (po.ndisabled < 64)
-				disabled[po.ndisabled++] = v;
-		} else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--verbose", &v)) > 0) {
-			ctx.verbose = parse_verbose(v);
-		} else if (r == 0 && !strcmp(a, "--time-passes")) {
-			po.time_passes = true;
-		} else if (r == 0 && !strcmp(a, "--verify-each")) {
-			po.verify_each = true;
-		} else if (r == 0 && !strcmp(a, "--check-changed")) {
-			po.check_changed = true;
-		} else if (r < 0) {
-			return NX_EXIT_USER;
-		} else if (a[0] == '-' && a[1]) {
-			return nx_cli_usage_error("opt", "unknown flag '%s'", a);
-		} else if (file) {
-			return nx_cli_usage_error("opt", "more than one input file");
+		} else if (!strcmp(a, "--check-changed")) {
+			check_changed = true;
 		} else {
-			file = a;
+			rest[nrest++] = argv[i];
 		}
-		if (r < 0)
-			return NX_EXIT_USER;
 	}
-	if (!file)
-		return nx_cli_usage_error("opt", "no input file (see nxcc opt --help)");
-	po.disabled = disabled;
-	ctx.diag = &d;
+	nx_compile_flags f;
+	nx_diag d = {0};
 	int rc = 0;
 	nx_module *m = NULL;
-	if (nx_parse_autocast(ac, act, &ctx, &d) != NX_OK)
+	if (nx_flags_parse(nrest, rest, NULL, &f, &d) != NX_OK) {
+		free(rest);
+		rc = nx_cli_report(&d);
+		nx_diag_clear(&d);
+		nx_flags_free(&f);
+		return rc;
+	}
+	free(rest);
+	if (f.n_inputs != 1) {
+		rc = f.n_inputs ? nx_cli_usage_error("opt", "more than one input file")
+		                : nx_cli_usage_error("opt", "no input file (see nxcc opt --help)");
+		nx_flags_free(&f);
+		return rc;
+	}
+	for (int k = 0; k < f.n_disable_pass; k++)
+		if (!nx_pass_find(f.disable_pass[k])) {
+			rc = nx_cli_usage_error("opt", "unknown pass '%s' (see --list-passes)", f.disable_pass[k]);
+			nx_flags_free(&f);
+			return rc;
+		}
+	const char *file = f.inputs[0], *out = f.output ? f.output : "-";
+	nx_compile_opts o;
+	nx_pass_opts po;
+	nx_compile_opts_from_flags(&f, &o, &po, NULL);
+	po.check_changed = check_changed;
+	nx_pass_ctx ctx = {.opt_level = f.optlevel, .autocast_type = NX_BF16, .fold_max_elems = 1 << 16};
+	ctx.model_type = f.model_type;
+	ctx.verbose = f.verbose == NX_LOG_DEBUG ? 2 : f.verbose == NX_LOG_INFO ? 1 : 0;
+	ctx.diag = &d;
+	if (nx_parse_autocast(o.auto_cast, o.auto_cast_type, &ctx, &d) != NX_OK)
 		goto fail;
 	m = nx_read_file(file, &d);
 	if (!m || nx_verify_module(m, &d) != NX_OK)
@@ -162,10 +152,12 @@ int nx_cmd_opt(int argc, char **argv)
 	if (st != NX_OK)
 		goto fail;
 	nx_module_free(m);
+	nx_flags_free(&f);
 	return 0;
 fail:
 	rc = nx_cli_report(&d);
 	nx_diag_clear(&d);
 	nx_module_free(m);
+	nx_flags_free(&f);
 	return rc;
 }

@@ -174,6 +174,7 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 
 	nx_compile_flags f;
 	nx_diag d = {0};
+	nx_log log = {0};
 	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK) {
 		rc = nx_cli_report(&d);
 		nx_flags_free(&f);
@@ -234,11 +235,16 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 		                        cmd ? cmd[0] : inputs[0]);
 		goto done;
 	}
-	for (int i = 0; i < f.n_accepted_no_effect; i++)
-		if (f.verbose <= NX_LOG_INFO)
-			fprintf(stderr, "nxcc: info: %s accepted; it does not change nxcc's output\n", f.accepted_no_effect[i]);
+	if (nx_log_open(&log, &f, &d) != NX_OK) {
+		rc = nx_cli_report(&d);
+		goto done;
+	}
+	nx_log_flags(&log, "parallel-compile", argc - 1, argv + 1, &f);
+	nx_logf(&log, NX_LOG_INFO, "%d graph files found", nfiles);
+	o.log = &log;
 	rc = nx_pc_run(files, nfiles, &o);
 done:
+	nx_log_close(&log);
 	if (tmpdump[0])
 		nftw(tmpdump, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	for (int i = 0; i < nfiles; i++)

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o)
+void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, nx_pass_opts *po, nx_log *log)
 {
 	static const char *const cast[] = {"none", "matmult", "all"};
 	static const char *const cast_type[] = {"bf16", "fp16", "tf32", "fp8_e4m3", "fp8_e5m2"};
@@ -22,6 +22,24 @@ void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o)
 	o->model_type = model[f->model_type];
 	o->framework = "XLA";
 	o->output = f->output ? f->output : "file.neff";
+	if (!po)
+		return;
+	memset(po, 0, sizeof *po);
+	po->time_passes = f->time_passes;
+	po->verify_each = f->verify_each;
+	po->dump_dir = f->dump_dir;
+	/* the manager takes one name or "all": several names dump everything */
+	if (f->n_dump_after == 1)
+		po->dump_after = f->dump_after[0];
+	else if (f->n_dump_after > 1)
+		po->dump_after = "all";
+	po->disabled = (const char **)f->disable_pass;
+	po->ndisabled = f->n_disable_pass;
+	for (int i = 0; i < f->n_disable_pass && log; i++)
+		if (!nx_pass_find(f->disable_pass[i]))
+			nx_logf(log, NX_LOG_WARNING, "--disable-pass=%s: nxcc has no pass of that name (see nxcc opt --list-passes)",
+			        f->disable_pass[i]);
+	o->passes = po;
 }
 
 static double now_s(void)
@@ -33,11 +51,7 @@ static double now_s(void)
 
 static void cache_log(void *ud, int level, const char *msg)
 {
-	const nx_compile_flags *f = ud;
-	if (level > 0)
-		fprintf(stderr, "nxcc: warning: %s\n", msg);
-	else if (f->verbose <= NX_LOG_INFO)
-		fprintf(stderr, "nxcc: info: %s\n", msg);
+	nx_logf(ud, level > 0 ? NX_LOG_WARNING : NX_LOG_INFO, "%s", msg);
 }
 
 /* Test hooks (NXCC_TEST_HOOKS=1 only): NXCC_TEST_HANG_ON=<file name> makes
@@ -82,24 +96,60 @@ static void print_stats(const nx_compile_result *r, const char *target)
 	       r->st.flops, (long long)r->st.io_bytes, fns > bns ? fns : bns, fns, bns);
 }
 
-int nx_compile_cached(const nx_compile_flags *f, bool stats)
+/* Runs the driver with the pass manager's output captured, then hands it to
+ * the log: the pass timing table and pass messages reach the --logfile
+ * even when the console stays quiet. */
+nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_compile_opts *o, nx_log *log,
+                            bool keep_module, nx_compile_result *r, nx_diag *d)
+{
+	nx_pass_opts po = *o->passes;
+	nx_log_level want = log->console < log->file_level || !log->file ? log->console : log->file_level;
+	o->pass_verbose = want == NX_LOG_DEBUG ? 2 : want == NX_LOG_INFO ? 1 : 0;
+	po.time_passes = f->time_passes || log->file;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *cap = NULL;
+	if (po.time_passes || o->pass_verbose) {
+		cap = open_memstream(&text, &len);
+		if (!cap)
+			abort();
+	}
+	const nx_pass_opts *saved = o->passes;
+	o->passes = &po;
+	o->pass_log = cap;
+	nx_logf(log, NX_LOG_INFO, "compiling %s: target %s, -O%d, auto-cast %s", file, o->target, o->opt_level,
+	        o->auto_cast);
+	nx_status st = nx_driver_compile(file, o, keep_module, r, d);
+	o->passes = saved;
+	o->pass_log = NULL;
+	if (cap) {
+		fclose(cap);
+		nx_log_text(log, want, f->time_passes, text);
+		free(text);
+	}
+	nx_logf(log, NX_LOG_INFO, "compile %s: read %.3f ms, verify %.3f ms, passes %.3f ms, lower %.3f ms, total %.3f ms",
+	        st == NX_OK ? "done" : "failed", 1e3 * r->t_read, 1e3 * r->t_verify, 1e3 * r->t_passes,
+	        1e3 * r->t_lower, 1e3 * r->seconds);
+	if (st == NX_OK)
+		nx_logf(log, NX_LOG_INFO, "neff: %zu bytes, %d kernels", r->len, r->st.kernels);
+	return st;
+}
+
+int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 {
 	const char *file = f->inputs[0];
 	nx_compile_opts o;
-	nx_compile_opts_from_flags(f, &o);
-	for (int i = 0; i < f->n_accepted_no_effect; i++)
-		if (f->verbose <= NX_LOG_INFO)
-			fprintf(stderr, "nxcc: info: %s accepted; it does not change nxcc's output\n",
-			        f->accepted_no_effect[i]);
+	nx_pass_opts po;
+	nx_compile_opts_from_flags(f, &o, &po, log);
 	test_hooks(file);
 	double t0 = now_s();
 	nx_diag d = {0};
 	nx_compile_result r = {0};
 	int rc = 0;
 	if (f->no_cache) {
-		if (nx_driver_compile(file, &o, false, &r, &d) != NX_OK ||
-		    nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
-			rc = nx_cli_report(&d);
+		nx_logf(log, NX_LOG_INFO, "compile cache off (--no-cache)");
+		if (nx_compile_logged(file, f, &o, log, false, &r, &d) != NX_OK || nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
+			rc = nx_log_report(log, &d);
 		else if (stats)
 			print_stats(&r, o.target);
 		nx_diag_clear(&d);
@@ -108,28 +158,31 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 	}
 
 	/* The key is the module as read, before any pass: what the framework
-	 * hands over is all a later lookup will have. */
+	 * hands over is all a later lookup will have. A hit needs nothing else:
+	 * no verifier, no passes. */
 	nx_module *m = nx_read_file(file, &d);
 	if (!m)
-		return nx_cli_report(&d);
+		return nx_log_report(log, &d);
 	char fp[33], fh[17];
 	nx_fingerprint(m, fp);
 	nx_flags_hash(f, fh);
 	nx_cache_key k;
 	if (nx_cache_key_make(fp, fh, &k, &d) != NX_OK) {
 		nx_module_free(m);
-		return nx_cli_report(&d);
+		return nx_log_report(log, &d);
 	}
 	nx_cache *c = NULL;
 	if (nx_cache_open(nx_cache_location(f->cache_dir), &c, &d) != NX_OK) {
 		/* a cache that cannot be opened never stops a compile */
-		fprintf(stderr, "nxcc: warning: compile cache unusable: %s\n", d.msg);
+		nx_logf(log, NX_LOG_WARNING, "compile cache unusable: %s", d.msg);
 		nx_diag_clear(&d);
 		c = NULL;
 	}
 	if (c)
-		nx_cache_set_log(c, cache_log, (void *)f);
+		nx_cache_set_log(c, cache_log, log);
 	char *where = c ? nx_cache_where(c, &k) : NULL;
+	nx_logf(log, NX_LOG_INFO, "cache key %s (module fingerprint %s, flags %s)%s%s", k.name, fp, fh,
+	        where ? " at " : "", where ? where : "");
 	uint8_t *neff = NULL;
 	size_t len = 0;
 	char *flog = NULL;
@@ -138,17 +191,20 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 	nx_cache_result cr = c ? nx_cache_lookup(c, &k, f->retry_failed, &neff, &len, &flog) : NX_CACHE_MISS;
 	if (cr == NX_CACHE_MISS && c) {
 		if (nx_cache_lock_key(c, &k, &lk, &waited, &d) != NX_OK) {
-			fprintf(stderr, "nxcc: warning: %s; compiling without the lock\n", d.msg);
+			nx_logf(log, NX_LOG_WARNING, "%s; compiling without the lock", d.msg);
 			nx_diag_clear(&d);
 		}
 		if (waited)
-			fprintf(stderr, "nxcc: waited for another compile of %s\n", k.name);
+			nx_logf(log, NX_LOG_WARNING, "waited for another compile of %s", k.name);
 		cr = nx_cache_lookup(c, &k, f->retry_failed, &neff, &len, &flog);
 	}
 	char *flags_json = nx_flags_canonical_json(f);
 	if (cr == NX_CACHE_HIT) {
-		if (nx_cli_write_file(o.output, neff, len, &d) != NX_OK) {
-			rc = nx_cli_report(&d);
+		nx_logf(log, NX_LOG_INFO, "cache hit: %zu bytes of .neff from %s", len, where);
+		/* the entry is durable already: the output copy skips the fsync,
+		 * which was most of a hit's time on a busy disk */
+		if (nx_cli_write_file_nosync(o.output, neff, len, &d) != NX_OK) {
+			rc = nx_log_report(log, &d);
 		} else {
 			printf("cache hit (%s)%s: %s in %.3f s\n", where, waited ? " after waiting for another compile" : "",
 			       o.output, now_s() - t0);
@@ -156,12 +212,15 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 				printf("neff: %zu bytes (from the cache)\n", len);
 		}
 	} else if (cr == NX_CACHE_FAILED) {
-		fprintf(stderr, "%snxcc: error: a previous compile of %s failed (cached in %s/model.log); "
-		                "pass --retry-failed to compile again\n",
-		        flog, file, where);
+		nx_logf(log, NX_LOG_INFO, "cache: a failed compile is cached for this key");
+		nx_log_text(log, NX_LOG_ERROR, false, flog);
+		nx_logf(log, NX_LOG_ERROR,
+		        "a previous compile of %s failed (cached in %s/model.log); pass --retry-failed to compile again",
+		        file, where);
 		rc = NX_EXIT_USER;
 	} else {
-		nx_status st = nx_driver_compile(file, &o, false, &r, &d);
+		nx_logf(log, NX_LOG_INFO, "cache miss%s", c ? "" : " (no cache)");
+		nx_status st = nx_compile_logged(file, f, &o, log, false, &r, &d);
 		size_t pb_len = 0;
 		nx_diag pd = {0};
 		void *pb = c ? nx_write_proto(m, &pb_len, &pd) : NULL;
@@ -170,15 +229,19 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 			char *msg = nx_diag_format(&d);
 			if (c && nx_cache_store_failure(c, &k, pb, pb_len, flags_json, msg, &pd) != NX_OK)
 				nx_diag_clear(&pd);
+			else if (c)
+				nx_logf(log, NX_LOG_INFO, "cache: stored the failure in %s", where);
 			free(msg);
-			rc = nx_cli_report(&d);
+			rc = nx_log_report(log, &d);
 		} else {
 			if (c && nx_cache_store(c, &k, pb, pb_len, flags_json, r.neff, r.len, &pd) != NX_OK) {
-				fprintf(stderr, "nxcc: warning: not cached: %s\n", pd.msg);
+				nx_logf(log, NX_LOG_WARNING, "not cached: %s", pd.msg);
 				nx_diag_clear(&pd);
+			} else if (c) {
+				nx_logf(log, NX_LOG_INFO, "cache: stored in %s", where);
 			}
 			if (nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK) {
-				rc = nx_cli_report(&d);
+				rc = nx_log_report(log, &d);
 			} else {
 				if (c)
 					printf("cache miss: compiled %s in %.3f s, stored in %s\n", file, now_s() - t0, where);
@@ -190,6 +253,8 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats)
 		}
 		free(pb);
 	}
+	if (rc == 0)
+		nx_logf(log, NX_LOG_INFO, "wrote %s in %.3f s", o.output, now_s() - t0);
 	nx_cache_unlock(&lk);
 	nx_diag_clear(&d);
 	free(flags_json);

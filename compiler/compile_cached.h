@@ -12,14 +12,25 @@
 
 #include "compiler/driver.h"
 #include "compiler/flags.h"
+#include "compiler/log.h"
 
 /* Maps the parsed neuronx-cc flags onto the driver's options. The strings
- * are static; o->output is f->output or "file.neff" (neuronx-cc's default). */
-void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o);
+ * are static or f's; o->output is f->output or "file.neff" (neuronx-cc's
+ * default). po (may be NULL) receives the pass-manager flags and is what
+ * o->passes points to: it borrows f's strings, so f must outlive both.
+ * --disable-pass names nxcc has no pass for are logged at warning. */
+void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, nx_pass_opts *po, nx_log *log);
+
+/* nx_driver_compile with its story in the log: the pass manager's output
+ * (timing table at info, pass messages at info/debug; on the console too
+ * with --time-passes) and the time of each phase. o comes from
+ * nx_compile_opts_from_flags. */
+nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_compile_opts *o, nx_log *log,
+                            bool keep_module, nx_compile_result *r, nx_diag *d);
 
 /* Compiles f->inputs[0] to the output file through the cache. Prints what
  * happened; returns the exit status. stats: print --stats after a compile
- * or hit. */
-int nx_compile_cached(const nx_compile_flags *f, bool stats);
+ * or hit. Messages go through log (--verbose, --logfile). */
+int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log);
 
 #endif

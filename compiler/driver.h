@@ -1,11 +1,13 @@
 /* compiler/driver.h — the compile pipeline: read, verify, passes, lower,
- * .neff bytes. Flag handling for compile-like commands lives in one function
- * (nx_driver_flag) so the full neuronx-cc flag parser can replace it. */
+ * .neff bytes. The flags of compile-like commands are parsed by
+ * compiler/flags.c and mapped onto nx_compile_opts by
+ * nx_compile_opts_from_flags (compiler/compile_cached.h). */
 #ifndef NX_DRIVER_H
 #define NX_DRIVER_H
 
 #include "backend/backend.h"
 #include "ir/ir.h"
+#include "passes/pass.h"
 
 typedef struct nx_compile_opts {
 	const char *target;        /* trn1 (default), trn1n, inf2, trn2 */
@@ -15,19 +17,21 @@ typedef struct nx_compile_opts {
 	const char *model_type;    /* generic|transformer|unet-inference */
 	const char *framework;     /* XLA */
 	const char *output;        /* --output */
+	const nx_pass_opts *passes; /* --time-passes, --disable-pass, ...; NULL = defaults */
+	int pass_verbose;          /* nx_pass_ctx.verbose: 0 quiet, 1 info, 2 debug */
+	FILE *pass_log;            /* where the pass manager writes; NULL = stderr */
 	int replicas;              /* > 0: replica count to compile for (nxcc check --ranks) */
 } nx_compile_opts;
 
 void nx_compile_opts_init(nx_compile_opts *o);
-/* Consumes argv[*i] when it is a compile flag: 1 consumed, 0 not a compile
- * flag, -1 bad flag (message printed). */
-int nx_driver_flag(int argc, char **argv, int *i, nx_compile_opts *o, const char *cmd);
 
 typedef struct nx_compile_result {
 	uint8_t *neff; /* malloc'd */
 	size_t len;
 	nx_lower_stats st;
 	double seconds;
+	/* where the time went: read, verify (both runs), passes, lower */
+	double t_read, t_verify, t_passes, t_lower;
 	nx_module *module; /* the optimized module (caller frees), when keep_module */
 } nx_compile_result;
 

@@ -274,6 +274,31 @@ static nx_status parse_int_range(const char *flag, const char *val, int lo, int 
 	return NX_OK;
 }
 
+/* --verbose N: neuron-cc took a verbosity count (`--verbose 2`), neuronx-cc
+ * runs on Python logging, whose levels are 10, 20, ... 50. */
+static bool parse_level_number(const char *val, nx_log_level *out)
+{
+	char *end;
+	long v = strtol(val, &end, 10);
+	if (!*val || *end || v < 0)
+		return false;
+	if (v == 0)
+		*out = NX_LOG_WARNING;
+	else if (v == 1)
+		*out = NX_LOG_INFO;
+	else if (v <= 10)
+		*out = NX_LOG_DEBUG;
+	else if (v <= 20)
+		*out = NX_LOG_INFO;
+	else if (v <= 30)
+		*out = NX_LOG_WARNING;
+	else if (v <= 40)
+		*out = NX_LOG_ERROR;
+	else
+		*out = NX_LOG_CRITICAL;
+	return true;
+}
+
 /* ------------------------------------------------------------------ parse */
 
 static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *written, const char *val,
@@ -320,6 +345,8 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 	case K_OUTPUT: set_str(&f->output, val); break;
 	case K_LOGFILE: set_str(&f->logfile, val); break;
 	case K_VERBOSE:
+		if (parse_level_number(val, &f->verbose))
+			break;
 		if ((st = parse_enum(level_names, s->name, val, &v, d)) == NX_OK)
 			f->verbose = (nx_log_level)v;
 		break;

@@ -13,10 +13,10 @@
 #define NX_FLAGS_H
 
 #include "ir/ir.h"
+#include "passes/pass.h" /* nx_model_type, nx_autocast_mode: one enum for flags and passes */
 
 typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target_kind; /* not nx_target: backend/target.h has that */
-typedef enum { NX_MODEL_GENERIC, NX_MODEL_TRANSFORMER, NX_MODEL_UNET_INFERENCE } nx_model_type;
-typedef enum { NX_AUTOCAST_NONE, NX_AUTOCAST_MATMULT, NX_AUTOCAST_ALL } nx_auto_cast;
+typedef nx_autocast_mode nx_auto_cast;
 typedef enum {
 	NX_CASTTYPE_BF16, NX_CASTTYPE_FP16, NX_CASTTYPE_TF32, NX_CASTTYPE_FP8_E4M3, NX_CASTTYPE_FP8_E5M2
 } nx_auto_cast_type;
@@ -44,7 +44,10 @@ typedef struct nx_compile_flags {
 	int n_inputs;
 	char *output;                /* --output; NULL = "file.neff" per neuronx-cc */
 	char *logfile;               /* --logfile */
-	nx_log_level verbose;        /* --verbose; default warning */
+	nx_log_level verbose;        /* --verbose; default warning. Numbers: 0 warning, 1 info,
+	                                2..9 debug (a verbosity count, as nxcc opt took it);
+	                                10 and up are Python logging levels (10 debug, 20 info,
+	                                30 warning, 40 error, 50 critical; between: the next up) */
 	char *workdir;               /* --workdir */
 	char *cache_dir;             /* --cache-dir / --cache_dir: path or s3://bucket/prefix */
 	bool no_cache;               /* --no-cache */

@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -338,13 +340,27 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 		argv[k++] = o->flag_argv[i];
 	argv[k++] = "--output";
 	argv[k++] = (char *)out;
+	/* the last --logfile wins over the user's and NEURON_CC_FLAGS': one file
+	 * per worker, appended to the run's log when the graph is done */
+	char *wlog = NULL;
+	if (o->log && o->log->file) {
+		wlog = fmt("%s.compile-log", g->log);
+		argv[k++] = "--logfile";
+		argv[k++] = wlog;
+	}
 	if (retry)
 		argv[k++] = "--retry-failed";
 	argv[k] = NULL;
 	fflush(stdout);
 	fflush(stderr);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* A parent killed outright (SIGKILL, OOM) takes its workers along:
+		 * no orphan compiles running on into a cache the rerun uses. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(137);
 		int fd = open(g->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		int in = open("/dev/null", O_RDONLY);
 		if (fd >= 0) {
@@ -357,6 +373,7 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 		dprintf(2, "nxcc parallel-compile: error: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	free(wlog);
 	free(argv);
 	return pid;
 }
@@ -498,6 +515,18 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 	}
 	g->seconds = t - g->started;
 	g->pid = 0;
+	if (o->log && o->log->file) {
+		nx_log_filef(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
+		        ok ? status_name(g->status) : "attempt failed", *again ? ", retrying" : "", g->seconds,
+		        g->error ? ": " : "", g->error ? g->error : "");
+		char *wpath = fmt("%s.compile-log", g->log);
+		char *wtext = read_log(wpath);
+		if (wtext)
+			fputs(wtext, o->log->file);
+		free(wtext);
+		unlink(wpath);
+		free(wpath);
+	}
 	free(line);
 	free(log);
 }
@@ -507,6 +536,33 @@ static char *out_path(const char *workdir, const nx_pc_opts *o, const graph *g, 
 	if (o->output_dir)
 		return fmt("%s/%s.neff", o->output_dir, g->key.name);
 	return fmt("%s/g%04d.neff", workdir, idx);
+}
+
+static void rm_rf_workdir(const char *dir);
+
+/* Work directories are $TMPDIR/nxcc-parallel-XXXXXX, each with an "owner"
+ * file its run holds flock(2) on. A run killed outright leaves its directory
+ * behind; the next run removes every one whose owner lock it can take. */
+static void sweep_workdirs(const char *tmp)
+{
+	DIR *dp = opendir(tmp);
+	if (!dp)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dp))) {
+		if (strncmp(e->d_name, "nxcc-parallel-", 14) != 0)
+			continue;
+		char *dir = fmt("%s/%s", tmp, e->d_name);
+		char *owner = fmt("%s/owner", dir);
+		int fd = open(owner, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rm_rf_workdir(dir);
+		if (fd >= 0)
+			close(fd);
+		free(owner);
+		free(dir);
+	}
+	closedir(dp);
 }
 
 static void rm_rf_workdir(const char *dir)
@@ -583,6 +639,23 @@ static int key_graphs(char **files, int n, const nx_pc_opts *o, graph **out, int
 	return m;
 }
 
+int nx_pc_select(char **files, int n, const nx_compile_flags *f, int shard_i, int shard_n, bool *keep, int *dups,
+                 int *other_shard)
+{
+	nx_pc_opts o = {.jobs = 1, .shard_i = shard_i, .shard_n = shard_n, .quiet = true, .flags = f};
+	graph *g;
+	int m = key_graphs(files, n, &o, &g, dups, other_shard);
+	for (int i = 0; i < n; i++) {
+		keep[i] = false;
+		for (int k = 0; k < m; k++)
+			keep[i] |= g[k].file == files[i];
+	}
+	for (int k = 0; k < m; k++)
+		free(g[k].error);
+	free(g);
+	return m;
+}
+
 int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 {
 	double t0 = now_s();
@@ -634,16 +707,28 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 
 	char tmpl[4096];
 	const char *tmp = getenv("TMPDIR");
-	snprintf(tmpl, sizeof(tmpl), "%s/nxcc-parallel-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	sweep_workdirs(tmp);
+	snprintf(tmpl, sizeof(tmpl), "%s/nxcc-parallel-XXXXXX", tmp);
 	if (!mkdtemp(tmpl)) {
 		fprintf(stderr, "nxcc parallel-compile: error: cannot create %s: %s\n", tmpl, strerror(errno));
 		return NX_EXIT_USER;
 	}
+	char *owner = fmt("%s/owner", tmpl);
+	int owner_fd = open(owner, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (owner_fd >= 0)
+		flock(owner_fd, LOCK_EX);
+	free(owner);
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
+	for (int i = 0; i < m && o->log; i++)
+		if (g[i].status != NX_PC_PENDING)
+			nx_log_filef(o->log, g[i].status == NX_PC_FAILED ? NX_LOG_ERROR : NX_LOG_INFO, "%s: %s (key %s)%s%s",
+			        g[i].file, status_name(g[i].status), g[i].key.name[0] ? g[i].key.name : "none",
+			        g[i].error ? ": " : "", g[i].error ? g[i].error : "");
 	progress p = {isatty(2), o->quiet, false, t0, 0};
 	for (int i = 0; i < m; i++)
 		if (g[i].status != NX_PC_PENDING)
@@ -728,6 +813,8 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 			g[i].error = xstrdup("interrupted");
 		}
 	rm_rf_workdir(tmpl);
+	if (owner_fd >= 0)
+		close(owner_fd);
 
 	double secs = now_s() - t0;
 	int rc = 0;
@@ -740,6 +827,10 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 	if (o->shard_n > 1)
 		printf(" (shard %d/%d; %d file%s in other shards)", o->shard_i, o->shard_n, other, other == 1 ? "" : "s");
 	printf("; report: %s\n", o->report);
+	if (o->log)
+		nx_log_filef(o->log, c.failed ? NX_LOG_ERROR : NX_LOG_INFO,
+		        "parallel-compile: total %d, compiled %d, cached %d, failed %d in %.2fs (%d duplicate files)", c.total,
+		        c.compiled, c.cached, c.failed, secs, dups);
 	for (int i = 0; i < m; i++)
 		if (g[i].status == NX_PC_FAILED)
 			printf("failed: %s: %s\n", g[i].file, g[i].error ? g[i].error : "?");

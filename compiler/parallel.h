@@ -11,6 +11,7 @@
 #define NX_PARALLEL_H
 
 #include "compiler/flags.h"
+#include "compiler/log.h"
 
 typedef enum { NX_PC_PENDING, NX_PC_RUNNING, NX_PC_COMPILED, NX_PC_CACHED, NX_PC_FAILED } nx_pc_status;
 
@@ -45,11 +46,24 @@ typedef struct nx_pc_opts {
 	char **flag_argv;
 	int flag_argc;
 	const nx_compile_flags *flags;
+	/* --logfile of the run: each graph's outcome, and each worker's own
+	 * compile log (workers write theirs to the work directory; appended
+	 * here when they finish). NULL = none. */
+	nx_log *log;
 } nx_pc_opts;
 
 /* Compiles files[0..n) and writes the report. Returns the exit status:
  * 0 when no graph of this shard failed, 1 otherwise (or on a usage problem). */
 int nx_pc_run(char **files, int n, const nx_pc_opts *o);
+
+/* The planning half of nx_pc_run, without compiling: reads and keys each
+ * of files[0..n) with flags f and sets keep[i] for the files this shard
+ * (shard_i of shard_n) compiles: per key, the first file in order; a file
+ * that cannot be read is kept (it is reported as failed). *dups counts the
+ * files dropped as another file's graph, *other_shard those of other shards.
+ * Returns the number kept. */
+int nx_pc_select(char **files, int n, const nx_compile_flags *f, int shard_i, int shard_n, bool *keep, int *dups,
+                 int *other_shard);
 
 /* The shard (0..shard_n-1) a key belongs to: a hash of the key, so every
  * machine computes the same split without talking to the others. */

@@ -173,17 +173,3 @@ nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		nx_l_release_buf(L, res->buf);
 	return rc;
 }
-
-/* ------------------------------------------------------ dynamic indexing */
-bool nx_l_index_supports(nx_opcode op)
-{
-	(void)op;
-	return false;
-}
-
-nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
-{
-	(void)L, (void)i, (void)ops, (void)out;
-	*done = false;
-	return NX_OK;
-}

@@ -59,6 +59,19 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, c
 		d[0] = 1, s[0] = 1, t[0] = 1;
 		r = 1;
 	}
+	/* a dim beyond one DMA axis (2^24) becomes two axes */
+	for (int k = 0; k < r; k++) {
+		if (d[k] <= (1 << 24) || r == NX_MAX_RANK)
+			continue;
+		int64_t f = nx_l_div_le(d[k], 1 << 20);
+		if (f < 2)
+			continue;
+		for (int j = r; j > k + 1; j--)
+			d[j] = d[j - 1], s[j] = s[j - 1], t[j] = t[j - 1];
+		d[k + 1] = f, s[k + 1] = s[k], t[k + 1] = t[k];
+		d[k] /= f, s[k] *= f, t[k] *= f;
+		r++;
+	}
 	if (r > 5 + NX_LOOP_DEPTH)
 		return nx_l_err(L, "view of rank %d after merging is not supported", r);
 	for (int k = 0; k < r; k++)
@@ -586,6 +599,140 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	if (Oc)
 		nx_l_release_buf(L, Oc->buf);
 	return NX_OK;
+}
+
+/* --------------------------------------------------- dynamic indexing */
+/* out = x with the slab x[..., idx, ...] (dim d) replaced by u (or, add,
+ * increased by u), idx a runtime scalar: a row program over rows (a, j) of x
+ * viewed as [A*D, B] selecting by (iota j == idx), the update broadcast over
+ * D by a DMA. clamp: XLA's dynamic-update-slice clamps idx into [0, D-1];
+ * scatter drops an update whose index is out of bounds. */
+static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx, int64_t idx_off, int d,
+                               bool clamp, bool add, nx_lval *out)
+{
+	const nx_shape *s = x->shape;
+	int64_t A = 1, D = s->dims[d], B = 1;
+	for (int k = 0; k < d; k++)
+		A *= s->dims[k];
+	for (int k = d + 1; k < s->rank; k++)
+		B *= s->dims[k];
+	int64_t O = A * D;
+	if (nx_shape_elems(s) == 0)
+		return NX_OK;
+	nx_status rc;
+	/* row index j of each row, and the index broadcast to every row */
+	int64_t ad[2] = {A, D};
+	nx_inst fi;
+	memset(&fi, 0, sizeof fi);
+	fi.op = NX_OP_IOTA;
+	fi.a.iota_dimension = 1;
+	nx_lval *iv = nx_l_newval(L, nx_shape_array(&L->a, NX_S32, 2, ad));
+	fi.shape = (nx_shape *)iv->shape;
+	if ((rc = nx_l_iota(L, &fi, iv)))
+		return rc;
+	nx_lval *ip = nx_l_piece(L, idx, idx_off, nx_shape_scalar(&L->a, idx->shape->type)), *ib;
+	if ((rc = nx_l_bcast_scalar(L, ip, shape1(L, idx->shape->type, O), &ib)))
+		return rc;
+	nx_l_piece_done(idx, ip);
+	/* update broadcast over D */
+	nx_lval *ub = nx_l_newval(L, nx_shape_with_type(&L->a, s, u->shape->type));
+	{
+		nx_ldview v = nx_l_dview(ub), w = v;
+		w.buf = u->buf;
+		w.dt = u->dt;
+		w.rank = 3;
+		w.dims[0] = A, w.dims[1] = D, w.dims[2] = B;
+		w.stride[0] = B, w.stride[1] = 0, w.stride[2] = 1;
+		v.rank = 3;
+		v.dims[0] = A, v.dims[1] = D, v.dims[2] = B;
+		v.stride[0] = D * B, v.stride[1] = B, v.stride[2] = 1;
+		if ((rc = copy(L, &w, &v)))
+			return rc;
+	}
+	/* slots: x, ub, iota (row), idx (row), out, m (row), t */
+	nx_lprog p;
+	memset(&p, 0, sizeof p);
+	p.nin = 4;
+	p.nscratch = 2;
+	p.row[2] = p.row[3] = p.row[5] = true;
+	if (clamp) {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_SCALAR, NX_ALU_MAX, 5, 3, -1, 0.0f);
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_SCALAR, NX_ALU_MIN, 5, 5, -1, (float)(D - 1));
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_EQ, 5, 2, 5, 0);
+	} else {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_EQ, 5, 2, 3, 0);
+	}
+	if (add) {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_MUL, 6, 1, 5, 0);
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_ADD, 4, 0, 6, 0);
+	} else {
+		int k = nx_lp_add(&p, NX_ENG_DVE, NX_I_SELECT, 0, 4, 5, 1, 0);
+		p.s[k].c = 0;
+	}
+	nx_lval *in[4] = {x, ub, iv, ib};
+	rc = nx_l_rowprog(L, &p, in, out, O, B);
+	nx_l_release_buf(L, iv->buf);
+	nx_l_release_buf(L, ib->buf);
+	nx_l_release_buf(L, ub->buf);
+	return rc;
+}
+
+static nx_status lower_scatter(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_scatter_dnums *sd = &i->a.scatter;
+	if (i->noperands != 3 || sd->scatter_dims_to_operand_dims.n != 1 || sd->input_batching_dims.n ||
+	    nx_shape_elems(ops[1]->shape) != 1 || i->ncalled != 1)
+		return nx_l_err(L, "scatter: only one runtime index into one dimension is supported by the backend");
+	int d = (int)sd->scatter_dims_to_operand_dims.v[0];
+	const nx_shape *xs = ops[0]->shape;
+	if (nx_shape_elems(ops[2]->shape) * xs->dims[d] != nx_shape_elems(xs))
+		return nx_l_err(L, "scatter: the update must cover every dimension but the indexed one");
+	const nx_inst *r = i->called[0]->root;
+	bool add;
+	if (r->op == NX_OP_PARAMETER && r->a.parameter_number == 1)
+		add = false;
+	else if (r->op == NX_OP_ADD && r->operands[0]->op == NX_OP_PARAMETER && r->operands[1]->op == NX_OP_PARAMETER)
+		add = true;
+	else
+		return nx_l_err(L, "scatter: combiner '%s' is not assignment or add", i->called[0]->name);
+	return masked_update(L, ops[0], ops[2], ops[1], 0, d, false, add, out);
+}
+
+static nx_status lower_dus(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_shape *xs = ops[0]->shape, *us = ops[1]->shape;
+	int d = -1;
+	for (int k = 0; k < xs->rank; k++)
+		if (us->dims[k] != xs->dims[k]) {
+			if (d >= 0 || us->dims[k] != 1)
+				return nx_l_err(L, "dynamic-update-slice: only a slab of size 1 in one dimension is "
+				                   "supported by the backend");
+			d = k;
+		}
+	if (i->noperands != 2 + xs->rank)
+		return nx_l_err(L, "dynamic-update-slice needs one index per dimension");
+	if (d < 0) { /* the update covers the operand: indices clamp to 0 */
+		nx_ldview s = nx_l_dview(ops[1]), t = nx_l_dview(out);
+		return copy(L, &s, &t);
+	}
+	return masked_update(L, ops[0], ops[1], ops[2 + d], 0, d, true, false, out);
+}
+
+bool nx_l_index_supports(nx_opcode op)
+{
+	return op == NX_OP_SCATTER || op == NX_OP_DYNAMIC_UPDATE_SLICE;
+}
+
+nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
+{
+	*done = true;
+	switch (i->op) {
+	case NX_OP_SCATTER: return lower_scatter(L, i, ops, out);
+	case NX_OP_DYNAMIC_UPDATE_SLICE: return lower_dus(L, i, ops, out);
+	default:
+		*done = false;
+		return NX_OK;
+	}
 }
 
 /* ------------------------------------------------------------ dispatch */

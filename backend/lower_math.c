@@ -85,8 +85,11 @@ static nx_status run_one(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_
 	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
 	for (int k = 0; k < p->nin; k++) {
 		nx_l_wait(L, NX_ENG_SP, &in[k]->buf->written);
-		nx_ap hb = nx_ap_hbm(in[k]->dt, in[k]->buf->off, (int)P, T * R, 1, s1, cF);
-		nx_ap sb = nx_ap_sbuf(in[k]->dt, 0, (int)P, base + si[k].off, 1, s1, cF);
+		/* a row input holds one value per row */
+		uint32_t cT[1] = {(uint32_t)T};
+		int64_t ps = p->row[k] ? T : T * R;
+		nx_ap hb = nx_ap_hbm(in[k]->dt, in[k]->buf->off, (int)P, ps, 1, s1, p->row[k] ? cT : cF);
+		nx_ap sb = nx_ap_sbuf(in[k]->dt, 0, (int)P, base + si[k].off, 1, s1, p->row[k] ? cT : cF);
 		nx_lsync y = nx_l_dma(L, NX_ENG_SP, sb, hb);
 		nx_l_max(&loads, &y);
 	}
@@ -152,8 +155,11 @@ nx_status nx_l_rowprog(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_lv
 	for (int64_t a = 0; a < O; a += rows) {
 		int64_t len = O - a < rows ? O - a : rows;
 		int64_t d[2] = {len, R};
-		for (int k = 0; k < p->nin; k++)
-			pin[k] = nx_l_piece(L, in[k], a * R, nx_shape_array(&L->a, in[k]->shape->type, 2, d));
+		for (int k = 0; k < p->nin; k++) {
+			int64_t dr[2] = {len, 1};
+			pin[k] = p->row[k] ? nx_l_piece(L, in[k], a, nx_shape_array(&L->a, in[k]->shape->type, 2, dr))
+			                   : nx_l_piece(L, in[k], a * R, nx_shape_array(&L->a, in[k]->shape->type, 2, d));
+		}
 		nx_lval *po = nx_l_piece(L, out, a * R, nx_shape_array(&L->a, out->shape->type, 2, d));
 		nx_status rc = run_one(L, p, pin, po, len, R);
 		for (int k = 0; k < p->nin; k++)

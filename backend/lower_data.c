@@ -616,17 +616,18 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
 		A *= s->dims[k];
 	for (int k = d + 1; k < s->rank; k++)
 		B *= s->dims[k];
-	int64_t O = A * D;
+	/* long rows split: rows (a, j, b1) of B2 elements, so a row fits SBUF */
+	int64_t B2 = nx_l_div_le(B, 2048), B1 = B / B2, O = A * D * B1;
 	if (nx_shape_elems(s) == 0)
 		return NX_OK;
 	nx_status rc;
 	/* row index j of each row, and the index broadcast to every row */
-	int64_t ad[2] = {A, D};
+	int64_t ad[3] = {A, D, B1};
 	nx_inst fi;
 	memset(&fi, 0, sizeof fi);
 	fi.op = NX_OP_IOTA;
 	fi.a.iota_dimension = 1;
-	nx_lval *iv = nx_l_newval(L, nx_shape_array(&L->a, NX_S32, 2, ad));
+	nx_lval *iv = nx_l_newval(L, nx_shape_array(&L->a, NX_S32, 3, ad));
 	fi.shape = (nx_shape *)iv->shape;
 	if ((rc = nx_l_iota(L, &fi, iv)))
 		return rc;
@@ -670,7 +671,7 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
 		p.s[k].c = 0;
 	}
 	nx_lval *in[4] = {x, ub, iv, ib};
-	rc = nx_l_rowprog(L, &p, in, out, O, B);
+	rc = nx_l_rowprog(L, &p, in, out, O, B2);
 	nx_l_release_buf(L, iv->buf);
 	nx_l_release_buf(L, ib->buf);
 	nx_l_release_buf(L, ub->buf);

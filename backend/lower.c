@@ -5,6 +5,7 @@
  * Streams, semaphores and buffers live here; kernels in lower_ops.c and
  * lower_dot.c. docs/lowering.md describes the scheme. */
 #include "backend/lower.h"
+#include "backend/lower_ext.h"
 
 #include "ir/eval.h"
 
@@ -21,7 +22,9 @@ struct nx_lent {
 	bool used;          /* read by a live node (dead code is not lowered) */
 };
 
-const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", NULL};
+const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
+                                              "AwsNeuronGeluBackward", "AwsNeuronSoftmax",
+                                              "AwsNeuronSoftmaxBackward", NULL};
 
 int nx_lower_dtype(nx_type t)
 {
@@ -55,7 +58,7 @@ bool nx_lower_supports(nx_opcode op)
 		nx_inst fake;
 		memset(&fake, 0, sizeof fake);
 		fake.op = op;
-		return nx_l_elementwise_ok(&fake);
+		return nx_l_elementwise_ok(&fake) || nx_l_data_supports(op);
 	}
 	}
 }
@@ -590,8 +593,9 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	}
 	if (i->op == NX_OP_REPLICA_ID)
 		return nx_l_replica_id(L, i, out);
-	nx_lval *ops[8] = {0};
-	for (int k = 0; k < i->noperands && k < 8; k++) {
+	nx_lval **ops = nx_arena_alloc(&L->a, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
+	memset(ops, 0, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
+	for (int k = 0; k < i->noperands; k++) {
 		ops[k] = val(L, i->operands[k]);
 		if (!ops[k])
 			return nx_l_err(L, "operand %d has no value (unsupported producer)", k);
@@ -599,8 +603,6 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
 	}
-	if (i->noperands > 8 && i->op != NX_OP_TUPLE)
-		return nx_l_err(L, "more than 8 operands");
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
@@ -639,6 +641,10 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		*out = alias_val(L, ops[0], i->shape);
 		return NX_OK;
 	case NX_OP_CUSTOM_CALL:
+		if (nx_l_custom_ok(i)) {
+			*out = nx_l_newval(L, i->shape);
+			return nx_l_custom(L, i, ops, *out);
+		}
 		for (int k = 0; nx_lower_custom_calls[k]; k++)
 			if (i->a.custom_call_target && !strcmp(i->a.custom_call_target, nx_lower_custom_calls[k]) &&
 			    i->noperands == 1 && nx_shape_is_array(i->shape)) {
@@ -658,6 +664,10 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	}
 	nx_lval *v = nx_l_newval(L, i->shape);
 	*out = v;
+	bool done;
+	nx_status drc = nx_l_data(L, i, ops, v, &done);
+	if (done)
+		return drc;
 	switch (i->op) {
 	case NX_OP_BROADCAST: return nx_l_broadcast(L, i, ops[0], v);
 	case NX_OP_TRANSPOSE: return nx_l_transpose(L, i, ops[0], v);

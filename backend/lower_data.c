@@ -1,0 +1,780 @@
+/* backend/lower_data.c — data movement that is pure DMA access patterns
+ * (slice, concatenate, pad, reverse), views of part of a buffer as a value
+ * of its own (so the kernels of lower_ops.c / lower_dot.c can run on pieces),
+ * and the drivers built on that: kernels split into passes when their
+ * operands do not fit an SBUF half, and dot with batch dimensions as one
+ * dot per batch element. */
+#include "backend/lower.h"
+#include "backend/lower_ext.h"
+
+#include <string.h>
+
+/* ----------------------------------------------------------- DMA views */
+nx_ldview nx_l_dview(const nx_lval *v)
+{
+	nx_ldview w;
+	memset(&w, 0, sizeof w);
+	w.buf = v->buf;
+	w.dt = v->dt;
+	w.rank = v->shape->rank;
+	int64_t st = 1;
+	for (int k = w.rank - 1; k >= 0; k--) {
+		w.dims[k] = v->shape->dims[k];
+		w.stride[k] = st;
+		st *= w.dims[k];
+	}
+	return w;
+}
+
+/* One DMA (in loops on SP when more than 5 axes remain after merging)
+ * copying view src to view dst, element for element in row-major order of
+ * src's dims (dst has the same dims). Waits for src written and for *dwait
+ * (the destination's readers/writers that must finish first); returns the
+ * completion. The caller records it on the buffers. */
+nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, const nx_lsync *dwait,
+                      nx_lsync *done)
+{
+	int64_t d[NX_MAX_RANK + 1], s[NX_MAX_RANK + 1], t[NX_MAX_RANK + 1];
+	int r = 0;
+	memset(done, 0, sizeof *done);
+	NX_ASSERT(src->rank == dst->rank);
+	for (int k = 0; k < src->rank; k++) {
+		NX_ASSERT(src->dims[k] == dst->dims[k]);
+		if (src->dims[k] == 0)
+			return NX_OK;
+		if (src->dims[k] == 1)
+			continue;
+		if (r > 0 && s[r - 1] == src->stride[k] * src->dims[k] && t[r - 1] == dst->stride[k] * src->dims[k]) {
+			d[r - 1] *= src->dims[k];
+			s[r - 1] = src->stride[k];
+			t[r - 1] = dst->stride[k];
+			continue;
+		}
+		d[r] = src->dims[k];
+		s[r] = src->stride[k];
+		t[r] = dst->stride[k];
+		r++;
+	}
+	if (r == 0) {
+		d[0] = 1, s[0] = 1, t[0] = 1;
+		r = 1;
+	}
+	/* a dim beyond one DMA axis (2^24) becomes two axes */
+	for (int k = 0; k < r; k++) {
+		if (d[k] <= (1 << 24) || r == NX_MAX_RANK)
+			continue;
+		int64_t f = nx_l_div_le(d[k], 1 << 20);
+		if (f < 2)
+			continue;
+		for (int j = r; j > k + 1; j--)
+			d[j] = d[j - 1], s[j] = s[j - 1], t[j] = t[j - 1];
+		d[k + 1] = f, s[k + 1] = s[k], t[k + 1] = t[k];
+		d[k] /= f, s[k] *= f, t[k] *= f;
+		r++;
+	}
+	if (r > 5 + NX_LOOP_DEPTH)
+		return nx_l_err(L, "view of rank %d after merging is not supported", r);
+	for (int k = 0; k < r; k++)
+		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN || t[k] > INT32_MAX || t[k] < INT32_MIN)
+			return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)d[k]);
+	if (r <= 4) {
+		for (int k = r; k > 0; k--)
+			d[k] = d[k - 1], s[k] = s[k - 1], t[k] = t[k - 1];
+		d[0] = 1, s[0] = 0, t[0] = 0;
+		r++;
+	}
+	int nloop = r > 5 ? r - 5 : 0, nfree = r - nloop - 1;
+	int32_t ss[4], ts[4];
+	uint32_t cnt[4];
+	for (int k = 0; k < nfree; k++) {
+		ss[k] = (int32_t)s[nloop + 1 + k];
+		ts[k] = (int32_t)t[nloop + 1 + k];
+		cnt[k] = (uint32_t)d[nloop + 1 + k];
+	}
+	int64_t P = d[nloop];
+	if (P > 65535)
+		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
+	int es = nx_dtype_bytes[src->dt], ed = nx_dtype_bytes[dst->dt];
+	nx_ap a = nx_ap_hbm(src->dt, src->buf->off + src->off * es, (int)P, s[nloop], nfree, ss, cnt);
+	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off + dst->off * ed, (int)P, t[nloop], nfree, ts, cnt);
+	if (nfree == 0) {
+		a.ndims = b.ndims = 1;
+		a.stride[0] = b.stride[0] = 1;
+		a.count[0] = b.count[0] = 1;
+	}
+	for (int k = 0; k < nloop; k++) {
+		a.loop_stride[k] = s[k] * es;
+		b.loop_stride[k] = t[k] * ed;
+	}
+	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+	nx_l_wait(L, NX_ENG_SP, dwait);
+	for (int k = 0; k < nloop; k++)
+		nx_l_loop(L, NX_ENG_SP, d[k]);
+	*done = nx_l_dma(L, NX_ENG_SP, b, a);
+	for (int k = 0; k < nloop; k++)
+		nx_l_endloop(L, NX_ENG_SP);
+	nx_l_max(&src->buf->war, done);
+	return NX_OK;
+}
+
+/* A copy whose destination writes are ordered after everything before. */
+static nx_status copy(nx_lower *L, const nx_ldview *src, const nx_ldview *dst)
+{
+	nx_lsync y, w = dst->buf->war;
+	nx_status rc = nx_l_dma_vv(L, src, dst, &w, &y);
+	if (rc)
+		return rc;
+	nx_l_max(&dst->buf->written, &y);
+	nx_l_max(&dst->buf->war, &y);
+	return NX_OK;
+}
+
+/* ------------------------------------------------------------- pieces */
+nx_lval *nx_l_piece(nx_lower *L, const nx_lval *v, int64_t off, const nx_shape *s)
+{
+	nx_lval *p = nx_arena_alloc(&L->a, sizeof *p);
+	memset(p, 0, sizeof *p);
+	p->dt = v->dt;
+	p->shape = s;
+	p->buf = nx_arena_alloc(&L->a, sizeof *p->buf);
+	*p->buf = *v->buf;
+	p->buf->off = v->buf->off + off * nx_dtype_bytes[v->dt];
+	p->buf->bytes = nx_shape_elems(s) * nx_dtype_bytes[v->dt];
+	p->buf->refs = 1;
+	p->buf->pinned = true; /* never returned to the free list: the parent owns it */
+	return p;
+}
+
+void nx_l_piece_done(nx_lval *v, const nx_lval *p)
+{
+	nx_l_max(&v->buf->written, &p->buf->written);
+	nx_l_max(&v->buf->war, &p->buf->war);
+}
+
+static nx_shape *shape1(nx_lower *L, nx_type t, int64_t n)
+{
+	return nx_shape_array(&L->a, t, 1, &n);
+}
+
+static nx_shape *shape2(nx_lower *L, nx_type t, int64_t a, int64_t b)
+{
+	int64_t d[2] = {a, b};
+	return nx_shape_array(&L->a, t, 2, d);
+}
+
+static int64_t al64(int64_t x)
+{
+	return (x + 63) & ~(int64_t)63;
+}
+
+/* --------------------------------------------------------- data ops */
+static nx_status lower_slice(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
+{
+	nx_ldview s = nx_l_dview(op), d = nx_l_dview(out);
+	if (i->a.slice_start.n != s.rank)
+		return nx_l_err(L, "slice bounds do not match the operand rank");
+	for (int k = 0; k < s.rank; k++) {
+		int64_t st = i->a.slice_stride.n == s.rank ? i->a.slice_stride.v[k] : 1;
+		s.off += i->a.slice_start.v[k] * s.stride[k];
+		s.stride[k] *= st;
+		s.dims[k] = out->shape->dims[k];
+	}
+	L->st.kernels++;
+	return copy(L, &s, &d);
+}
+
+static nx_status lower_concat(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	if (i->a.dimensions.n != 1)
+		return nx_l_err(L, "concatenate needs one dimension");
+	int dim = (int)i->a.dimensions.v[0];
+	nx_ldview d = nx_l_dview(out);
+	/* the pieces are disjoint: every DMA waits only for the earlier contents */
+	nx_lsync w = out->buf->war, all;
+	memset(&all, 0, sizeof all);
+	int64_t at = 0;
+	L->st.kernels++;
+	for (int k = 0; k < i->noperands; k++) {
+		nx_ldview s = nx_l_dview(ops[k]), p = d;
+		p.off = at * d.stride[dim];
+		p.dims[dim] = s.dims[dim];
+		at += s.dims[dim];
+		nx_lsync y;
+		nx_status rc = nx_l_dma_vv(L, &s, &p, &w, &y);
+		if (rc)
+			return rc;
+		nx_l_max(&all, &y);
+	}
+	nx_l_max(&out->buf->written, &all);
+	nx_l_max(&out->buf->war, &all);
+	return NX_OK;
+}
+
+static nx_status lower_pad(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *pv, nx_lval *out)
+{
+	const nx_shape *os = op->shape;
+	if (i->a.npadding != os->rank)
+		return nx_l_err(L, "padding does not match the operand rank");
+	L->st.kernels++;
+	/* fill with the padding value (stride 0 everywhere), then the operand */
+	nx_ldview f = nx_l_dview(out), d = nx_l_dview(out), s = nx_l_dview(op);
+	f.buf = pv->buf;
+	f.dt = pv->dt;
+	for (int k = 0; k < f.rank; k++)
+		f.stride[k] = 0;
+	nx_status rc = copy(L, &f, &d);
+	if (rc)
+		return rc;
+	for (int k = 0; k < os->rank; k++) {
+		const nx_pad_dim *p = &i->a.padding[k];
+		int64_t step = p->interior + 1, lo = p->lo, n = os->dims[k];
+		int64_t first = 0; /* first operand element kept */
+		if (lo < 0)
+			first = (-lo + step - 1) / step; /* elements cut off at the low end */
+		int64_t pos = lo + first * step; /* output position of element `first` */
+		int64_t last = n - 1;            /* last element kept: position < out dim */
+		int64_t od = out->shape->dims[k];
+		if (n == 0 || first > last || pos >= od) {
+			return NX_OK; /* nothing of the operand survives */
+		}
+		int64_t maxk = (od - 1 - lo) / step;
+		if (maxk < last)
+			last = maxk;
+		if (last < first)
+			return NX_OK;
+		s.off += first * s.stride[k];
+		s.dims[k] = last - first + 1;
+		d.off += pos * d.stride[k];
+		d.stride[k] *= step;
+		d.dims[k] = s.dims[k];
+	}
+	return copy(L, &s, &d);
+}
+
+static nx_status lower_reverse(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
+{
+	nx_ldview s = nx_l_dview(op), d = nx_l_dview(out);
+	for (int k = 0; k < i->a.dimensions.n; k++) {
+		int dim = (int)i->a.dimensions.v[k];
+		if (s.dims[dim] == 0)
+			return NX_OK;
+		s.off += (s.dims[dim] - 1) * s.stride[dim];
+		s.stride[dim] = -s.stride[dim];
+	}
+	L->st.kernels++;
+	return copy(L, &s, &d);
+}
+
+/* ------------------------------------------------- passes over pieces */
+static int64_t elementwise_bytes(nx_lval *const *ops, int nops, const nx_lval *out, int64_t F)
+{
+	int64_t b = 0;
+	for (int k = 0; k < nops; k++)
+		b += al64(F * nx_dtype_bytes[ops[k]->dt]);
+	return b + al64(F * nx_dtype_bytes[out->dt]);
+}
+
+/* Elementwise over contiguous ranges of the flat values, each range a
+ * kernel whose operands fit an SBUF half. */
+static nx_status split_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	int nops = i->noperands;
+	int64_t n = nx_shape_elems(out->shape);
+	nx_ltile t = nx_l_tile(n, 2048);
+	if (elementwise_bytes(ops, nops, out, t.F) <= L->sbuf_half)
+		return nx_l_elementwise(L, i, ops, out);
+	int64_t per = elementwise_bytes(ops, nops, out, 2048); /* bytes per 2048-element column block */
+	int64_t Fm = 2048 * (L->sbuf_half / per);
+	if (Fm < 2048)
+		Fm = nx_l_div_le(2048, 2048 * L->sbuf_half / per);
+	if (Fm < 1)
+		Fm = 1;
+	int64_t m = t.P * Fm;
+	nx_lval *po[8];
+	for (int64_t a = 0; a < n; a += m) {
+		int64_t len = n - a < m ? n - a : m;
+		for (int k = 0; k < nops; k++)
+			po[k] = nx_l_piece(L, ops[k], a, shape1(L, ops[k]->shape->type, len));
+		nx_lval *pout = nx_l_piece(L, out, a, shape1(L, out->shape->type, len));
+		nx_status rc = nx_l_elementwise(L, i, po, pout);
+		if (rc)
+			return rc;
+		for (int k = 0; k < nops; k++)
+			nx_l_piece_done(ops[k], po[k]);
+		nx_l_piece_done(out, pout);
+	}
+	return NX_OK;
+}
+
+/* Reduce whose rows [O kept, R reduced] do not fit: reduced axes moved last
+ * (a DMA), then the kept rows in groups, one kernel per group. */
+static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	nx_lval *x = ops[0];
+	const nx_shape *xs = x->shape;
+	bool red[NX_MAX_RANK] = {0};
+	for (int k = 0; k < i->a.dimensions.n; k++)
+		red[i->a.dimensions.v[k]] = true;
+	int64_t O = 1, R = 1;
+	for (int k = 0; k < xs->rank; k++)
+		*(red[k] ? &R : &O) *= xs->dims[k];
+	int esz = nx_dtype_bytes[x->dt];
+	/* the same layout nx_l_reduce uses for its partitions */
+	int64_t P = O == 1 ? 1 : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P;
+	int64_t need = al64(T * R * esz) + al64(T * 4) + 64 + al64(T * nx_dtype_bytes[out->dt]);
+	if (O <= 1 || R == 0 || need <= L->sbuf_half || i->noperands != 2 || R * esz + 256 > L->sbuf_half)
+		return nx_l_reduce(L, i, ops, out);
+	nx_lval *src = x;
+	bool trailing = true;
+	for (int k = 0, seen = 0; k < xs->rank; k++) {
+		if (red[k])
+			seen = 1;
+		else if (seen && xs->dims[k] > 1)
+			trailing = false;
+	}
+	if (!trailing) {
+		nx_ldview v = nx_l_dview(x), w = v;
+		int r = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < xs->rank; k++)
+				if (red[k] == (pass == 1)) {
+					w.dims[r] = v.dims[k];
+					w.stride[r] = v.stride[k];
+					r++;
+				}
+		src = nx_l_newval(L, xs);
+		nx_ldview dv = nx_l_dview(src);
+		for (int k = 0; k < w.rank; k++)
+			dv.dims[k] = w.dims[k];
+		int64_t st = 1;
+		for (int k = w.rank - 1; k >= 0; k--)
+			dv.stride[k] = st, st *= dv.dims[k];
+		nx_status rc = copy(L, &w, &dv);
+		if (rc)
+			return rc;
+	}
+	/* rows per kernel: T2 per partition over 128 partitions */
+	int64_t per_t = R * esz + 4 + nx_dtype_bytes[out->dt];
+	int64_t T2 = (L->sbuf_half - 256) / per_t;
+	if (T2 < 1)
+		T2 = 1;
+	int64_t rows = 128 * T2;
+	nx_inst fi = *i;
+	int64_t one = 1;
+	fi.a.dimensions.v = &one;
+	fi.a.dimensions.n = 1;
+	nx_status rc = NX_OK;
+	for (int64_t a = 0; a < O && rc == NX_OK; a += rows) {
+		int64_t len = O - a < rows ? O - a : rows;
+		nx_lval *po[2];
+		po[0] = nx_l_piece(L, src, a * R, shape2(L, xs->type, len, R));
+		po[1] = ops[1];
+		nx_lval *pout = nx_l_piece(L, out, a, shape1(L, out->shape->type, len));
+		rc = nx_l_reduce(L, &fi, po, pout);
+		nx_l_piece_done(src, po[0]);
+		nx_l_piece_done(out, pout);
+	}
+	if (src != x)
+		nx_l_release_buf(L, src->buf);
+	return rc;
+}
+
+/* dot as [batch..., M, K] x [batch..., K, N]: operands with the batch dims
+ * moved first (a DMA when they are not), then one dot per batch element. */
+static nx_status batch_front(nx_lower *L, nx_lval *v, nx_ivec batch, nx_lval **res)
+{
+	const nx_shape *s = v->shape;
+	int perm[NX_MAX_RANK], r = 0;
+	bool isb[NX_MAX_RANK] = {0};
+	for (int k = 0; k < batch.n; k++) {
+		perm[r++] = (int)batch.v[k];
+		isb[batch.v[k]] = true;
+	}
+	for (int k = 0; k < s->rank; k++)
+		if (!isb[k])
+			perm[r++] = k;
+	bool id = true;
+	for (int k = 0; k < s->rank; k++)
+		id &= perm[k] == k;
+	if (id) {
+		*res = v;
+		return NX_OK;
+	}
+	nx_ldview w = nx_l_dview(v), p = w;
+	int64_t dims[NX_MAX_RANK];
+	for (int k = 0; k < s->rank; k++) {
+		p.dims[k] = w.dims[perm[k]];
+		p.stride[k] = w.stride[perm[k]];
+		dims[k] = p.dims[k];
+	}
+	nx_lval *c = nx_l_newval(L, nx_shape_array(&L->a, s->type, s->rank, dims));
+	nx_ldview dv = nx_l_dview(c);
+	nx_status rc = copy(L, &p, &dv);
+	*res = c;
+	return rc;
+}
+
+static nx_status batch_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	int nb = dn->lhs_batch.n;
+	if (nb != dn->rhs_batch.n || i->noperands != 2)
+		return nx_l_err(L, "dot batch dimensions do not match");
+	nx_lval *A, *B;
+	nx_status rc;
+	if ((rc = batch_front(L, ops[0], dn->lhs_batch, &A)) || (rc = batch_front(L, ops[1], dn->rhs_batch, &B)))
+		return rc;
+	/* contracting dims renumbered in the batch-first operands */
+	int64_t lc[NX_MAX_RANK], rcd[NX_MAX_RANK];
+	nx_ivec bl = dn->lhs_batch, br = dn->rhs_batch;
+	for (int side = 0; side < 2; side++) {
+		nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting, b = side ? br : bl;
+		int64_t *o = side ? rcd : lc;
+		const nx_shape *s = side ? ops[1]->shape : ops[0]->shape;
+		for (int k = 0; k < c.n; k++) {
+			int pos = 0; /* position among the non-batch dims */
+			for (int d = 0; d < c.v[k]; d++) {
+				bool isb = false;
+				for (int j = 0; j < b.n; j++)
+					isb |= b.v[j] == d;
+				pos += !isb;
+			}
+			o[k] = pos;
+		}
+		(void)s;
+	}
+	int64_t nbatch = 1;
+	for (int k = 0; k < nb; k++)
+		nbatch *= A->shape->dims[k];
+	const nx_shape *as = A->shape, *bs = B->shape, *os = out->shape;
+	nx_shape *pa = nx_shape_array(&L->a, as->type, as->rank - nb, as->dims + nb);
+	nx_shape *pb = nx_shape_array(&L->a, bs->type, bs->rank - nb, bs->dims + nb);
+	nx_shape *po = nx_shape_array(&L->a, os->type, os->rank - nb, os->dims + nb);
+	int64_t na = nx_shape_elems(pa), nbe = nx_shape_elems(pb), no = nx_shape_elems(po);
+	nx_inst fi = *i;
+	fi.a.dot.lhs_batch.n = fi.a.dot.rhs_batch.n = 0;
+	fi.a.dot.lhs_contracting.v = lc;
+	fi.a.dot.rhs_contracting.v = rcd;
+	fi.shape = po;
+	for (int64_t b = 0; b < nbatch && rc == NX_OK; b++) {
+		nx_lval *p[2] = {nx_l_piece(L, A, b * na, pa), nx_l_piece(L, B, b * nbe, pb)};
+		nx_lval *q = nx_l_piece(L, out, b * no, po);
+		rc = nx_l_dot_split(L, &fi, p, q);
+		nx_l_piece_done(A, p[0]);
+		nx_l_piece_done(B, p[1]);
+		nx_l_piece_done(out, q);
+	}
+	if (A != ops[0])
+		nx_l_release_buf(L, A->buf);
+	if (B != ops[1])
+		nx_l_release_buf(L, B->buf);
+	return rc;
+}
+
+/* SBUF bytes per partition nx_l_dot needs for C[M,N] = A[M,K] B[K,N]. */
+static int64_t dot_bytes(const nx_lower *L, int64_t M, int64_t K, int64_t N, int ea, int eb, int eo)
+{
+	int64_t kt = nx_l_div_le(K, L->t->pe_rows), KT = K / kt;
+	int64_t mt = nx_l_div_le(M, L->t->pe_cols), MT = M / mt;
+	return al64(KT * M * ea) + al64(KT * N * eb) + MT * N * eo;
+}
+
+/* A dot without batch dims whose operands do not fit one SBUF half: A
+ * materialized as [M, K], B as [K, N]; rows of A (contiguous pieces) and
+ * columns of B (copied out) in blocks, each block one nx_l_dot. */
+nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	nx_lval *A = ops[0], *B = ops[1];
+	int64_t K = 1, M = 1, N = 1;
+	for (int k = 0; k < dn->lhs_contracting.n; k++)
+		K *= A->shape->dims[dn->lhs_contracting.v[k]];
+	M = K ? nx_shape_elems(A->shape) / K : 0;
+	N = K ? nx_shape_elems(B->shape) / K : 0;
+	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
+	if (K == 0 || M == 0 || N == 0 || dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half)
+		return nx_l_dot(L, i, ops, out);
+	/* block sizes: halve the larger side until a block fits */
+	int64_t Mb = M, Nb = N;
+	while (dot_bytes(L, Mb, K, Nb, ea, eb, eo) > L->sbuf_half) {
+		int64_t kt = nx_l_div_le(K, L->t->pe_rows), KT = K / kt;
+		bool cutm = KT * Mb * ea >= KT * Nb * eb ? Mb > 1 : Nb == 1;
+		int64_t *x = cutm ? &Mb : &Nb, tot = cutm ? M : N;
+		if (*x == 1)
+			return nx_l_err(L, "dot contraction of %lld elements does not fit SBUF", (long long)K);
+		*x = nx_l_div_le(tot, *x / 2 > 128 ? (*x / 2) / 128 * 128 : *x / 2);
+	}
+	/* canonical operands: A [M, K] and B [K, N] contiguous */
+	int64_t fl[NX_MAX_RANK], fr[NX_MAX_RANK];
+	int nfl = 0, nfr = 0;
+	for (int side = 0; side < 2; side++) {
+		const nx_shape *s = side ? B->shape : A->shape;
+		nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting;
+		for (int k = 0; k < s->rank; k++) {
+			bool u = false;
+			for (int j = 0; j < c.n; j++)
+				u |= c.v[j] == k;
+			if (!u) {
+				if (side)
+					fr[nfr++] = k;
+				else
+					fl[nfl++] = k;
+			}
+		}
+	}
+	nx_status rc;
+	nx_lval *Am = nx_l_newval(L, shape2(L, A->shape->type, M, K));
+	nx_lval *Bm = nx_l_newval(L, shape2(L, B->shape->type, K, N));
+	{
+		/* strided views: rows then cols, each a list of dims (merged by the DMA) */
+		nx_ldview w = nx_l_dview(A), p = w;
+		int r = 0;
+		for (int k = 0; k < nfl; k++, r++)
+			p.dims[r] = w.dims[fl[k]], p.stride[r] = w.stride[fl[k]];
+		for (int k = 0; k < dn->lhs_contracting.n; k++, r++)
+			p.dims[r] = w.dims[dn->lhs_contracting.v[k]], p.stride[r] = w.stride[dn->lhs_contracting.v[k]];
+		nx_ldview d = p;
+		d.buf = Am->buf, d.dt = Am->dt, d.off = 0;
+		int64_t st = 1;
+		for (int k = r - 1; k >= 0; k--)
+			d.stride[k] = st, st *= d.dims[k];
+		if ((rc = copy(L, &p, &d)))
+			return rc;
+		w = nx_l_dview(B), p = w, r = 0;
+		for (int k = 0; k < dn->rhs_contracting.n; k++, r++)
+			p.dims[r] = w.dims[dn->rhs_contracting.v[k]], p.stride[r] = w.stride[dn->rhs_contracting.v[k]];
+		for (int k = 0; k < nfr; k++, r++)
+			p.dims[r] = w.dims[fr[k]], p.stride[r] = w.stride[fr[k]];
+		d = p;
+		d.buf = Bm->buf, d.dt = Bm->dt, d.off = 0;
+		st = 1;
+		for (int k = r - 1; k >= 0; k--)
+			d.stride[k] = st, st *= d.dims[k];
+		if ((rc = copy(L, &p, &d)))
+			return rc;
+	}
+	nx_inst fi = *i;
+	int64_t one = 1, zero = 0;
+	fi.a.dot.lhs_batch.n = fi.a.dot.rhs_batch.n = 0;
+	fi.a.dot.lhs_contracting.v = &one;
+	fi.a.dot.lhs_contracting.n = 1;
+	fi.a.dot.rhs_contracting.v = &zero;
+	fi.a.dot.rhs_contracting.n = 1;
+	nx_lval *Bc = Nb < N ? nx_l_newval(L, shape2(L, B->shape->type, K, Nb)) : Bm;
+	nx_lval *Oc = Nb < N ? nx_l_newval(L, shape2(L, out->shape->type, Mb, Nb)) : NULL;
+	nx_ldview ov = {0};
+	ov.buf = out->buf, ov.dt = out->dt, ov.rank = 2;
+	for (int64_t n0 = 0; n0 < N; n0 += Nb) {
+		if (Nb < N) {
+			nx_ldview s = nx_l_dview(Bm), d = nx_l_dview(Bc);
+			s.off = n0;
+			s.dims[1] = Nb;
+			if ((rc = copy(L, &s, &d)))
+				return rc;
+		}
+		for (int64_t m0 = 0; m0 < M; m0 += Mb) {
+			nx_lval *p[2] = {nx_l_piece(L, Am, m0 * K, shape2(L, A->shape->type, Mb, K)), Bc};
+			nx_lval *q = Oc ? Oc : nx_l_piece(L, out, m0 * N, shape2(L, out->shape->type, Mb, N));
+			fi.shape = (nx_shape *)q->shape;
+			rc = nx_l_dot(L, &fi, p, q);
+			nx_l_piece_done(Am, p[0]);
+			if (!Oc)
+				nx_l_piece_done(out, q);
+			if (rc)
+				return rc;
+			if (Oc) {
+				nx_ldview s = nx_l_dview(Oc), d = ov;
+				d.off = m0 * N + n0;
+				d.dims[0] = Mb, d.dims[1] = Nb;
+				d.stride[0] = N, d.stride[1] = 1;
+				if ((rc = copy(L, &s, &d)))
+					return rc;
+			}
+		}
+	}
+	nx_l_release_buf(L, Am->buf);
+	nx_l_release_buf(L, Bm->buf);
+	if (Bc != Bm)
+		nx_l_release_buf(L, Bc->buf);
+	if (Oc)
+		nx_l_release_buf(L, Oc->buf);
+	return NX_OK;
+}
+
+/* --------------------------------------------------- dynamic indexing */
+/* out = x with the slab x[..., idx, ...] (dim d) replaced by u (or, add,
+ * increased by u), idx a runtime scalar: a row program over rows (a, j) of x
+ * viewed as [A*D, B] selecting by (iota j == idx), the update broadcast over
+ * D by a DMA. clamp: XLA's dynamic-update-slice clamps idx into [0, D-1];
+ * scatter drops an update whose index is out of bounds. */
+static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx, int64_t idx_off, int d,
+                               bool clamp, bool add, nx_lval *out)
+{
+	const nx_shape *s = x->shape;
+	int64_t A = 1, D = s->dims[d], B = 1;
+	for (int k = 0; k < d; k++)
+		A *= s->dims[k];
+	for (int k = d + 1; k < s->rank; k++)
+		B *= s->dims[k];
+	/* long rows split: rows (a, j, b1) of B2 elements, so a row fits SBUF */
+	int64_t B2 = nx_l_div_le(B, 2048), B1 = B / B2, O = A * D * B1;
+	if (nx_shape_elems(s) == 0)
+		return NX_OK;
+	nx_status rc;
+	/* row index j of each row, and the index broadcast to every row */
+	int64_t ad[3] = {A, D, B1};
+	nx_inst fi;
+	memset(&fi, 0, sizeof fi);
+	fi.op = NX_OP_IOTA;
+	fi.a.iota_dimension = 1;
+	nx_lval *iv = nx_l_newval(L, nx_shape_array(&L->a, NX_S32, 3, ad));
+	fi.shape = (nx_shape *)iv->shape;
+	if ((rc = nx_l_iota(L, &fi, iv)))
+		return rc;
+	nx_lval *ip = nx_l_piece(L, idx, idx_off, nx_shape_scalar(&L->a, idx->shape->type)), *ib;
+	if ((rc = nx_l_bcast_scalar(L, ip, shape1(L, idx->shape->type, O), &ib)))
+		return rc;
+	nx_l_piece_done(idx, ip);
+	/* update broadcast over D */
+	nx_lval *ub = nx_l_newval(L, nx_shape_with_type(&L->a, s, u->shape->type));
+	{
+		nx_ldview v = nx_l_dview(ub), w = v;
+		w.buf = u->buf;
+		w.dt = u->dt;
+		w.rank = 3;
+		w.dims[0] = A, w.dims[1] = D, w.dims[2] = B;
+		w.stride[0] = B, w.stride[1] = 0, w.stride[2] = 1;
+		v.rank = 3;
+		v.dims[0] = A, v.dims[1] = D, v.dims[2] = B;
+		v.stride[0] = D * B, v.stride[1] = B, v.stride[2] = 1;
+		if ((rc = copy(L, &w, &v)))
+			return rc;
+	}
+	/* slots: x, ub, iota (row), idx (row), out, m (row), t */
+	nx_lprog p;
+	memset(&p, 0, sizeof p);
+	p.nin = 4;
+	p.nscratch = 2;
+	p.row[2] = p.row[3] = p.row[5] = true;
+	if (clamp) {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_SCALAR, NX_ALU_MAX, 5, 3, -1, 0.0f);
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_SCALAR, NX_ALU_MIN, 5, 5, -1, (float)(D - 1));
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_EQ, 5, 2, 5, 0);
+	} else {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_EQ, 5, 2, 3, 0);
+	}
+	if (add) {
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_MUL, 6, 1, 5, 0);
+		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, NX_ALU_ADD, 4, 0, 6, 0);
+	} else {
+		int k = nx_lp_add(&p, NX_ENG_DVE, NX_I_SELECT, 0, 4, 5, 1, 0);
+		p.s[k].c = 0;
+	}
+	nx_lval *in[4] = {x, ub, iv, ib};
+	rc = nx_l_rowprog(L, &p, in, out, O, B2);
+	nx_l_release_buf(L, iv->buf);
+	nx_l_release_buf(L, ib->buf);
+	nx_l_release_buf(L, ub->buf);
+	return rc;
+}
+
+static nx_status lower_scatter(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_scatter_dnums *sd = &i->a.scatter;
+	if (i->noperands != 3 || sd->scatter_dims_to_operand_dims.n != 1 || sd->input_batching_dims.n ||
+	    nx_shape_elems(ops[1]->shape) != 1 || i->ncalled != 1)
+		return nx_l_err(L, "scatter: only one runtime index into one dimension is supported by the backend");
+	int d = (int)sd->scatter_dims_to_operand_dims.v[0];
+	const nx_shape *xs = ops[0]->shape;
+	if (nx_shape_elems(ops[2]->shape) * xs->dims[d] != nx_shape_elems(xs))
+		return nx_l_err(L, "scatter: the update must cover every dimension but the indexed one");
+	const nx_inst *r = i->called[0]->root;
+	bool add;
+	if (r->op == NX_OP_PARAMETER && r->a.parameter_number == 1)
+		add = false;
+	else if (r->op == NX_OP_ADD && r->operands[0]->op == NX_OP_PARAMETER && r->operands[1]->op == NX_OP_PARAMETER)
+		add = true;
+	else
+		return nx_l_err(L, "scatter: combiner '%s' is not assignment or add", i->called[0]->name);
+	return masked_update(L, ops[0], ops[2], ops[1], 0, d, false, add, out);
+}
+
+static nx_status lower_dus(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_shape *xs = ops[0]->shape, *us = ops[1]->shape;
+	int d = -1;
+	for (int k = 0; k < xs->rank; k++)
+		if (us->dims[k] != xs->dims[k]) {
+			if (d >= 0 || us->dims[k] != 1)
+				return nx_l_err(L, "dynamic-update-slice: only a slab of size 1 in one dimension is "
+				                   "supported by the backend");
+			d = k;
+		}
+	if (i->noperands != 2 + xs->rank)
+		return nx_l_err(L, "dynamic-update-slice needs one index per dimension");
+	if (d < 0) { /* the update covers the operand: indices clamp to 0 */
+		nx_ldview s = nx_l_dview(ops[1]), t = nx_l_dview(out);
+		return copy(L, &s, &t);
+	}
+	return masked_update(L, ops[0], ops[1], ops[2 + d], 0, d, true, false, out);
+}
+
+bool nx_l_index_supports(nx_opcode op)
+{
+	return op == NX_OP_SCATTER || op == NX_OP_DYNAMIC_UPDATE_SLICE;
+}
+
+nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
+{
+	*done = true;
+	switch (i->op) {
+	case NX_OP_SCATTER: return lower_scatter(L, i, ops, out);
+	case NX_OP_DYNAMIC_UPDATE_SLICE: return lower_dus(L, i, ops, out);
+	default:
+		*done = false;
+		return NX_OK;
+	}
+}
+
+/* ------------------------------------------------------------ dispatch */
+bool nx_l_data_supports(nx_opcode op)
+{
+	switch (op) {
+	case NX_OP_SLICE: case NX_OP_CONCATENATE: case NX_OP_PAD: case NX_OP_REVERSE:
+		return true;
+	default:
+		return nx_l_math_supports(op) || nx_l_index_supports(op);
+	}
+}
+
+nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
+{
+	*done = true;
+	switch (i->op) {
+	case NX_OP_SLICE: return lower_slice(L, i, ops[0], out);
+	case NX_OP_CONCATENATE: return lower_concat(L, i, ops, out);
+	case NX_OP_PAD: return lower_pad(L, i, ops[0], ops[1], out);
+	case NX_OP_REVERSE: return lower_reverse(L, i, ops[0], out);
+	case NX_OP_DOT:
+		if (i->a.dot.lhs_batch.n || i->a.dot.rhs_batch.n)
+			return batch_dot(L, i, ops, out);
+		return nx_l_dot_split(L, i, ops, out);
+	case NX_OP_REDUCE:
+		if (i->noperands == 2)
+			return split_reduce(L, i, ops, out);
+		break;
+	default:
+		break;
+	}
+	nx_status rc = nx_l_math(L, i, ops, out, done);
+	if (*done)
+		return rc;
+	rc = nx_l_index(L, i, ops, out, done);
+	if (*done)
+		return rc;
+	if (nx_l_elementwise_ok(i) && i->noperands <= 8) {
+		*done = true;
+		return split_elementwise(L, i, ops, out);
+	}
+	return NX_OK;
+}

@@ -1,0 +1,67 @@
+/* backend/lower_ext.h — the op families lowered outside the core kernels
+ * (lower_data.c: DMA data movement, pieces, kernels split into passes, batch
+ * dot; lower_math.c: multi-instruction elementwise programs and the row
+ * programs custom calls use; lower_custom.c: AwsNeuron custom calls).
+ * lower.c calls nx_l_data before its own dispatch. */
+#ifndef NX_LOWER_EXT_H
+#define NX_LOWER_EXT_H
+
+#include "backend/lower.h"
+
+/* A strided view of part of an HBM buffer (off, strides in elements). */
+typedef struct nx_ldview {
+	nx_lbuf *buf;
+	nx_dtype dt;
+	int rank;
+	int64_t off;
+	int64_t dims[NX_MAX_RANK], stride[NX_MAX_RANK];
+} nx_ldview;
+nx_ldview nx_l_dview(const nx_lval *v);
+nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, const nx_lsync *dwait,
+                      nx_lsync *done);
+
+/* Elements [off, off + elems(s)) of v as a value of its own; its sync state
+ * starts as v's and goes back to v with nx_l_piece_done. */
+nx_lval *nx_l_piece(nx_lower *L, const nx_lval *v, int64_t off, const nx_shape *s);
+void nx_l_piece_done(nx_lval *v, const nx_lval *p);
+/* v broadcast (stride 0) to a fresh value of shape s when v has one element. */
+nx_status nx_l_bcast_scalar(nx_lower *L, nx_lval *v, const nx_shape *s, nx_lval **res);
+
+nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+/* *done false: not handled here, lower.c continues with its own kernels. */
+bool nx_l_data_supports(nx_opcode op);
+nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
+bool nx_l_math_supports(nx_opcode op);
+nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
+bool nx_l_index_supports(nx_opcode op);
+nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
+
+/* Row programs: values viewed as [O rows, R] (row-major), O over partitions
+ * (P | O, T = O/P rows per partition). Slots 0..nin-1 are the inputs, slot
+ * nin the output, then f32 scratch; a slot is a full tile [P, T*R] or, with
+ * row = true, one value per row [P, T] (read as broadcast over R). */
+#define NX_LP_MAXSLOT 12
+#define NX_LP_MAXSTEP 24
+typedef struct nx_lpstep {
+	nx_engine e;     /* DVE or ACT */
+	nx_isa_op op;    /* TENSOR_TENSOR, TENSOR_SCALAR, TENSOR_REDUCE, SELECT, TENSOR_COPY, ACTIVATE */
+	int func;
+	int dst, a, b, c; /* slots; -1 none */
+	float imm;        /* tensor_scalar scalar, activate scale */
+	uint16_t flags;
+} nx_lpstep;
+typedef struct nx_lprog {
+	int nin, nscratch;
+	bool row[NX_LP_MAXSLOT];
+	int nsteps;
+	nx_lpstep s[NX_LP_MAXSTEP];
+} nx_lprog;
+int nx_lp_add(nx_lprog *p, nx_engine e, nx_isa_op op, int func, int dst, int a, int b, float imm);
+nx_status nx_l_rowprog(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_lval *out, int64_t O, int64_t R);
+
+/* lower_custom.c */
+bool nx_l_custom_ok(const nx_inst *i);
+nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+#endif

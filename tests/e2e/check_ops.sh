@@ -1,0 +1,33 @@
+#!/bin/sh
+# End to end: `nxcc check` (device simulator vs reference evaluator) on the
+# small per-family graphs in tests/e2e/ops/*.hlo (data movement, rounding and
+# conversion, custom calls, batch dot, scatter / dynamic-update-slice with
+# out-of-bounds indices) at -O1 and -O2 on trn1 and trn2, auto-cast none and
+# bf16 for the float-only families.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+n=0
+for f in "$NX_ROOT"/tests/e2e/ops/*.hlo; do
+	b=$(basename "$f" .hlo)
+	casts="none"
+	case "$b" in custom | dot_batch | data) casts="none bf16" ;; esac
+	for t in trn1 trn2; do
+		for o in -O1 -O2; do
+			for c in $casts; do
+				ac="--auto-cast none"
+				[ "$c" = bf16 ] && ac="--auto-cast all --auto-cast-type bf16"
+				out=$("$NXCC" check "$f" --framework XLA --target $t $o $ac --random-inputs 3 2>&1) ||
+					fail "$b $t $o $ac: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+				n=$((n + 1))
+			done
+		done
+	done
+done
+# an op outside the supported patterns is a clear compile error
+printf 'HloModule g\nENTRY m {\n  t = f32[8,4] parameter(0)\n  i = s32[3,1] parameter(1)\n  ROOT g = f32[3,4] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n}\n' > "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
+out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo" 2>&1)
+rc=$?
+rm -f "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
+[ $rc -eq 1 ] || fail "gather: exit $rc, expected 1"
+echo "$out" | grep -q "'gather' is not supported" || fail "gather: unexpected message: $out"
+echo "checked $n configurations"

@@ -26,6 +26,35 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The pass cost model (O3 fusion priority) from the target table, in
+ * nanoseconds: an instruction as its own kernel costs its TensorE time (dots:
+ * 2·M·N·K flops at the engine's rate for the operand type) or its VectorE time
+ * (one element per partition per cycle, at least the minimum initiation
+ * interval); moving bytes costs bytes over the core's HBM bandwidth. */
+static double cost_inst_ns(void *user, const nx_inst *i)
+{
+	const nx_target *t = user;
+	int64_t elems = nx_shape_is_array(i->shape) ? nx_shape_elems(i->shape) : 0;
+	if (i->op == NX_OP_DOT && i->noperands == 2 && nx_shape_is_array(i->operands[0]->shape)) {
+		int64_t k = 1;
+		for (int j = 0; j < i->a.dot.lhs_contracting.n; j++)
+			k *= i->operands[0]->shape->dims[i->a.dot.lhs_contracting.v[j]];
+		nx_type ty = i->operands[0]->shape->type;
+		double tflops = ty == NX_F32 || ty == NX_F64 ? t->pe_tflops_fp32
+		              : nx_type_bits(ty) == 8 ? t->pe_tflops_fp8 : t->pe_tflops_bf16;
+		return 2.0 * (double)elems * (double)k / (tflops * 1e3);
+	}
+	double per_part = (double)elems / t->partitions;
+	double cycles = per_part > t->min_ii[NX_ENG_DVE] ? per_part : t->min_ii[NX_ENG_DVE];
+	return cycles / t->freq_ghz[NX_ENG_DVE];
+}
+
+static double cost_hbm_ns(void *user, int64_t bytes)
+{
+	const nx_target *t = user;
+	return (double)bytes / t->hbm_gbps;
+}
+
 nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool keep_module,
                             nx_compile_result *r, nx_diag *d)
 {
@@ -36,6 +65,8 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "unknown target '%s'", o->target);
 	nx_pass_ctx ctx = {.opt_level = o->opt_level, .autocast_type = NX_BF16, .fold_max_elems = 1 << 16};
 	ctx.diag = d;
+	nx_cost_model cost = {(void *)tg, cost_inst_ns, cost_hbm_ns};
+	ctx.cost = &cost;
 	ctx.verbose = o->pass_verbose;
 	ctx.log = o->pass_log;
 	if (o->model_type) {

@@ -814,6 +814,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	leaves(root, &lv, &nl, &capl);
 	nx_neff_tensor *out = nx_arena_alloc(&L->a, sizeof *out * (size_t)(nl + 1));
 	bool *taken = calloc((size_t)nl + 1, 1);
+	nx_lval *srcv = calloc((size_t)nl + 1, sizeof *srcv);
+	nx_lbuf **dstb = calloc((size_t)nl + 1, sizeof *dstb);
 	for (int k = 0; k < nl; k++) {
 		nx_lval *v = lv[k];
 		int alias = -1;
@@ -839,14 +841,9 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			}
 		}
 		dst->pinned = true;
-		if (dst != v->buf) {
-			nx_lval dv = *v;
-			dv.buf = dst;
-			nx_lview sv = nx_l_view_of(v);
-			if ((rc = nx_l_copy_view(L, &sv, &dv)) != NX_OK)
-				goto out2;
-		}
-		taken[k] = true;
+		srcv[k] = *v;
+		dstb[k] = dst;
+		taken[k] = dst == v->buf; /* nothing to copy */
 		const char *nm = fattr(e->root, "neff_output_names", k, &L->a);
 		out[k].name = nm ? nm : nx_arena_printf(&L->a, "output%d", k);
 		out[k].dtype = v->dt;
@@ -860,6 +857,49 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		out[k].hbm_offset = dst->off;
 		out[k].alias_input = alias;
 		L->st.io_bytes += nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt];
+	}
+	/* The copies are a parallel assignment: outputs aliased to parameters
+	 * overwrite parameter buffers that other outputs may still have to read
+	 * (a parameter returned unchanged next to its update, swapped aliases).
+	 * A copy goes only once no pending copy reads its destination; when
+	 * every pending copy is blocked (a cycle), one blocked source is saved
+	 * to a temporary first. */
+	for (;;) {
+		bool left = false, progress = false;
+		for (int k = 0; k < nl; k++) {
+			if (taken[k])
+				continue;
+			left = true;
+			bool blocked = false;
+			for (int j = 0; j < nl && !blocked; j++)
+				blocked = j != k && !taken[j] && srcv[j].buf == dstb[k];
+			if (blocked)
+				continue;
+			nx_lval dv = srcv[k];
+			dv.buf = dstb[k];
+			nx_lview sv = nx_l_view_of(&srcv[k]);
+			if ((rc = nx_l_copy_view(L, &sv, &dv)) != NX_OK)
+				goto out2;
+			taken[k] = progress = true;
+		}
+		if (!left)
+			break;
+		if (progress)
+			continue;
+		for (int j = 0; j < nl; j++) {
+			bool read = false;
+			for (int k = 0; k < nl && !read; k++)
+				read = k != j && !taken[k] && !taken[j] && srcv[j].buf == dstb[k];
+			if (!read)
+				continue;
+			nx_lval *t = nx_l_newval(L, srcv[j].shape);
+			t->dt = srcv[j].dt;
+			nx_lview sv = nx_l_view_of(&srcv[j]);
+			if ((rc = nx_l_copy_view(L, &sv, t)) != NX_OK)
+				goto out2;
+			srcv[j].buf = t->buf;
+			break;
+		}
 	}
 	/* every engine ends only when the stores it depends on have completed */
 	nx_lsync all;
@@ -900,6 +940,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	p->debug_names = L->debug;
 out2:
 	free(taken);
+	free(srcv);
+	free(dstb);
 	free(lv);
 out:
 	free(ns.v);

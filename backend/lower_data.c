@@ -721,7 +721,7 @@ static nx_status lower_dus(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 
 bool nx_l_index_supports(nx_opcode op)
 {
-	return op == NX_OP_SCATTER || op == NX_OP_DYNAMIC_UPDATE_SLICE;
+	return op == NX_OP_SCATTER || op == NX_OP_DYNAMIC_UPDATE_SLICE || nx_l_gather_supports(op);
 }
 
 nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
@@ -731,8 +731,7 @@ nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval
 	case NX_OP_SCATTER: return lower_scatter(L, i, ops, out);
 	case NX_OP_DYNAMIC_UPDATE_SLICE: return lower_dus(L, i, ops, out);
 	default:
-		*done = false;
-		return NX_OK;
+		return nx_l_gather(L, i, ops, out, done);
 	}
 }
 

@@ -60,6 +60,16 @@ typedef struct nx_lprog {
 int nx_lp_add(nx_lprog *p, nx_engine e, nx_isa_op op, int func, int dst, int a, int b, float imm);
 nx_status nx_l_rowprog(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_lval *out, int64_t O, int64_t R);
 
+/* lower_math.c: integer-typed elementwise ops on the exact integer ALU
+ * operators (alu.def kind 'i'); with i->shape NULL (nx_lower_supports) the
+ * opcodes only this path lowers (shifts). */
+bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm);
+
+/* lower_gather.c: gather (row lookups) and dynamic-slice (one runtime start)
+ * as indirect DMAs (dma_gather) */
+bool nx_l_gather_supports(nx_opcode op);
+nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
+
 /* lower_custom.c */
 bool nx_l_custom_ok(const nx_inst *i);
 nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -317,3 +317,62 @@ no:
 	*done = false;
 	return NX_OK;
 }
+
+/* 32-bit (and narrower) integers: s64/u64 are carried as s32/u32. */
+static bool int32ish(nx_type t)
+{
+	return nx_type_is_int(t);
+}
+
+static int int_cmp(nx_cmp_dir d)
+{
+	switch (d) {
+	case NX_CMP_EQ: return NX_ALU_IEQ;
+	case NX_CMP_NE: return NX_ALU_INE;
+	case NX_CMP_LT: return NX_ALU_ILT;
+	case NX_CMP_LE: return NX_ALU_ILE;
+	case NX_CMP_GT: return NX_ALU_IGT;
+	case NX_CMP_GE: return NX_ALU_IGE;
+	default: return -1;
+	}
+}
+
+bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm)
+{
+	if (!i->shape) /* nx_lower_supports: the ops only this path lowers */
+		return i->op == NX_OP_SHIFT_LEFT || i->op == NX_OP_SHIFT_RIGHT_LOGICAL ||
+		       i->op == NX_OP_SHIFT_RIGHT_ARITHMETIC;
+	if (i->noperands < 1 || !i->operands[0]->shape || !int32ish(i->operands[0]->shape->type))
+		return false;
+	nx_type rt = i->shape->type;
+	*op = NX_I_TENSOR_TENSOR;
+	*imm = 0.0f;
+	switch (i->op) {
+	case NX_OP_ADD: *func = NX_ALU_IADD; return true;
+	case NX_OP_SUBTRACT: *func = NX_ALU_ISUB; return true;
+	case NX_OP_MULTIPLY: *func = NX_ALU_IMUL; return true;
+	case NX_OP_MAXIMUM: *func = NX_ALU_IMAX; return true;
+	case NX_OP_MINIMUM: *func = NX_ALU_IMIN; return true;
+	case NX_OP_SHIFT_LEFT: *func = NX_ALU_ISHL; return true;
+	case NX_OP_SHIFT_RIGHT_LOGICAL: *func = NX_ALU_ILSHR; return true;
+	case NX_OP_SHIFT_RIGHT_ARITHMETIC: *func = NX_ALU_IASHR; return true;
+	case NX_OP_COMPARE:
+		*func = int_cmp(i->a.direction);
+		return *func >= 0;
+	case NX_OP_NEGATE:
+		*op = NX_I_TENSOR_SCALAR;
+		*func = NX_ALU_IMUL;
+		*imm = -1.0f;
+		return true;
+	case NX_OP_CONVERT:
+		/* XLA wraps an integer narrowing (two's complement); the bare cast
+		 * of the store saturates */
+		if (!int32ish(rt))
+			return false;
+		*op = NX_I_TENSOR_SCALAR;
+		*func = NX_ALU_IADD;
+		return true;
+	default:
+		return false;
+	}
+}

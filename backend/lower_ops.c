@@ -4,6 +4,7 @@
  * reductions) and the data-movement ops that are pure DMA access patterns
  * (broadcast, transpose). */
 #include "backend/lower.h"
+#include "backend/lower_ext.h"
 
 #include <string.h>
 
@@ -33,6 +34,8 @@ static bool map_elem(const nx_inst *i, emap *m)
 	m->e = NX_ENG_DVE;
 	m->imm = 1.0f;
 	bool pred = i->shape && i->shape->type == NX_PRED;
+	if (nx_l_int_map(i, &m->op, &m->func, &m->imm))
+		return true; /* exact integer ALU (lower_math.c) */
 	switch (i->op) {
 #define TT(O, A) case NX_OP_##O: m->op = NX_I_TENSOR_TENSOR; m->func = NX_ALU_##A; return true;
 	TT(ADD, ADD) TT(SUBTRACT, SUB) TT(MULTIPLY, MUL) TT(DIVIDE, DIV) TT(MAXIMUM, MAX)

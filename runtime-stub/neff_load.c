@@ -392,7 +392,7 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		bool optional = (in->op == NX_I_ACTIVATE && k >= 2) || (in->op == NX_I_TENSOR_SCALAR && k == 2);
 		if (!optional && a[k].space == NX_MEM_NONE)
 			return err(c, "%s: instruction %zu (%s): operand %d missing", sec, i, info->name, k);
-		if (a[k].space == NX_MEM_HBM && in->op != NX_I_DMA && info->cost != NX_COST_CC)
+		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC)
 			return err(c, "%s: instruction %zu (%s): compute engines cannot access HBM", sec, i, info->name);
 	}
 	switch (in->op) {
@@ -433,6 +433,13 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		    nx_ap_free_elems(&a[1]) != a[0].part_count || nx_ap_free_elems(&a[0]) != a[1].part_count)
 			return err(c, "%s: instruction %zu: transpose needs SBUF [P,F] -> PSUM [F,P]", sec, i);
 		break;
+	case NX_I_DMA_GATHER:
+		if (in->iarg[2] < 1 || in->iarg[3] < 0)
+			return err(c, "%s: instruction %zu: dma_gather needs a row count >= 1 and a row stride >= 0", sec, i);
+		if ((uint64_t)a[0].part_count * nx_ap_free_elems(&a[0]) !=
+		    (uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]) * a[2].part_count * nx_ap_free_elems(&a[2]))
+			return err(c, "%s: instruction %zu: dma_gather destination is not one row per index", sec, i);
+		/* fall through */
 	case NX_I_DMA:
 		if (in->iarg[0] < 0 || in->iarg[0] >= t->dma_engines)
 			return err(c, "%s: instruction %zu: DMA queue %d out of range (%d queues)", sec, i,
@@ -440,8 +447,8 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		if (in->iarg[1] < -1 || in->iarg[1] >= n->nsems)
 			return err(c, "%s: instruction %zu: semaphore %d out of range (%d semaphores)", sec, i,
 			           in->iarg[1], n->nsems);
-		if ((uint64_t)a[0].part_count * nx_ap_free_elems(&a[0]) !=
-		    (uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]))
+		if (in->op == NX_I_DMA && (uint64_t)a[0].part_count * nx_ap_free_elems(&a[0]) !=
+		                              (uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]))
 			return err(c, "%s: instruction %zu: dma source and destination sizes differ", sec, i);
 		break;
 	default:

@@ -181,6 +181,53 @@ static double alu(int op, double a, double b)
 	return 0;
 }
 
+/* kind 'i' operators: exact on the integer values, wrapped to dt's width. */
+static double alu_int(int op, double a, double b, nx_dtype dt)
+{
+	int w = 32;
+	bool sgn = dt != NX_DT_U32 && dt != NX_DT_U16 && dt != NX_DT_U8;
+	if (dt == NX_DT_S16 || dt == NX_DT_U16)
+		w = 16;
+	else if (dt == NX_DT_S8 || dt == NX_DT_U8)
+		w = 8;
+	int64_t i = isfinite(a) && fabs(a) < 9.2e18 ? (int64_t)a : 0;
+	int64_t j = isfinite(b) && fabs(b) < 9.2e18 ? (int64_t)b : 0;
+	uint64_t mask = (w == 64 ? ~0ull : (1ull << w) - 1);
+	uint64_t amt = (uint64_t)j & 0xffffffffull; /* the shift amount is unsigned */
+	uint64_t r;
+	switch (op) {
+	case NX_ALU_IADD: r = (uint64_t)i + (uint64_t)j; break;
+	case NX_ALU_ISUB: r = (uint64_t)i - (uint64_t)j; break;
+	case NX_ALU_IMUL: r = (uint64_t)i * (uint64_t)j; break;
+	case NX_ALU_IEQ: return i == j;
+	case NX_ALU_INE: return i != j;
+	case NX_ALU_ILT: return i < j;
+	case NX_ALU_ILE: return i <= j;
+	case NX_ALU_IGT: return i > j;
+	case NX_ALU_IGE: return i >= j;
+	case NX_ALU_IMAX: r = (uint64_t)(i > j ? i : j); break;
+	case NX_ALU_IMIN: r = (uint64_t)(i < j ? i : j); break;
+	case NX_ALU_ISHL: r = amt >= (uint64_t)w ? 0 : (uint64_t)i << amt; break;
+	case NX_ALU_ILSHR: r = amt >= (uint64_t)w ? 0 : ((uint64_t)i & mask) >> amt; break;
+	case NX_ALU_IASHR: {
+		/* sign-extend from the width first */
+		int64_t x = (int64_t)((uint64_t)i << (64 - w)) >> (64 - w);
+		r = (uint64_t)(x >> (amt >= (uint64_t)w ? w - 1 : (int)amt));
+		break;
+	}
+	default: return 0;
+	}
+	r &= mask;
+	if (sgn && w < 64 && (r >> (w - 1)) & 1)
+		return (double)(int64_t)(r | ~mask);
+	return (double)r;
+}
+
+static double alu_dt(int op, double a, double b, nx_dtype dt)
+{
+	return nx_alu_kinds[op] == 'i' ? alu_int(op, a, b, dt) : alu(op, a, b);
+}
+
 static double act(int f, double v)
 {
 	float x = (float)v;
@@ -297,7 +344,7 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 			return s->d->status;
 		double *a = gather(s, 1, &v[1]), *b = gather(s, 2, &v[2]), *o = tmp(s, 0, n + 1);
 		for (uint64_t i = 0; i < n; i++)
-			o[i] = alu(in->func, a[i], b[i]);
+			o[i] = alu_dt(in->func, a[i], b[i], (nx_dtype)v[0].a->dtype);
 		scatter(s, &v[0], o);
 		return NX_OK;
 	}
@@ -311,7 +358,8 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 		for (uint64_t p = 0; p < P; p++)
 			for (uint64_t f = 0; f < F; f++) {
 				double c = sc ? sc[p] : in->fimm[0], x = a[p * F + f];
-				o[p * F + f] = (in->flags & NX_IF_REVERSE) ? alu(in->func, c, x) : alu(in->func, x, c);
+				o[p * F + f] = (in->flags & NX_IF_REVERSE) ? alu_dt(in->func, c, x, (nx_dtype)v[0].a->dtype)
+				                                           : alu_dt(in->func, x, c, (nx_dtype)v[0].a->dtype);
 			}
 		scatter(s, &v[0], o);
 		return NX_OK;
@@ -423,6 +471,27 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 					o[p * big->nf + (uint64_t)j] = x[p * small->nf + i];
 			}
 		scatter(s, &v[0], o);
+		return NX_OK;
+	}
+	case NX_I_DMA_GATHER: {
+		uint64_t R = v[2].np * v[2].nf, row = v[1].np * v[1].nf;
+		if (v[0].np * v[0].nf != R * row)
+			return fail(s, "%s: destination is not %llu rows of %llu", info->name, (unsigned long long)R,
+			            (unsigned long long)row);
+		double *ix = gather(s, 2, &v[2]), *o = tmp(s, 0, n + 1);
+		for (uint64_t r = 0; r < R; r++) {
+			double j = ix[r];
+			int64_t k = !(j > 0) ? 0 : j >= (double)in->iarg[2] ? in->iarg[2] - 1 : (int64_t)j;
+			nx_ap a = in->ap[1];
+			a.offset += k * (int64_t)in->iarg[3];
+			view w;
+			if (resolve(s, &a, li, depth, &w) != NX_OK)
+				return s->d->status;
+			double *x = gather(s, 1, &w);
+			memcpy(o + r * row, x, row * sizeof *o);
+		}
+		scatter(s, &v[0], o);
+		s->dma_bytes += R * row * (uint64_t)v[1].esz;
 		return NX_OK;
 	}
 	case NX_I_DMA: {

@@ -30,7 +30,7 @@ echo "checked $n configurations"
 # (backend/lower_data.c, lower_math.c, lower_custom.c), f32, one target and
 # level each (15-30 s a check).
 for cfg in "bert__bert_dp_graph_2 trn1 -O1" "bert__bert_dp_graph_3 trn2 -O2" "gpt__gpt2_tp1 trn2 -O1" \
-	"llama__tp_1 trn1 -O2"; do
+	"llama__tp_1 trn1 -O2" "bert__bert_single_graph_2 trn2 -O1"; do
 	set -- $cfg
 	f="$corpus/$1.hlo"
 	[ -f "$f" ] || continue

@@ -7,11 +7,11 @@ set -u
 fail() { echo "FAIL: $*"; exit 1; }
 corpus="$NX_CORPUS/xla-evaluator"
 [ -d "$corpus" ] || { echo "SKIP: no corpus at $corpus"; exit 0; }
-# Not lowered: f64 has no device type; async all-reduce-start, all-to-all and
-# dynamic-slice are not in the backend.
+# Not lowered: f64 has no device type; async all-reduce-start and all-to-all
+# are not in the backend.
 unsupported="collective_all_reduce_add_f64 collective_all_reduce_multiply_f64
 collective_all_reduce_start_done collective_all_reduce_start_done_two_operands
-collective_all_reduce_dynamic_slice_reassociate collective_all_to_all_split_dimension
+collective_all_to_all_split_dimension
 collective_all_to_all_tuple_empty_groups collective_all_to_all_tuple_ordered_groups
 collective_all_to_all_tuple_two_groups collective_all_to_all_u16"
 ok=0 refused=0

@@ -236,9 +236,9 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 		                   "(half of the %lld-byte partition)",
 		                (long long)bytes, L->t->name, (long long)L->sbuf_half,
 		                (long long)L->t->sbuf_partition_bytes);
-	int64_t b = (bytes + 63) & ~(int64_t)63, total = L->t->sbuf_partition_bytes;
-	if (b == 0)
-		b = 64;
+	/* Regions are whole halves: some kernels address a little past the bytes
+	 * they ask for, which a tighter ring would hand to the next kernel. */
+	int64_t b = L->sbuf_half, total = 2 * L->sbuf_half;
 	if (L->ring_top + b > total)
 		L->ring_top = 0;
 	int64_t off = L->ring_top;

@@ -409,7 +409,9 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		uint32_t cR1[1] = {(uint32_t)R};
 		int32_t sO[1] = {(int32_t)O};
 		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
-		loads = nx_l_dma(L, NX_ENG_SP, sin, nx_ap_hbm(src->dt, src->buf->off, (int)P, 1, 1, sO, cR1));
+		nx_ap s0 = sin;
+		s0.loop_stride[0] = 0; /* T == 1: no loop around this load */
+		loads = nx_l_dma(L, NX_ENG_SP, s0, nx_ap_hbm(src->dt, src->buf->off, (int)P, 1, 1, sO, cR1));
 	} else {
 		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
 		nx_l_loop(L, NX_ENG_SP, T);

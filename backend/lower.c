@@ -224,6 +224,11 @@ int64_t nx_l_div_le(int64_t n, int64_t cap)
 	return 1;
 }
 
+static bool overlaps(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
+{
+	return a0 < b1 && b0 < a1;
+}
+
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 {
 	if (bytes > L->sbuf_half)
@@ -231,9 +236,49 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 		                   "(half of the %lld-byte partition)",
 		                (long long)bytes, L->t->name, (long long)L->sbuf_half,
 		                (long long)L->t->sbuf_partition_bytes);
-	int h = L->kidx++ & 1;
-	*half = h;
-	*base = h * L->sbuf_half;
+	/* Regions are whole halves: some kernels address a little past the bytes
+	 * they ask for, which a tighter ring would hand to the next kernel. */
+	int64_t b = L->sbuf_half, total = 2 * L->sbuf_half;
+	if (L->ring_top + b > total)
+		L->ring_top = 0;
+	int64_t off = L->ring_top;
+	L->ring_top += b;
+	/* the new region waits for every live region it overwrites; a slot is
+	 * taken from the dead ones, else the oldest live one is retired (its
+	 * free point folded into the new region's wait, and kept as "retired"
+	 * for whoever later writes its bytes) */
+	nx_lsync w = L->sbuf_retired;
+	int slot = -1;
+	int64_t oldest = INT64_MAX;
+	int oslot = 0;
+	for (int k = 0; k < NX_LREGS; k++) {
+		if (L->reg_gen[k] == 0) {
+			if (slot < 0)
+				slot = k;
+			continue;
+		}
+		if (overlaps(off, off + b, L->reg_off[k], L->reg_end[k])) {
+			nx_l_max(&w, &L->sbuf_free[k]);
+			L->reg_gen[k] = 0;
+			if (slot < 0)
+				slot = k;
+		} else if (L->reg_gen[k] < oldest) {
+			oldest = L->reg_gen[k];
+			oslot = k;
+		}
+	}
+	if (slot < 0) {
+		slot = oslot;
+		nx_l_max(&L->sbuf_retired, &L->sbuf_free[slot]);
+		nx_l_max(&w, &L->sbuf_free[slot]);
+	}
+	L->reg_off[slot] = off;
+	L->reg_end[slot] = off + b;
+	L->reg_gen[slot] = ++L->gen_next;
+	L->sbuf_free[slot] = w;
+	L->kidx++;
+	*half = slot;
+	*base = off;
 	if (bytes > L->sbuf_peak)
 		L->sbuf_peak = bytes;
 	return NX_OK;
@@ -242,6 +287,43 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done)
 {
 	L->sbuf_free[half] = *done;
+}
+
+void nx_l_set_resident(nx_lower *L, nx_lval *v, int slot, int64_t off, int64_t P, int64_t F,
+                       const nx_lsync *ready)
+{
+	NX_ASSERT(slot >= 0 && slot < NX_LREGS && L->reg_gen[slot] != 0);
+	v->sb_slot = slot;
+	v->sb_gen = L->reg_gen[slot];
+	v->sb_off = off;
+	v->sb_P = P;
+	v->sb_F = F;
+	v->sb_ready = *ready;
+}
+
+bool nx_l_resident(const nx_lower *L, const nx_lval *v, int64_t P, int64_t F)
+{
+	if (!v || v->tuple || v->sb_gen == 0 || L->reg_gen[v->sb_slot] != v->sb_gen)
+		return false;
+	return (P <= 0 || v->sb_P == P) && (F <= 0 || v->sb_F == F);
+}
+
+void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done)
+{
+	NX_ASSERT(nx_l_resident(L, v, 0, 0));
+	nx_l_max(&L->sbuf_free[v->sb_slot], done);
+}
+
+nx_ltile nx_l_tile_p(int64_t n, int64_t P, int64_t fmax)
+{
+	nx_ltile t;
+	NX_ASSERT(P >= 1 && n % P == 0);
+	t.n = n;
+	t.P = P;
+	t.F = n / P;
+	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Lc = t.F / t.Fc;
+	return t;
 }
 
 nx_ltile nx_l_tile(int64_t n, int64_t fmax)

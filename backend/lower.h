@@ -16,6 +16,7 @@
 #define NX_LQ 16                      /* DMA queues in use */
 #define NX_LSEM_ENG NX_LQ             /* first engine semaphore */
 #define NX_LSEMS (NX_LQ + NX_ENG_COUNT)
+#define NX_LREGS 64                   /* SBUF regions tracked at once */
 
 typedef struct nx_lsync {
 	int64_t s[NX_LSEMS];
@@ -35,6 +36,13 @@ typedef struct nx_lval {
 	const nx_shape *shape;
 	int ntuple;        /* tuples */
 	struct nx_lval **tuple;
+	/* SBUF copy its producer kernel left behind (the HBM buffer is written
+	 * too): flat layout, element p*sb_F + f at partition p, byte sb_off +
+	 * f*esz; valid while SBUF region sb_slot still has generation sb_gen
+	 * (nx_l_resident). sb_gen 0: none. */
+	int sb_slot;
+	int64_t sb_gen, sb_off, sb_P, sb_F;
+	nx_lsync sb_ready;
 } nx_lval;
 
 typedef struct nx_lstream {
@@ -64,8 +72,13 @@ typedef struct nx_lower {
 	int64_t hbm_top;
 	nx_lbuf **freel;
 	int nfree, capfree;
-	/* on-chip: halves alternate between kernels so loads overlap compute */
-	nx_lsync sbuf_free[2], psum_free[2];
+	/* on-chip: SBUF is a ring of kernel regions (slot k: [reg_off, reg_end),
+	 * free when sbuf_free[k] is reached, generation reg_gen); a kernel's
+	 * region is taken from the ring top, wrapping, and waits for the regions
+	 * it overwrites. PSUM halves alternate between dot chunks. */
+	nx_lsync sbuf_free[NX_LREGS], psum_free[2], sbuf_retired;
+	int64_t reg_off[NX_LREGS], reg_end[NX_LREGS], reg_gen[NX_LREGS];
+	int64_t ring_top, gen_next;
 	int kidx, pidx;
 	int64_t sbuf_half, sbuf_peak;
 	int node;          /* current node (program order) */
@@ -96,9 +109,21 @@ nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes);
 void nx_l_release_buf(nx_lower *L, nx_lbuf *b); /* drops one reference */
 nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s); /* with a fresh buffer */
 nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Starts a kernel's on-chip use: SBUF half (bytes per partition checked) */
+/* Starts a kernel's on-chip use: an SBUF region of `bytes` per partition (at
+ * most half a partition) at *base; *half is its slot: wait for
+ * L->sbuf_free[*half] before writing it, nx_l_sbuf_end records the kernel's
+ * completion there. */
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half);
 void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done);
+/* Residency: v's SBUF copy (region slot, address, flat [P, F], ready after
+ * `ready`). nx_l_resident: the copy exists, is intact and has this layout
+ * (P, F <= 0: any). A kernel that reads it calls nx_l_resident_read with its
+ * completion so the region is not overwritten before. */
+void nx_l_set_resident(nx_lower *L, nx_lval *v, int slot, int64_t off, int64_t P, int64_t F,
+                       const nx_lsync *ready);
+bool nx_l_resident(const nx_lower *L, const nx_lval *v, int64_t P, int64_t F);
+void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done);
+
 int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
 
 /* Loads src (whole value, flat [P, F] view, F split in L chunks of Fc) etc. */
@@ -106,6 +131,7 @@ typedef struct nx_ltile {
 	int64_t n, P, F, Fc, Lc;
 } nx_ltile;
 nx_ltile nx_l_tile(int64_t n, int64_t fmax);
+nx_ltile nx_l_tile_p(int64_t n, int64_t P, int64_t fmax); /* P partitions given (P | n) */
 nx_ap nx_l_hbm_tile(const nx_lval *v, const nx_ltile *t);
 nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_slot);
 
@@ -157,10 +183,16 @@ nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *
  * the kernel's completion. */
 typedef struct nx_ldot_epi {
 	int64_t bytes;
-	nx_status (*emit)(nx_lower *L, void *ctx, int64_t res, int64_t epi, const nx_lsync *ready, nx_lsync *done);
+	nx_status (*emit)(nx_lower *L, void *ctx, int half, int64_t res, int64_t epi, const nx_lsync *ready,
+	                  nx_lsync *done);
 	void *ctx;
 } nx_ldot_epi;
 nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, const nx_ldot_epi *epi);
+/* PE transposes SBUF [P, F] (dtype sdt) at src into SBUF [F, P] (ddt) at dst
+ * of region `slot`, through a PSUM half, after `after`; P, F <= 128. Returns
+ * the completion of the copy out of PSUM (ACT). */
+nx_lsync nx_l_transpose_sbuf(nx_lower *L, nx_dtype sdt, int64_t src, nx_dtype ddt, int64_t dst, int64_t P,
+                             int64_t F, const nx_lsync *after, int slot);
 /* M, N and the M tile of a dot without batch dims (false otherwise) */
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);
 

@@ -79,6 +79,30 @@ nx_status nx_l_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *
 	return nx_l_dot_epi(L, i, ops, out, NULL);
 }
 
+nx_lsync nx_l_transpose_sbuf(nx_lower *L, nx_dtype sdt, int64_t src, nx_dtype ddt, int64_t dst, int64_t P,
+                             int64_t F, const nx_lsync *after, int slot)
+{
+	NX_ASSERT(P <= 128 && F <= 128);
+	int ph = L->pidx++ & 1;
+	int64_t pbase = ph * (L->t->psum_banks / 2) * L->t->psum_bank_bytes;
+	int32_t s1[1] = {1};
+	uint32_t cP[1] = {(uint32_t)P}, cF[1] = {(uint32_t)F};
+	nx_l_wait(L, NX_ENG_PE, after);
+	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
+	nx_insn *tr = nx_l_emit(L, NX_ENG_PE, NX_I_TRANSPOSE);
+	tr->ap[0] = nx_ap_psum(NX_DT_F32, 0, (int)F, pbase, 1, s1, cP);
+	tr->ap[1] = nx_ap_sbuf(sdt, 0, (int)P, src, 1, s1, cF);
+	nx_lsync pd = nx_l_signal(L, NX_ENG_PE);
+	nx_l_wait(L, NX_ENG_ACT, &pd);
+	nx_l_wait(L, NX_ENG_ACT, &L->sbuf_free[slot]);
+	nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+	cp->ap[0] = nx_ap_sbuf(ddt, 0, (int)F, dst, 1, s1, cP);
+	cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)F, pbase, 1, s1, cP);
+	nx_lsync ev = nx_l_signal(L, NX_ENG_ACT);
+	L->psum_free[ph] = ev;
+	return ev;
+}
+
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt)
 {
 	const nx_dot_dnums *dn = &i->a.dot;
@@ -138,32 +162,68 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 		return nx_l_err(L, "dot dimension too large");
 	L->st.kernels++;
 
-	/* loads: A^T tiles [kt, M] and B tiles [kt, N], loop over K tiles */
+	/* operands still in SBUF from the kernel that made them (one K tile):
+	 * B [K, N] as it is; A^T [K, M] as it is when A is stored transposed,
+	 * else A [M, K] transposed on PE through PSUM */
+	int64_t aaddr = base + oa, baddr = base + ob;
+	bool resA = false, resAT = false, resB = false;
+	if (KT == 1) {
+		resA = A == ops[0] && sm == 1 && sk == M && nx_l_resident(L, A, K, M);
+		resAT = !resA && A == ops[0] && sk == 1 && sm == K && M <= t->pe_cols && K <= 512 / 4 &&
+		        nx_l_resident(L, A, M, K);
+		resB = B == ops[1] && sn == 1 && sk2 == N && nx_l_resident(L, B, K, N);
+	}
 	nx_lsync loads;
-	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
-	nx_l_wait(L, NX_ENG_SP, &A->buf->written);
-	nx_l_wait(L, NX_ENG_SP, &B->buf->written);
-	nx_l_loop(L, NX_ENG_SP, KT);
+	memset(&loads, 0, sizeof loads);
+	if (resA) {
+		aaddr = A->sb_off;
+		nx_l_max(&loads, &A->sb_ready);
+	} else if (resAT) {
+		nx_lsync y = nx_l_transpose_sbuf(L, A->dt, A->sb_off, A->dt, aaddr, M, K, &A->sb_ready, h);
+		nx_l_max(&loads, &y);
+	}
+	if (resB) {
+		baddr = B->sb_off;
+		nx_l_max(&loads, &B->sb_ready);
+	}
 	int32_t s[1];
 	uint32_t c[1];
-	s[0] = (int32_t)sm, c[0] = (uint32_t)M;
-	nx_ap ha = nx_ap_hbm(A->dt, A->buf->off, (int)kt, sk, 1, s, c);
-	ha.loop_stride[0] = kt * sk * ea;
-	s[0] = 1;
-	nx_ap sa = nx_ap_sbuf(A->dt, 0, (int)kt, base + oa, 1, s, c);
-	sa.loop_stride[0] = M * ea;
-	loads = nx_l_dma(L, NX_ENG_SP, sa, ha);
-	s[0] = (int32_t)sn, c[0] = (uint32_t)N;
-	nx_ap hb = nx_ap_hbm(B->dt, B->buf->off, (int)kt, sk2, 1, s, c);
-	hb.loop_stride[0] = kt * sk2 * eb;
-	s[0] = 1;
-	nx_ap sb = nx_ap_sbuf(B->dt, 0, (int)kt, base + ob, 1, s, c);
-	sb.loop_stride[0] = N * eb;
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, sb, hb);
-	nx_l_max(&loads, &y);
-	nx_l_endloop(L, NX_ENG_SP);
-	nx_l_max(&A->buf->war, &loads);
-	nx_l_max(&B->buf->war, &loads);
+	if (!(resA || resAT) || !resB) {
+		/* loads: A^T tiles [kt, M] and B tiles [kt, N], loop over K tiles */
+		nx_lsync ld;
+		memset(&ld, 0, sizeof ld);
+		nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+		if (!(resA || resAT))
+			nx_l_wait(L, NX_ENG_SP, &A->buf->written);
+		if (!resB)
+			nx_l_wait(L, NX_ENG_SP, &B->buf->written);
+		nx_l_loop(L, NX_ENG_SP, KT);
+		if (!(resA || resAT)) {
+			s[0] = (int32_t)sm, c[0] = (uint32_t)M;
+			nx_ap ha = nx_ap_hbm(A->dt, A->buf->off, (int)kt, sk, 1, s, c);
+			ha.loop_stride[0] = kt * sk * ea;
+			s[0] = 1;
+			nx_ap sa = nx_ap_sbuf(A->dt, 0, (int)kt, base + oa, 1, s, c);
+			sa.loop_stride[0] = M * ea;
+			ld = nx_l_dma(L, NX_ENG_SP, sa, ha);
+		}
+		if (!resB) {
+			s[0] = (int32_t)sn, c[0] = (uint32_t)N;
+			nx_ap hb = nx_ap_hbm(B->dt, B->buf->off, (int)kt, sk2, 1, s, c);
+			hb.loop_stride[0] = kt * sk2 * eb;
+			s[0] = 1;
+			nx_ap sb = nx_ap_sbuf(B->dt, 0, (int)kt, base + ob, 1, s, c);
+			sb.loop_stride[0] = N * eb;
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, sb, hb);
+			nx_l_max(&ld, &y);
+		}
+		nx_l_endloop(L, NX_ENG_SP);
+		if (!(resA || resAT))
+			nx_l_max(&A->buf->war, &ld);
+		if (!resB)
+			nx_l_max(&B->buf->war, &ld);
+		nx_l_max(&loads, &ld);
+	}
 
 	/* chunks: one M tile x up to `banks` N tiles in one PSUM half */
 	nx_lsync evac;
@@ -188,9 +248,9 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 				nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mt, pbase, 1, s, c);
 				ps.loop_stride[0] = bank;
 				c[0] = (uint32_t)mt;
-				nx_ap st = nx_ap_sbuf(A->dt, 0, (int)kt, base + oa + (mi * mt + (first ? 0 : M)) * ea, 1, s, c);
+				nx_ap st = nx_ap_sbuf(A->dt, 0, (int)kt, aaddr + (mi * mt + (first ? 0 : M)) * ea, 1, s, c);
 				c[0] = (uint32_t)nt;
-				nx_ap mv = nx_ap_sbuf(B->dt, 0, (int)kt, base + ob + ((n0 * nt) + (first ? 0 : N)) * eb, 1, s, c);
+				nx_ap mv = nx_ap_sbuf(B->dt, 0, (int)kt, baddr + ((n0 * nt) + (first ? 0 : N)) * eb, 1, s, c);
 				mv.loop_stride[0] = nt * eb;
 				if (!first) {
 					st.loop_stride[1] = M * ea;
@@ -216,11 +276,15 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 			evac = nx_l_signal(L, NX_ENG_ACT);
 			L->psum_free[ph] = evac;
 		}
+	if (resA || resAT)
+		nx_l_resident_read(L, A, &evac);
+	if (resB)
+		nx_l_resident_read(L, B, &evac);
 	if (epi) {
 		/* the fused epilogue reads the result in SBUF and stores the kernel's root */
 		nx_lsync done;
 		nx_l_max(&evac, &loads);
-		if ((rc = epi->emit(L, epi->ctx, base + oo, base + epi_off, &evac, &done)) != NX_OK)
+		if ((rc = epi->emit(L, epi->ctx, h, base + oo, base + epi_off, &evac, &done)) != NX_OK)
 			return rc;
 		nx_l_sbuf_end(L, h, &done);
 		if (A != ops[0])
@@ -229,6 +293,8 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 			nx_l_release_buf(L, B->buf);
 		return NX_OK;
 	}
+	if (MT == 1)
+		nx_l_set_resident(L, out, h, base + oo, M, N, &evac);
 	/* store [mt, N] per M tile */
 	nx_l_wait(L, NX_ENG_POOL, &evac);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);

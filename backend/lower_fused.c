@@ -327,14 +327,30 @@ typedef struct ectx {
 
 /* Loads, compute stages after `ready`, store of the root; *done = the
  * kernel's completion. addr: SBUF address per body value. */
-static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync *ready, int h, nx_lval *out,
+static nx_status body(nx_lower *L, plan *p, const int64_t *addr0, const nx_lsync *ready, int h, nx_lval *out,
                       nx_lsync *done)
 {
-	nx_lsync loads;
+	nx_lsync loads, rd;
 	memset(&loads, 0, sizeof loads);
-	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	memset(&rd, 0, sizeof rd);
+	/* inputs still in SBUF from the kernel that made them are read there
+	 * (the slot order is flat when there is no dot or one M tile) */
+	bool flat = p->dot < 0 || p->ll == 1, res[FMAX], any = false;
+	int64_t addr[FMAX];
+	for (int k = 0; k < p->n; k++) {
+		fval *v = &p->v[k];
+		addr[k] = addr0[k];
+		res[k] = flat && v->load && nx_l_resident(L, v->ext, p->P, p->F);
+		if (res[k]) {
+			addr[k] = v->ext->sb_off;
+			nx_l_max(&rd, &v->ext->sb_ready);
+		}
+		any |= (v->load && !res[k]) || v->kind == FV_SCALAR || v->kind == FV_BVIEW;
+	}
+	if (any)
+		nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
 	for (int k = 0; k < p->n; k++)
-		if (p->v[k].ext && (p->v[k].load || p->v[k].kind == FV_PARAM || p->v[k].kind == FV_CONST))
+		if (p->v[k].ext && !res[k] && (p->v[k].load || p->v[k].kind == FV_PARAM || p->v[k].kind == FV_CONST))
 			nx_l_wait(L, NX_ENG_SP, &p->v[k].ext->buf->written);
 	bool any_tile = false;
 	for (int k = 0; k < p->n; k++) {
@@ -358,14 +374,14 @@ static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync 
 			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)p->P, ps, nd, fst, fc);
 			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(v->dt, 0, (int)p->P, addr[k], 1, s1, cF), src);
 			nx_l_max(&loads, &y);
-		} else if (v->load) {
+		} else if (v->load && !res[k]) {
 			any_tile = true;
 		}
 	}
 	if (any_tile) {
 		nx_l_loop(L, NX_ENG_SP, p->ll);
 		for (int k = 0; k < p->n; k++)
-			if (p->v[k].load) {
+			if (p->v[k].load && !res[k]) {
 				nx_lval *x = p->v[k].ext;
 				nx_lsync y = nx_l_dma(L, NX_ENG_SP, sbuf_io(p, x->dt, addr[k]), hbm_io(p, x));
 				nx_l_max(&loads, &y);
@@ -373,12 +389,13 @@ static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync 
 		nx_l_endloop(L, NX_ENG_SP);
 	}
 	for (int k = 0; k < p->n; k++)
-		if (p->v[k].ext)
+		if (p->v[k].ext && !res[k])
 			nx_l_max(&p->v[k].ext->buf->war, &loads);
 
 	/* compute: stages of consecutive instructions on one engine */
 	nx_lsync stages = loads;
 	nx_l_max(&stages, ready);
+	nx_l_max(&stages, &rd);
 	int k = 0;
 	while (k < p->n) {
 		nx_lemap m;
@@ -411,6 +428,12 @@ static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync 
 		nx_l_max(&stages, &y);
 	}
 
+	for (int k = 0; k < p->n; k++)
+		if (res[k])
+			nx_l_resident_read(L, p->v[k].ext, &stages);
+	if (flat)
+		nx_l_set_resident(L, out, h, addr[p->root], p->P, p->F, &stages);
+
 	/* store the root */
 	const fval *r = &p->v[p->root];
 	nx_l_wait(L, NX_ENG_POOL, &stages);
@@ -425,9 +448,11 @@ static nx_status body(nx_lower *L, plan *p, const int64_t *addr, const nx_lsync 
 	return NX_OK;
 }
 
-static nx_status dot_epi(nx_lower *L, void *ctx, int64_t res, int64_t epi, const nx_lsync *ready, nx_lsync *done)
+static nx_status dot_epi(nx_lower *L, void *ctx, int half, int64_t res, int64_t epi, const nx_lsync *ready,
+                         nx_lsync *done)
 {
 	ectx *c = ctx;
+	c->h = half;
 	int64_t addr[FMAX];
 	for (int k = 0; k < c->p->n; k++)
 		addr[k] = k == c->p->dot ? res : epi + c->p->v[k].off;
@@ -437,7 +462,13 @@ static nx_status dot_epi(nx_lower *L, void *ctx, int64_t res, int64_t epi, const
 nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	plan p;
-	if (!plan_fusion(L, f, &p))
+	/* an input still in SBUF fixes the partitions when the body allows it */
+	int64_t Pr = 0, n = nx_shape_elems(f->shape);
+	for (int k = 0; k < f->noperands && k < 8 && !Pr; k++)
+		if (nx_l_resident(L, ops[k], 0, 0) && ops[k]->sb_P * ops[k]->sb_F == n &&
+		    nx_shape_elems(ops[k]->shape) == n)
+			Pr = ops[k]->sb_P;
+	if (!(Pr && build(L, f, &p, Pr)) && !plan_fusion(L, f, &p))
 		return nx_l_err(L, "fusion body is not a single kernel");
 	nx_status rc;
 	/* bind inputs to HBM values */
@@ -456,7 +487,7 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 		memset(&dv, 0, sizeof dv);
 		dv.dt = p.v[p.dot].dt;
 		dv.shape = d->shape;
-		ectx c = {&p, L->kidx & 1, out};
+		ectx c = {&p, -1, out};
 		nx_ldot_epi e = {p.bytes, dot_epi, &c};
 		return nx_l_dot_epi(L, d, dops, &dv, &e);
 	}

@@ -102,7 +102,13 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 		if (nx_shape_elems(ops[k]->shape) != n)
 			return nx_l_err(L, "operand %d has %lld elements, the result %lld", k,
 			                (long long)nx_shape_elems(ops[k]->shape), (long long)n);
+	/* an operand still in SBUF from an earlier kernel fixes the partitions */
 	nx_ltile t = nx_l_tile(n, 2048);
+	for (int k = 0; k < nops; k++)
+		if (nx_l_resident(L, ops[k], 0, 0) && ops[k]->sb_P * ops[k]->sb_F == n) {
+			t = nx_l_tile_p(n, ops[k]->sb_P, 2048);
+			break;
+		}
 	int64_t off[9], bytes = 0;
 	for (int k = 0; k <= nops; k++) {
 		off[k] = bytes;
@@ -114,20 +120,40 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	if (rc)
 		return rc;
 	L->st.kernels++;
+	bool res[9];
+	int64_t addr[9];
 	nx_lsync loads, done;
 	memset(&loads, 0, sizeof loads);
-	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
-	for (int k = 0; k < nops; k++)
-		nx_l_wait(L, NX_ENG_SP, &ops[k]->buf->written);
-	nx_l_loop(L, NX_ENG_SP, t.Lc);
+	bool any_load = false;
 	for (int k = 0; k < nops; k++) {
-		nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(ops[k]->dt, &t, base + off[k], 0),
-		                      nx_l_hbm_tile(ops[k], &t));
-		nx_l_max(&loads, &y);
+		res[k] = nx_l_resident(L, ops[k], t.P, t.F);
+		addr[k] = res[k] ? ops[k]->sb_off : base + off[k];
+		if (res[k])
+			nx_l_max(&loads, &ops[k]->sb_ready);
+		else
+			any_load = true;
 	}
-	nx_l_endloop(L, NX_ENG_SP);
-	for (int k = 0; k < nops; k++)
-		nx_l_max(&ops[k]->buf->war, &loads);
+	if (any_load) {
+		nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+		for (int k = 0; k < nops; k++)
+			if (!res[k])
+				nx_l_wait(L, NX_ENG_SP, &ops[k]->buf->written);
+		nx_l_loop(L, NX_ENG_SP, t.Lc);
+		nx_lsync ld;
+		memset(&ld, 0, sizeof ld);
+		for (int k = 0; k < nops; k++) {
+			if (res[k])
+				continue;
+			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(ops[k]->dt, &t, addr[k], 0),
+			                      nx_l_hbm_tile(ops[k], &t));
+			nx_l_max(&ld, &y);
+		}
+		nx_l_endloop(L, NX_ENG_SP);
+		for (int k = 0; k < nops; k++)
+			if (!res[k])
+				nx_l_max(&ops[k]->buf->war, &ld);
+		nx_l_max(&loads, &ld);
+	}
 
 	nx_l_wait(L, m.e, &loads);
 	nx_l_wait(L, m.e, &L->sbuf_free[h]);
@@ -138,9 +164,13 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	in->fimm[0] = m.imm;
 	in->ap[0] = nx_l_sbuf_tile(out->dt, &t, base + off[nops], 0);
 	for (int k = 0; k < nops && k < 3; k++)
-		in->ap[1 + k] = nx_l_sbuf_tile(ops[k]->dt, &t, base + off[k], 0);
+		in->ap[1 + k] = nx_l_sbuf_tile(ops[k]->dt, &t, addr[k], 0);
 	nx_l_endloop(L, m.e);
 	done = nx_l_signal(L, m.e);
+	for (int k = 0; k < nops; k++)
+		if (res[k])
+			nx_l_resident_read(L, ops[k], &done);
+	nx_l_set_resident(L, out, h, base + off[nops], t.P, t.F, &done);
 
 	nx_l_wait(L, NX_ENG_POOL, &done);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
@@ -230,11 +260,50 @@ nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *ou
 	return nx_l_copy_view(L, &v, out);
 }
 
+/* A 2-D transpose of a value still in SBUF as [R, C] (R, C <= 128): PE
+ * transpose into a new region (the result stays resident), POOL stores it. */
+static bool transpose_sbuf(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out, nx_status *rc)
+{
+	const nx_shape *s = op->shape;
+	if (s->rank != 2 || i->a.dimensions.v[0] != 1 || i->a.dimensions.v[1] != 0)
+		return false;
+	int64_t R = s->dims[0], C = s->dims[1];
+	if (R > 128 || C > 128 || R < 1 || C < 1 || !nx_l_resident(L, op, R, C))
+		return false;
+	int64_t base;
+	int h;
+	if ((*rc = nx_l_sbuf_begin(L, al64(R * nx_dtype_bytes[out->dt]), &base, &h)) != NX_OK)
+		return true;
+	if (!nx_l_resident(L, op, R, C)) {
+		/* our own region overwrote it; the region keeps its wait as its free point */
+		return false;
+	}
+	L->st.kernels++;
+	nx_lsync done = nx_l_transpose_sbuf(L, op->dt, op->sb_off, out->dt, base, R, C, &op->sb_ready, h);
+	nx_l_resident_read(L, op, &done);
+	nx_l_set_resident(L, out, h, base, C, R, &done);
+	int32_t s1[1] = {1};
+	uint32_t cR[1] = {(uint32_t)R};
+	nx_l_wait(L, NX_ENG_POOL, &done);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, nx_ap_hbm(out->dt, out->buf->off, (int)C, R, 1, s1, cR),
+	                       nx_ap_sbuf(out->dt, 0, (int)C, base, 1, s1, cR));
+	nx_l_max(&out->buf->written, &st);
+	nx_l_max(&out->buf->war, &st);
+	nx_l_max(&done, &st);
+	nx_l_sbuf_end(L, h, &done);
+	*rc = NX_OK;
+	return true;
+}
+
 nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
 {
 	nx_lview src = nx_l_view_of(op), v = src;
 	if (i->a.dimensions.n != op->shape->rank)
 		return nx_l_err(L, "transpose permutation does not match the operand rank");
+	nx_status rc;
+	if (transpose_sbuf(L, i, op, out, &rc))
+		return rc;
 	for (int k = 0; k < v.rank; k++) {
 		v.dims[k] = src.dims[i->a.dimensions.v[k]];
 		v.stride[k] = src.stride[i->a.dimensions.v[k]];
@@ -289,7 +358,11 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 			trailing = false;
 	}
 	nx_lval *src = x;
-	if (!trailing && R > 1) {
+	/* [R, O] reduced over dim 0 and still in SBUF: transposed on PE instead
+	 * of permuted through HBM */
+	bool rt = !trailing && R > 1 && xs->rank == 2 && red[0] && !red[1] && xs->dims[0] <= 128 &&
+	          xs->dims[1] <= 128 && nx_l_resident(L, x, xs->dims[0], xs->dims[1]);
+	if (!trailing && R > 1 && !rt) {
 		nx_lview v = nx_l_view_of(x), w = v;
 		int r = 0;
 		for (int pass = 0; pass < 2; pass++)
@@ -323,16 +396,33 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	int32_t s1[1] = {1};
 	uint32_t cR[1] = {(uint32_t)R2}, c1[1] = {1};
 	nx_lsync loads;
-	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
-	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
-	nx_l_wait(L, NX_ENG_SP, &init->buf->written);
-	nx_l_loop(L, NX_ENG_SP, T);
-	nx_ap hin = nx_ap_hbm(src->dt, src->buf->off, (int)P, R2, 1, s1, cR);
-	hin.loop_stride[0] = P * R2 * esz;
-	nx_ap sin = nx_ap_sbuf(src->dt, 0, (int)P, base + o_in, 1, s1, cR);
+	memset(&loads, 0, sizeof loads);
+	bool rd = !rt && T == 1 && src == x && nx_l_resident(L, x, P, R2);
+	rt = rt && nx_l_resident(L, x, xs->dims[0], xs->dims[1]);
+	nx_ap sin = nx_ap_sbuf(src->dt, 0, (int)P, rd ? x->sb_off : base + o_in, 1, s1, cR);
 	sin.loop_stride[0] = R2 * esz;
-	loads = nx_l_dma(L, NX_ENG_SP, sin, hin);
-	nx_l_endloop(L, NX_ENG_SP);
+	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &init->buf->written);
+	if (rd) {
+		loads = x->sb_ready;
+	} else if (rt) {
+		loads = nx_l_transpose_sbuf(L, x->dt, x->sb_off, x->dt, base + o_in, R, O, &x->sb_ready, h);
+	} else if (!trailing && R > 1 && src == x) {
+		/* the SBUF copy went (our own region took its place): a strided load */
+		uint32_t cR1[1] = {(uint32_t)R};
+		int32_t sO[1] = {(int32_t)O};
+		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+		nx_ap s0 = sin;
+		s0.loop_stride[0] = 0; /* T == 1: no loop around this load */
+		loads = nx_l_dma(L, NX_ENG_SP, s0, nx_ap_hbm(src->dt, src->buf->off, (int)P, 1, 1, sO, cR1));
+	} else {
+		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+		nx_l_loop(L, NX_ENG_SP, T);
+		nx_ap hin = nx_ap_hbm(src->dt, src->buf->off, (int)P, R2, 1, s1, cR);
+		hin.loop_stride[0] = P * R2 * esz;
+		loads = nx_l_dma(L, NX_ENG_SP, sin, hin);
+		nx_l_endloop(L, NX_ENG_SP);
+	}
 	int ip = O == 1 ? 1 : (int)P;
 	nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_ap_sbuf(init->dt, 0, ip, base + o_init, 1, s1, c1),
 	                      nx_ap_hbm(init->dt, init->buf->off, ip, 0, 1, s1, c1));
@@ -382,6 +472,10 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		nx_l_endloop(L, NX_ENG_DVE);
 		done = nx_l_signal(L, NX_ENG_DVE);
 	}
+	if (rd || rt)
+		nx_l_resident_read(L, x, &done);
+	if (T == 1)
+		nx_l_set_resident(L, out, h, base + o_out, O == 1 ? 1 : P, 1, &done);
 	nx_l_wait(L, NX_ENG_POOL, &done);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
 	int op_ = O == 1 ? 1 : (int)P;

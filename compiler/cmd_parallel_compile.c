@@ -90,6 +90,7 @@ static void run_trial(char **cmd, const char *dir)
 
 int nx_cmd_parallel_compile(int argc, char **argv)
 {
+	nx_diag d = {0}; /* cleared on every exit path (label out) */
 	nx_pc_opts o = {0};
 	o.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (o.jobs < 1)
@@ -173,7 +174,6 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 	}
 
 	nx_compile_flags f;
-	nx_diag d = {0};
 	nx_log log = {0};
 	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK) {
 		rc = nx_cli_report(&d);
@@ -255,6 +255,7 @@ done:
 	free(inputs);
 	nx_flags_free(&f);
 out:
+	nx_diag_clear(&d);
 	free(rest);
 	return rc;
 }

@@ -135,7 +135,7 @@ int nx_cmd_opt(int argc, char **argv)
 	nx_status st;
 	if (passes) {
 		const char *names[64];
-		char *list = strdup(passes);
+		char *list = nx_xstrdup(passes);
 		int n = 0;
 		for (char *tok = strtok(list, ","); tok && n < 64; tok = strtok(NULL, ","))
 			names[n++] = tok;

@@ -32,22 +32,6 @@ static bool worker_is_compile(void)
 	return strcmp(w && *w ? w : default_worker, "compile") == 0;
 }
 
-static char *xstrdup(const char *s)
-{
-	char *q = strdup(s);
-	if (!q)
-		abort();
-	return q;
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n);
-	if (!q)
-		abort();
-	return q;
-}
-
 static bool ends_with(const char *s, const char *suf)
 {
 	size_t a = strlen(s), b = strlen(suf);
@@ -129,8 +113,8 @@ static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_
 	while ((e = readdir(dp))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		names = xrealloc(names, sizeof(char *) * (size_t)(nn + 1));
-		names[nn++] = xstrdup(e->d_name);
+		names = nx_xrealloc(names, sizeof(char *) * (size_t)(nn + 1));
+		names[nn++] = nx_xstrdup(e->d_name);
 	}
 	closedir(dp);
 	qsort(names, (size_t)nn, sizeof(char *), cmp_str);
@@ -161,7 +145,7 @@ static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_
 			free(path);
 			continue;
 		}
-		*files = xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
+		*files = nx_xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
 		(*files)[(*n)++] = path;
 	}
 	for (int i = 0; i < nn; i++)
@@ -177,7 +161,7 @@ nx_status nx_pc_collect(const char *path, char ***files, int *n, nx_diag *d)
 		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open: %s", strerror(errno));
 	if (S_ISDIR(sb.st_mode)) {
 		size_t len = strlen(path);
-		char *p = xstrdup(path);
+		char *p = nx_xstrdup(path);
 		while (len > 1 && p[len - 1] == '/')
 			p[--len] = 0;
 		nx_status st = scan_dir(p, 0, files, n, d);
@@ -185,8 +169,8 @@ nx_status nx_pc_collect(const char *path, char ***files, int *n, nx_diag *d)
 		return st;
 	}
 	/* a file named on the command line is taken whatever its name */
-	*files = xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
-	(*files)[(*n)++] = xstrdup(path);
+	*files = nx_xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
+	(*files)[(*n)++] = nx_xstrdup(path);
 	return NX_OK;
 }
 
@@ -505,7 +489,7 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 			g->error = fmt("compiler killed by signal %d (%s)%s%s", WTERMSIG(wstatus),
 			               strsignal(WTERMSIG(wstatus)), line ? ": " : "", line ? line : "");
 		else
-			g->error = line ? xstrdup(line) : fmt("compiler exited with status %d", WEXITSTATUS(wstatus));
+			g->error = line ? nx_xstrdup(line) : fmt("compiler exited with status %d", WEXITSTATUS(wstatus));
 		if (g->retries < o->retries && !interrupted) {
 			g->retries++;
 			*again = true;
@@ -602,7 +586,7 @@ static int key_graphs(char **files, int n, const nx_pc_opts *o, graph **out, int
 			nx_module_free(mod);
 			if (nx_cache_key_make(g.fp, fh, &g.key, &d) != NX_OK) {
 				g.key.name[0] = 0;
-				g.error = xstrdup(d.msg ? d.msg : "bad key");
+				g.error = nx_xstrdup(d.msg ? d.msg : "bad key");
 			}
 		} else {
 			char *s = nx_diag_format(&d);
@@ -688,7 +672,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 				char *p = out_path(NULL, o, &g[i], i);
 				if (nx_cli_write_file(p, neff, len, &d) != NX_OK) {
 					g[i].status = NX_PC_FAILED;
-					g[i].error = xstrdup(d.msg);
+					g[i].error = nx_xstrdup(d.msg);
 					nx_diag_clear(&d);
 				}
 				free(p);
@@ -810,7 +794,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		if (g[i].status == NX_PC_PENDING || g[i].status == NX_PC_RUNNING) {
 			g[i].status = NX_PC_FAILED;
 			free(g[i].error);
-			g[i].error = xstrdup("interrupted");
+			g[i].error = nx_xstrdup("interrupted");
 		}
 	rm_rf_workdir(tmpl);
 	if (owner_fd >= 0)

@@ -72,6 +72,12 @@ char *nx_arena_strdup(nx_arena *a, const char *s);
 char *nx_arena_strndup(nx_arena *a, const char *s, size_t n);
 char *nx_arena_printf(nx_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Heap memory outside any arena (caches, flag lists, diagnostics), owned by
+ * the caller and released with free(). Running out of memory aborts. */
+char *nx_xstrdup(const char *s); /* NULL gives NULL */
+char *nx_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *nx_xrealloc(void *p, size_t n);
+
 /* ------------------------------------------------------------ element types */
 
 typedef enum nx_type_kind {

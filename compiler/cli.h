@@ -35,4 +35,17 @@ nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_d
  * elsewhere (a cache hit's .neff), where the fsync was most of the time. */
 nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d);
 
+/* One --input argument of nxcc eval and nxcc run: "KEY=file.npy", or
+ * "rI:KEY=file.npy" for rank (replica) I only. */
+typedef struct nx_cli_input {
+	const char *arg;  /* the whole argument, for messages */
+	int rank;         /* the I of rI:, or -1 for every rank */
+	char *key;        /* KEY, malloc'd: a name or a number, as the command reads it */
+	const char *file; /* points into arg */
+} nx_cli_input;
+/* Splits v into *in; false (nothing allocated) when v has no '='. */
+bool nx_cli_parse_input(const char *v, nx_cli_input *in);
+/* Frees the keys of in[0..n) and the array in itself. */
+void nx_cli_inputs_free(nx_cli_input *in, int n);
+
 #endif

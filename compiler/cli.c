@@ -129,3 +129,12 @@ void nx_cli_inputs_free(nx_cli_input *in, int n)
 	free(in);
 }
 
+nx_module *nx_cli_read_verified(const char *path, nx_diag *d)
+{
+	nx_module *m = nx_read_file(path, d);
+	if (m && nx_verify_module(m, d) != NX_OK) {
+		nx_module_free(m);
+		return NULL;
+	}
+	return m;
+}

@@ -21,10 +21,13 @@ int nx_cli_flag(int argc, char **argv, int *i, const char *flag, const char **va
 /* Prints d to stderr (once) and returns its exit status. */
 int nx_cli_report(const nx_diag *d);
 /* Prints "nxcc CMD: error: msg" and returns NX_EXIT_USER. */
+int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct nx_pass_ctx;
 /* --auto-cast / --auto-cast-type values into ctx (compiler/cmd_opt.c). */
 nx_status nx_parse_autocast(const char *mode, const char *type, struct nx_pass_ctx *ctx, nx_diag *d);
-int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads an HLO module (text or proto) and verifies it; NULL with *d set
+ * when either fails. */
+nx_module *nx_cli_read_verified(const char *path, nx_diag *d);
 /* Reads a whole file (malloc'd, NUL-terminated). NULL with *d set on error. */
 char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d);
 /* Writes atomically: a temp file in the same directory, fsync, rename. No

@@ -212,10 +212,10 @@ int nx_cmd_eval(int argc, char **argv)
 		return nx_cli_usage_error("eval", "--save-inputs needs --output-dir");
 	}
 	nx_diag d = {0};
-	nx_module *m = nx_read_file(file, &d);
+	nx_module *m = nx_cli_read_verified(file, &d);
 	nx_arena a;
 	nx_arena_init(&a);
-	if (!m || nx_verify_module(m, &d) != NX_OK)
+	if (!m)
 		goto fail;
 	if (!m->entry) {
 		nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "module has no entry computation");

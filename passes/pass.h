@@ -26,7 +26,7 @@ typedef enum nx_model_type {
 /* Costs for passes that need them (O3 fusion priority, auto-cast): filled by
  * the driver from the chosen target, so passes never include backend code. */
 typedef struct nx_cost_model {
-	void *user;
+	void *user; /* passed back to every callback (the target) */
 	/* Estimated cycles of instruction i when executed as its own kernel. */
 	double (*inst_cycles)(void *user, const nx_inst *i);
 	/* Estimated cycles to move `bytes` between HBM and on-chip memory. */

@@ -263,22 +263,6 @@ static char *read_log(const char *path)
 	return s;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	va_list ap, ap2;
-	va_start(ap, f);
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, f, ap);
-	va_end(ap);
-	char *s = malloc((size_t)n + 1);
-	if (!s)
-		abort();
-	vsnprintf(s, (size_t)n + 1, f, ap2);
-	va_end(ap2);
-	return s;
-}
-
 /* ------------------------------------------------------------ the workers */
 
 static char self_exe[4096];
@@ -328,7 +312,7 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 	 * per worker, appended to the run's log when the graph is done */
 	char *wlog = NULL;
 	if (o->log && o->log->file) {
-		wlog = fmt("%s.compile-log", g->log);
+		wlog = nx_xasprintf("%s.compile-log", g->log);
 		argv[k++] = "--logfile";
 		argv[k++] = wlog;
 	}
@@ -484,12 +468,12 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 		g->status = log && strstr(log, "cache hit") ? NX_PC_CACHED : NX_PC_COMPILED;
 	} else {
 		if (g->timed_out)
-			g->error = fmt("timed out after %gs (compile killed)", o->timeout);
+			g->error = nx_xasprintf("timed out after %gs (compile killed)", o->timeout);
 		else if (WIFSIGNALED(wstatus))
-			g->error = fmt("compiler killed by signal %d (%s)%s%s", WTERMSIG(wstatus),
+			g->error = nx_xasprintf("compiler killed by signal %d (%s)%s%s", WTERMSIG(wstatus),
 			               strsignal(WTERMSIG(wstatus)), line ? ": " : "", line ? line : "");
 		else
-			g->error = line ? nx_xstrdup(line) : fmt("compiler exited with status %d", WEXITSTATUS(wstatus));
+			g->error = line ? nx_xstrdup(line) : nx_xasprintf("compiler exited with status %d", WEXITSTATUS(wstatus));
 		if (g->retries < o->retries && !interrupted) {
 			g->retries++;
 			*again = true;
@@ -503,7 +487,7 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 		nx_log_filef(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
 		        ok ? status_name(g->status) : "attempt failed", *again ? ", retrying" : "", g->seconds,
 		        g->error ? ": " : "", g->error ? g->error : "");
-		char *wpath = fmt("%s.compile-log", g->log);
+		char *wpath = nx_xasprintf("%s.compile-log", g->log);
 		char *wtext = read_log(wpath);
 		if (wtext)
 			fputs(wtext, o->log->file);
@@ -518,8 +502,8 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 static char *out_path(const char *workdir, const nx_pc_opts *o, const graph *g, int idx)
 {
 	if (o->output_dir)
-		return fmt("%s/%s.neff", o->output_dir, g->key.name);
-	return fmt("%s/g%04d.neff", workdir, idx);
+		return nx_xasprintf("%s/%s.neff", o->output_dir, g->key.name);
+	return nx_xasprintf("%s/g%04d.neff", workdir, idx);
 }
 
 static void rm_rf_workdir(const char *dir);
@@ -536,8 +520,8 @@ static void sweep_workdirs(const char *tmp)
 	while ((e = readdir(dp))) {
 		if (strncmp(e->d_name, "nxcc-parallel-", 14) != 0)
 			continue;
-		char *dir = fmt("%s/%s", tmp, e->d_name);
-		char *owner = fmt("%s/owner", dir);
+		char *dir = nx_xasprintf("%s/%s", tmp, e->d_name);
+		char *owner = nx_xasprintf("%s/owner", dir);
 		int fd = open(owner, O_RDWR | O_CLOEXEC);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
 			rm_rf_workdir(dir);
@@ -558,7 +542,7 @@ static void rm_rf_workdir(const char *dir)
 	while ((e = readdir(dp))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char *p = fmt("%s/%s", dir, e->d_name);
+		char *p = nx_xasprintf("%s/%s", dir, e->d_name);
 		unlink(p);
 		free(p);
 	}
@@ -680,7 +664,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		} else if (r == NX_CACHE_FAILED) {
 			char *line = log_error_line(flog);
 			g[i].status = NX_PC_FAILED;
-			g[i].error = fmt("cached failure (pass --retry-failed to compile again): %s", line ? line : "");
+			g[i].error = nx_xasprintf("cached failure (pass --retry-failed to compile again): %s", line ? line : "");
 			free(line);
 		}
 		g[i].seconds = now_s() - t;
@@ -698,7 +682,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		fprintf(stderr, "nxcc parallel-compile: error: cannot create %s: %s\n", tmpl, strerror(errno));
 		return NX_EXIT_USER;
 	}
-	char *owner = fmt("%s/owner", tmpl);
+	char *owner = nx_xasprintf("%s/owner", tmpl);
 	int owner_fd = open(owner, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (owner_fd >= 0)
 		flock(owner_fd, LOCK_EX);
@@ -726,7 +710,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 				break;
 			graph *x = &g[next];
 			free(x->log);
-			x->log = fmt("%s/g%04d.log", tmpl, next);
+			x->log = nx_xasprintf("%s/g%04d.log", tmpl, next);
 			char *out = out_path(tmpl, o, x, next);
 			x->started = x->attempt_started = now_s();
 			x->timed_out = false;
@@ -734,7 +718,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 			free(out);
 			if (x->pid < 0) {
 				x->status = NX_PC_FAILED;
-				x->error = fmt("cannot start a worker: %s", strerror(errno));
+				x->error = nx_xasprintf("cannot start a worker: %s", strerror(errno));
 				x->pid = 0;
 				progress_done(&p, g, m, x);
 				continue;

@@ -26,32 +26,6 @@ struct nx_cache {
 
 void (*nx_cache_test_before_done)(void);
 
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s);
-	char *q = malloc(n + 1);
-	if (!q)
-		abort();
-	memcpy(q, s, n + 1);
-	return q;
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap, ap2;
-	va_start(ap, fmt);
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	char *s = malloc((size_t)n + 1);
-	if (!s)
-		abort();
-	vsnprintf(s, (size_t)n + 1, fmt, ap2);
-	va_end(ap2);
-	return s;
-}
-
 static void default_log(void *ud, int level, const char *msg)
 {
 	(void)ud;
@@ -106,14 +80,14 @@ nx_status nx_cache_open(const char *url, nx_cache **out, nx_diag *d)
 		be = &nx_cache_s3_backend;
 		impl = nx_cache_s3_open(bp, d);
 		size_t n = strlen(url);
-		canon = xstrdup(url);
+		canon = nx_xstrdup(url);
 		while (n > 5 && canon[n - 1] == '/')
 			canon[--n] = 0;
 	} else {
 		const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
 		be = &nx_cache_fs_backend;
 		impl = nx_cache_fs_open(path, d);
-		canon = xstrdup(path);
+		canon = nx_xstrdup(path);
 	}
 	if (!impl) {
 		free(canon);
@@ -174,12 +148,12 @@ nx_status nx_cache_key_make(const char *hlo_fingerprint, const char *flags_hash,
 
 char *nx_cache_where(const nx_cache *c, const nx_cache_key *k)
 {
-	return xasprintf("%s/%s/%s", c->url, VERSION_DIR, k->name);
+	return nx_xasprintf("%s/%s/%s", c->url, VERSION_DIR, k->name);
 }
 
 static char *obj(const char *version, const char *key, const char *file)
 {
-	return xasprintf("%s/%s/%s", version, key, file);
+	return nx_xasprintf("%s/%s/%s", version, key, file);
 }
 
 /* Reads model.done: the first 64 chars are the neff's sha256 hex. */
@@ -290,12 +264,12 @@ nx_status nx_cache_lock_key(nx_cache *c, const nx_cache_key *k, nx_cache_lock *l
 	lk->fd = -1;
 	if (waited)
 		*waited = false;
-	char *entry = xasprintf("%s/%s", VERSION_DIR, k->name);
+	char *entry = nx_xasprintf("%s/%s", VERSION_DIR, k->name);
 	char *dir = c->be->lock_dir(c->impl, entry);
 	free(entry);
 	if (!dir)
 		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot create a lock directory for %s", k->name);
-	char *path = xasprintf("%s/model.lock", dir);
+	char *path = nx_xasprintf("%s/model.lock", dir);
 	free(dir);
 	/* A lock file can be unlinked (nxcc cache clear-locks) between our open
 	 * and our flock; then we would hold a lock nobody else can see. After
@@ -465,8 +439,8 @@ nx_status nx_cache_list(nx_cache *c, nx_cache_entry **out, int *n_out, nx_diag *
 				abort();
 			e = ee;
 			memset(&e[ne], 0, sizeof(e[ne]));
-			e[ne].version = xasprintf("%.*s", (int)vl, name);
-			e[ne].key = xasprintf("%.*s", (int)kl, s1 + 1);
+			e[ne].version = nx_xasprintf("%.*s", (int)vl, name);
+			e[ne].key = nx_xasprintf("%.*s", (int)kl, s1 + 1);
 			e[ne].state = NX_ENTRY_INCOMPLETE;
 			ne++;
 		}
@@ -545,12 +519,12 @@ static int clear_lock_file(const char *path)
 
 bool nx_cache_entry_busy(nx_cache *c, const char *version, const char *key)
 {
-	char *entry = xasprintf("%s/%s", version, key);
+	char *entry = nx_xasprintf("%s/%s", version, key);
 	char *dir = c->be->lock_dir(c->impl, entry);
 	free(entry);
 	if (!dir)
 		return false;
-	char *path = xasprintf("%s/model.lock", dir);
+	char *path = nx_xasprintf("%s/model.lock", dir);
 	free(dir);
 	bool busy = false;
 	int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -572,12 +546,12 @@ int nx_cache_clear_locks(nx_cache *c)
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		char *entry = xasprintf("%s/%s", e[i].version, e[i].key);
+		char *entry = nx_xasprintf("%s/%s", e[i].version, e[i].key);
 		char *dir = c->be->lock_dir(c->impl, entry);
 		free(entry);
 		if (!dir)
 			continue;
-		char *path = xasprintf("%s/model.lock", dir);
+		char *path = nx_xasprintf("%s/model.lock", dir);
 		removed += clear_lock_file(path);
 		free(path);
 		free(dir);

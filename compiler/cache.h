@@ -47,7 +47,7 @@ typedef void (*nx_cache_log_fn)(void *ud, int level, const char *msg);
 
 /* MODULE_<hlo-fingerprint>+<flags-hash>: the entry's directory name. */
 typedef struct nx_cache_key {
-	char name[128];
+	char name[128]; /* NUL-terminated */
 } nx_cache_key;
 
 typedef enum { NX_CACHE_MISS = 0, NX_CACHE_HIT = 1, NX_CACHE_FAILED = 2 } nx_cache_result;
@@ -137,14 +137,14 @@ extern void (*nx_cache_test_before_done)(void);
 
 typedef struct nx_cache_obj {
 	char *name;    /* relative to the root: "nxcc-0.1.0/MODULE_x+y/model.neff" */
-	uint64_t size;
-	int64_t mtime;
+	uint64_t size;  /* bytes */
+	int64_t mtime;  /* seconds since the epoch */
 } nx_cache_obj;
 
 /* An object store. get: 1 found, 0 absent, -1 error (d set). put is atomic
  * per object. list returns every object under prefix (malloc'd array). */
 typedef struct nx_cache_backend {
-	const char *kind;
+	const char *kind; /* "dir" or "s3", for messages */
 	int (*get)(void *be, const char *name, uint8_t **data, size_t *len, nx_diag *d);
 	nx_status (*put)(void *be, const char *name, const void *data, size_t len, nx_diag *d);
 	nx_status (*del)(void *be, const char *name, nx_diag *d);

@@ -30,7 +30,7 @@ static char *join(const char *a, const char *b)
  * are group/world writable like /var/tmp itself, minus what umask removes. */
 static int mkdirs(const char *path)
 {
-	char *p = strdup(path);
+	char *p = nx_xstrdup(path);
 	if (!p)
 		abort();
 	for (char *s = p + 1; *s; s++) {
@@ -60,7 +60,7 @@ void *nx_cache_fs_open(const char *root, nx_diag *d)
 	/* an absolute root keeps "cache hit (<where>)" meaningful from anywhere */
 	c->root = realpath(root, NULL);
 	if (!c->root)
-		c->root = strdup(root);
+		c->root = nx_xstrdup(root);
 	return c;
 }
 
@@ -184,7 +184,7 @@ typedef struct {
 /* Walks up to three levels (<version>/<key>/<file>) below root. */
 static void walk(const char *root, const char *rel, int depth, obj_vec *out)
 {
-	char *dir = rel[0] ? join(root, rel) : strdup(root);
+	char *dir = rel[0] ? join(root, rel) : nx_xstrdup(root);
 	DIR *dp = opendir(dir);
 	if (!dp) {
 		free(dir);
@@ -194,7 +194,7 @@ static void walk(const char *root, const char *rel, int depth, obj_vec *out)
 	while ((de = readdir(dp))) {
 		if (de->d_name[0] == '.')
 			continue;
-		char *r = rel[0] ? join(rel, de->d_name) : strdup(de->d_name);
+		char *r = rel[0] ? join(rel, de->d_name) : nx_xstrdup(de->d_name);
 		char *full = join(root, r);
 		struct stat st;
 		if (lstat(full, &st) == 0) {

@@ -18,16 +18,6 @@ typedef struct {
 	char *prefix; /* "" or "some/prefix/" */
 } s3_cache;
 
-static char *xasprintf2(const char *a, const char *b)
-{
-	size_t n = strlen(a) + strlen(b) + 1;
-	char *s = malloc(n);
-	if (!s)
-		abort();
-	snprintf(s, n, "%s%s", a, b);
-	return s;
-}
-
 void *nx_cache_s3_open(const char *bucket_prefix, nx_diag *d)
 {
 	const char *slash = strchr(bucket_prefix, '/');
@@ -72,7 +62,7 @@ static nx_status fail(nx_diag *d, const char *what, const char *name, const nx_s
 static int s3_get(void *be, const char *name, uint8_t **data, size_t *len, nx_diag *d)
 {
 	s3_cache *c = be;
-	char *key = xasprintf2(c->prefix, name);
+	char *key = nx_xasprintf("%s%s", c->prefix, name);
 	nx_s3_resp r;
 	nx_status st = nx_s3_request(c->s3, "GET", key, NULL, NULL, 0, &r, d);
 	free(key);
@@ -97,7 +87,7 @@ static int s3_get(void *be, const char *name, uint8_t **data, size_t *len, nx_di
 static nx_status s3_put(void *be, const char *name, const void *data, size_t len, nx_diag *d)
 {
 	s3_cache *c = be;
-	char *key = xasprintf2(c->prefix, name);
+	char *key = nx_xasprintf("%s%s", c->prefix, name);
 	nx_s3_resp r;
 	/* a non-NULL body even when empty: it selects the PUT-with-payload path */
 	nx_status st = nx_s3_request(c->s3, "PUT", key, NULL, data ? data : "", len, &r, d);
@@ -111,7 +101,7 @@ static nx_status s3_put(void *be, const char *name, const void *data, size_t len
 static nx_status s3_del(void *be, const char *name, nx_diag *d)
 {
 	s3_cache *c = be;
-	char *key = xasprintf2(c->prefix, name);
+	char *key = nx_xasprintf("%s%s", c->prefix, name);
 	nx_s3_resp r;
 	nx_status st = nx_s3_request(c->s3, "DELETE", key, NULL, NULL, 0, &r, d);
 	free(key);
@@ -138,7 +128,7 @@ static nx_status s3_list(void *be, const char *prefix, nx_cache_obj **objs, int 
 	s3_cache *c = be;
 	*objs = NULL;
 	*n = 0;
-	char *full = xasprintf2(c->prefix, prefix);
+	char *full = nx_xasprintf("%s%s", c->prefix, prefix);
 	char *eprefix = nx_s3_encode(full, false);
 	char *token = NULL;
 	nx_status st = NX_OK;
@@ -177,7 +167,7 @@ static nx_status s3_list(void *be, const char *prefix, nx_cache_obj **objs, int 
 				if (!nv)
 					abort();
 				*objs = nv;
-				nv[*n].name = strdup(k + pl);
+				nv[*n].name = nx_xstrdup(k + pl);
 				nv[*n].size = sz ? strtoull(sz, NULL, 10) : 0;
 				nv[*n].mtime = parse_time(lm);
 				++*n;

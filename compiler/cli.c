@@ -105,3 +105,36 @@ static nx_status write_file(const char *path, const void *data, size_t len, bool
 	free(tmp);
 	return NX_OK;
 }
+
+bool nx_cli_parse_input(const char *v, nx_cli_input *in)
+{
+	const char *eq = strchr(v, '=');
+	if (!eq)
+		return false;
+	*in = (nx_cli_input){.arg = v, .rank = -1, .file = eq + 1};
+	const char *colon = strchr(v, ':');
+	const char *key = v;
+	if (v[0] == 'r' && v[1] >= '0' && v[1] <= '9' && colon && colon < eq) {
+		in->rank = atoi(v + 1);
+		key = colon + 1;
+	}
+	in->key = nx_xasprintf("%.*s", (int)(eq - key), key);
+	return true;
+}
+
+void nx_cli_inputs_free(nx_cli_input *in, int n)
+{
+	for (int k = 0; k < n; k++)
+		free(in[k].key);
+	free(in);
+}
+
+nx_module *nx_cli_read_verified(const char *path, nx_diag *d)
+{
+	nx_module *m = nx_read_file(path, d);
+	if (m && nx_verify_module(m, d) != NX_OK) {
+		nx_module_free(m);
+		return NULL;
+	}
+	return m;
+}

@@ -21,10 +21,13 @@ int nx_cli_flag(int argc, char **argv, int *i, const char *flag, const char **va
 /* Prints d to stderr (once) and returns its exit status. */
 int nx_cli_report(const nx_diag *d);
 /* Prints "nxcc CMD: error: msg" and returns NX_EXIT_USER. */
+int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct nx_pass_ctx;
 /* --auto-cast / --auto-cast-type values into ctx (compiler/cmd_opt.c). */
 nx_status nx_parse_autocast(const char *mode, const char *type, struct nx_pass_ctx *ctx, nx_diag *d);
-int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads an HLO module (text or proto) and verifies it; NULL with *d set
+ * when either fails. */
+nx_module *nx_cli_read_verified(const char *path, nx_diag *d);
 /* Reads a whole file (malloc'd, NUL-terminated). NULL with *d set on error. */
 char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d);
 /* Writes atomically: a temp file in the same directory, fsync, rename. No
@@ -34,5 +37,18 @@ nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_d
  * but not durable across a power loss. For copies of data kept durably
  * elsewhere (a cache hit's .neff), where the fsync was most of the time. */
 nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d);
+
+/* One --input argument of nxcc eval and nxcc run: "KEY=file.npy", or
+ * "rI:KEY=file.npy" for rank (replica) I only. */
+typedef struct nx_cli_input {
+	const char *arg;  /* the whole argument, for messages */
+	int rank;         /* the I of rI:, or -1 for every rank */
+	char *key;        /* KEY, malloc'd: a name or a number, as the command reads it */
+	const char *file; /* points into arg */
+} nx_cli_input;
+/* Splits v into *in; false (nothing allocated) when v has no '='. */
+bool nx_cli_parse_input(const char *v, nx_cli_input *in);
+/* Frees the keys of in[0..n) and the array in itself. */
+void nx_cli_inputs_free(nx_cli_input *in, int n);
 
 #endif

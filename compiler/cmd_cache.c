@@ -42,7 +42,7 @@ static const char *resolve(const char *flag, char **owned)
 		nx_compile_flags f;
 		nx_diag d = {0};
 		if (nx_flags_parse(0, NULL, ccf, &f, &d) == NX_OK && f.cache_dir) {
-			*owned = strdup(f.cache_dir);
+			*owned = nx_xstrdup(f.cache_dir);
 		}
 		nx_flags_free(&f);
 		nx_diag_clear(&d);

@@ -33,11 +33,6 @@ static void help(void)
 	       "and the range of each operand (constants are not reported).\n");
 }
 
-typedef struct input {
-	int replica; /* -1 = all */
-	const char *key, *file;
-} input;
-
 static int find_param(const nx_comp *e, const char *key)
 {
 	char *end;
@@ -154,7 +149,7 @@ static bool mkdir_p(const char *dir)
 int nx_cmd_eval(int argc, char **argv)
 {
 	const char *file = NULL, *outdir = NULL, *v;
-	input *inputs = calloc((size_t)argc + 1, sizeof(input));
+	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof(nx_cli_input));
 	int ninputs = 0, replicas = 0, rc = 0;
 	bool have_seed = false, trace = false, save_inputs = false;
 	uint64_t seed = 0;
@@ -163,26 +158,17 @@ int nx_cmd_eval(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			help();
-			free(inputs);
+			nx_cli_inputs_free(inputs, ninputs);
 			return 0;
 		}
 		if ((r = nx_cli_flag(argc, argv, &i, "--input", &v)) != 0) {
 			if (r < 0)
 				goto usage;
-			input in = {.replica = -1};
-			if (v[0] == 'r' && v[1] >= '0' && v[1] <= '9' && strchr(v, ':') &&
-			    strchr(v, ':') < strchr(v, '=')) {
-				in.replica = atoi(v + 1);
-				v = strchr(v, ':') + 1;
-			}
-			const char *eq = strchr(v, '=');
-			if (!eq) {
-				free(inputs);
+			if (!nx_cli_parse_input(v, &inputs[ninputs])) {
+				nx_cli_inputs_free(inputs, ninputs);
 				return nx_cli_usage_error("eval", "--input needs KEY=file.npy, not '%s'", v);
 			}
-			in.key = strndup(v, (size_t)(eq - v));
-			in.file = eq + 1;
-			inputs[ninputs++] = in;
+			ninputs++;
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v)) != 0) {
 			if (r < 0)
 				goto usage;
@@ -196,7 +182,7 @@ int nx_cmd_eval(int argc, char **argv)
 				goto usage;
 			replicas = atoi(v);
 			if (replicas < 1) {
-				free(inputs);
+				nx_cli_inputs_free(inputs, ninputs);
 				return nx_cli_usage_error("eval", "--replicas must be >= 1");
 			}
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--max-memory", &v)) != 0) {
@@ -208,28 +194,28 @@ int nx_cmd_eval(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--trace-nonfinite")) {
 			trace = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			free(inputs);
+			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("eval", "unknown flag '%s'", argv[i]);
 		} else if (file) {
-			free(inputs);
+			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("eval", "more than one input file");
 		} else {
 			file = argv[i];
 		}
 	}
 	if (!file) {
-		free(inputs);
+		nx_cli_inputs_free(inputs, ninputs);
 		return nx_cli_usage_error("eval", "no input file (see nxcc eval --help)");
 	}
 	if (save_inputs && !outdir) {
-		free(inputs);
+		nx_cli_inputs_free(inputs, ninputs);
 		return nx_cli_usage_error("eval", "--save-inputs needs --output-dir");
 	}
 	nx_diag d = {0};
-	nx_module *m = nx_read_file(file, &d);
+	nx_module *m = nx_cli_read_verified(file, &d);
 	nx_arena a;
 	nx_arena_init(&a);
-	if (!m || nx_verify_module(m, &d) != NX_OK)
+	if (!m)
 		goto fail;
 	if (!m->entry) {
 		nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "module has no entry computation");
@@ -278,9 +264,9 @@ int nx_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	for (int k = 0; k < ninputs; k++)
-		if (inputs[k].replica >= replicas) {
+		if (inputs[k].rank >= replicas) {
 			nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input r%d:%s: there is no replica %d "
-			            "(%d replica%s)", inputs[k].replica, inputs[k].key, inputs[k].replica,
+			            "(%d replica%s)", inputs[k].rank, inputs[k].key, inputs[k].rank,
 			            replicas, replicas == 1 ? "" : "s");
 			goto fail;
 		}
@@ -292,8 +278,8 @@ int nx_cmd_eval(int argc, char **argv)
 		nx_literal **args = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
 		for (int pass = 0; pass < 2; pass++) /* shared inputs first, replica-specific override */
 			for (int k = 0; k < ninputs; k++) {
-				const input *in = &inputs[k];
-				if ((pass == 0) != (in->replica < 0) || (pass == 1 && in->replica != r))
+				const nx_cli_input *in = &inputs[k];
+				if ((pass == 0) != (in->rank < 0) || (pass == 1 && in->rank != r))
 					continue;
 				int p = find_param(e, in->key);
 				if (p < 0) {
@@ -376,11 +362,9 @@ done:
 	nx_diag_clear(&d);
 	nx_arena_free(&a);
 	nx_module_free(m);
-	for (int k = 0; k < ninputs; k++)
-		free((char *)inputs[k].key);
-	free(inputs);
+	nx_cli_inputs_free(inputs, ninputs);
 	return rc;
 usage:
-	free(inputs);
+	nx_cli_inputs_free(inputs, ninputs);
 	return NX_EXIT_USER;
 }

@@ -129,13 +129,13 @@ int nx_cmd_opt(int argc, char **argv)
 	ctx.diag = &d;
 	if (nx_parse_autocast(o.auto_cast, o.auto_cast_type, &ctx, &d) != NX_OK)
 		goto fail;
-	m = nx_read_file(file, &d);
-	if (!m || nx_verify_module(m, &d) != NX_OK)
+	m = nx_cli_read_verified(file, &d);
+	if (!m)
 		goto fail;
 	nx_status st;
 	if (passes) {
 		const char *names[64];
-		char *list = strdup(passes);
+		char *list = nx_xstrdup(passes);
 		int n = 0;
 		for (char *tok = strtok(list, ","); tok && n < 64; tok = strtok(NULL, ","))
 			names[n++] = tok;

@@ -29,11 +29,10 @@ int nx_cmd_parse(int argc, char **argv)
 	if (!file)
 		return nx_cli_usage_error("parse", "no input file (see nxcc parse --help)");
 	nx_diag d = {0};
-	nx_module *m = nx_read_file(file, &d);
-	if (!m || nx_verify_module(m, &d) != NX_OK) {
+	nx_module *m = nx_cli_read_verified(file, &d);
+	if (!m) {
 		int rc = nx_cli_report(&d);
 		nx_diag_clear(&d);
-		nx_module_free(m);
 		return rc;
 	}
 	int counts[NX_OP_COUNT] = {0};

@@ -43,11 +43,10 @@ int nx_cmd_print(int argc, char **argv)
 	if (strcmp(format, "text") != 0 && strcmp(format, "proto") != 0)
 		return nx_cli_usage_error("print", "--format must be text or proto, not '%s'", format);
 	nx_diag d = {0};
-	nx_module *m = nx_read_file(file, &d);
-	if (!m || nx_verify_module(m, &d) != NX_OK) {
+	nx_module *m = nx_cli_read_verified(file, &d);
+	if (!m) {
 		int rc = nx_cli_report(&d);
 		nx_diag_clear(&d);
-		nx_module_free(m);
 		return rc;
 	}
 	void *data;

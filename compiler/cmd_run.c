@@ -46,23 +46,23 @@ static void summarize(const char *name, const nx_literal *l)
 int nx_cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *outdir = NULL, *profile = NULL, *v;
-	const char **keys = calloc((size_t)argc + 1, sizeof *keys);
-	int nkeys = 0, rc = 0, nranks = 0;
+	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
+	int ninputs = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
 	uint64_t seed = 0;
 	for (int i = 1; i < argc; i++) {
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			help();
-			free(keys);
+			nx_cli_inputs_free(inputs, ninputs);
 			return 0;
 		}
 		if ((r = nx_cli_flag(argc, argv, &i, "--input", &v)) != 0) {
-			if (r < 0 || !strchr(v, '=')) {
-				free(keys);
+			if (r < 0 || !nx_cli_parse_input(v, &inputs[ninputs])) {
+				nx_cli_inputs_free(inputs, ninputs);
 				return nx_cli_usage_error("run", "--input needs NAME=file.npy");
 			}
-			keys[nkeys++] = v;
+			ninputs++;
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v)) != 0) {
 			if (r < 0)
 				goto usage;
@@ -72,7 +72,7 @@ int nx_cmd_run(int argc, char **argv)
 				goto usage;
 			nranks = atoi(v);
 			if (nranks < 1 || nranks > 64) {
-				free(keys);
+				nx_cli_inputs_free(inputs, ninputs);
 				return nx_cli_usage_error("run", "--ranks must be 1 to 64");
 			}
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--output-dir", &v)) != 0) {
@@ -84,17 +84,17 @@ int nx_cmd_run(int argc, char **argv)
 				goto usage;
 			profile = v;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			free(keys);
+			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "unknown flag '%s'", argv[i]);
 		} else if (file) {
-			free(keys);
+			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "more than one .neff file");
 		} else {
 			file = argv[i];
 		}
 	}
 	if (!file) {
-		free(keys);
+		nx_cli_inputs_free(inputs, ninputs);
 		return nx_cli_usage_error("run", "no .neff file (see nxcc run --help)");
 	}
 	nx_diag d = {0};
@@ -110,40 +110,33 @@ int nx_cmd_run(int argc, char **argv)
 		in[r] = nx_arena_alloc(&a, sizeof **in * (size_t)(n->ninputs + 1));
 	/* shared inputs first, then rI: overrides */
 	for (int pass = 0; pass < 2; pass++)
-		for (int k = 0; k < nkeys; k++) {
-			const char *key = keys[k];
-			int rank = -1;
-			if (key[0] == 'r' && key[1] >= '0' && key[1] <= '9' && strchr(key, ':') && strchr(key, ':') < strchr(key, '=')) {
-				rank = atoi(key + 1);
-				key = strchr(key, ':') + 1;
-			}
+		for (int k = 0; k < ninputs; k++) {
+			const char *key = inputs[k].key;
+			int rank = inputs[k].rank;
 			if ((pass == 0) != (rank < 0))
 				continue;
 			if (rank >= nranks) {
-				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: there is no rank %d (%d rank%s)", keys[k], rank,
-				            nranks, nranks == 1 ? "" : "s");
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: there is no rank %d (%d rank%s)", inputs[k].arg,
+				            rank, nranks, nranks == 1 ? "" : "s");
 				goto fail;
 			}
-			const char *eq = strchr(key, '=');
 			int idx = -1;
 			for (int j = 0; j < n->ninputs; j++)
-				if (strlen(n->inputs[j].name) == (size_t)(eq - key) &&
-				    !strncmp(n->inputs[j].name, key, (size_t)(eq - key)))
+				if (!strcmp(n->inputs[j].name, key))
 					idx = j;
 			if (idx < 0) {
 				char *end;
 				long x = strtol(key, &end, 10);
-				if (end == eq && x >= 0 && x < n->ninputs)
+				if (!*end && x >= 0 && x < n->ninputs)
 					idx = (int)x;
 			}
 			if (idx < 0) {
-				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %.*s: no input with that name or index",
-				            (int)(eq - key), key);
+				nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: no input with that name or index", key);
 				goto fail;
 			}
 			nx_dtype dt = n->inputs[idx].dtype;
 			bool raw = dt == NX_DT_BF16 || dt == NX_DT_FP8E4M3 || dt == NX_DT_FP8E5M2;
-			nx_literal *l = nx_npy_load(&a, eq + 1, raw ? nx_rundev_type(dt) : NX_TYPE_INVALID, &d);
+			nx_literal *l = nx_npy_load(&a, inputs[k].file, raw ? nx_rundev_type(dt) : NX_TYPE_INVALID, &d);
 			if (!l)
 				goto fail;
 			for (int r = 0; r < nranks; r++)
@@ -210,9 +203,9 @@ done:
 	nx_diag_clear(&d);
 	nx_neff_free(n);
 	nx_arena_free(&a);
-	free(keys);
+	nx_cli_inputs_free(inputs, ninputs);
 	return rc;
 usage:
-	free(keys);
+	nx_cli_inputs_free(inputs, ninputs);
 	return NX_EXIT_USER;
 }

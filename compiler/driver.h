@@ -28,8 +28,8 @@ void nx_compile_opts_init(nx_compile_opts *o);
 typedef struct nx_compile_result {
 	uint8_t *neff; /* malloc'd */
 	size_t len;
-	nx_lower_stats st;
-	double seconds;
+	nx_lower_stats st; /* instruction counts, HBM/SBUF use (--stats) */
+	double seconds;    /* the whole compile */
 	/* where the time went: read, verify (both runs), passes, lower */
 	double t_read, t_verify, t_passes, t_lower;
 	nx_module *module; /* the optimized module (caller frees), when keep_module */

@@ -75,22 +75,12 @@ static const flag_spec specs[] = {
 
 /* ------------------------------------------------------------ string lists */
 
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s);
-	char *q = malloc(n + 1);
-	if (!q)
-		abort();
-	memcpy(q, s, n + 1);
-	return q;
-}
-
 static void push(char ***v, int *n, const char *s)
 {
 	char **nv = realloc(*v, sizeof(char *) * (size_t)(*n + 1));
 	if (!nv)
 		abort();
-	nv[*n] = xstrdup(s);
+	nv[*n] = nx_xstrdup(s);
 	*v = nv;
 	++*n;
 }
@@ -125,7 +115,7 @@ static void free_list(char **v, int n)
 static void set_str(char **dst, const char *s)
 {
 	free(*dst);
-	*dst = xstrdup(s);
+	*dst = nx_xstrdup(s);
 }
 
 void nx_flags_free(nx_compile_flags *f)
@@ -474,7 +464,7 @@ nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags,
                          nx_diag *d)
 {
 	memset(out, 0, sizeof(*out));
-	out->framework = xstrdup("XLA");
+	out->framework = nx_xstrdup("XLA");
 	out->target = NX_TARGET_TRN1;
 	out->model_type = NX_MODEL_GENERIC;
 	out->auto_cast = NX_AUTOCAST_NONE;

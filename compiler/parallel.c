@@ -32,22 +32,6 @@ static bool worker_is_compile(void)
 	return strcmp(w && *w ? w : default_worker, "compile") == 0;
 }
 
-static char *xstrdup(const char *s)
-{
-	char *q = strdup(s);
-	if (!q)
-		abort();
-	return q;
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n);
-	if (!q)
-		abort();
-	return q;
-}
-
 static bool ends_with(const char *s, const char *suf)
 {
 	size_t a = strlen(s), b = strlen(suf);
@@ -129,8 +113,8 @@ static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_
 	while ((e = readdir(dp))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		names = xrealloc(names, sizeof(char *) * (size_t)(nn + 1));
-		names[nn++] = xstrdup(e->d_name);
+		names = nx_xrealloc(names, sizeof(char *) * (size_t)(nn + 1));
+		names[nn++] = nx_xstrdup(e->d_name);
 	}
 	closedir(dp);
 	qsort(names, (size_t)nn, sizeof(char *), cmp_str);
@@ -161,7 +145,7 @@ static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_
 			free(path);
 			continue;
 		}
-		*files = xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
+		*files = nx_xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
 		(*files)[(*n)++] = path;
 	}
 	for (int i = 0; i < nn; i++)
@@ -177,7 +161,7 @@ nx_status nx_pc_collect(const char *path, char ***files, int *n, nx_diag *d)
 		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open: %s", strerror(errno));
 	if (S_ISDIR(sb.st_mode)) {
 		size_t len = strlen(path);
-		char *p = xstrdup(path);
+		char *p = nx_xstrdup(path);
 		while (len > 1 && p[len - 1] == '/')
 			p[--len] = 0;
 		nx_status st = scan_dir(p, 0, files, n, d);
@@ -185,8 +169,8 @@ nx_status nx_pc_collect(const char *path, char ***files, int *n, nx_diag *d)
 		return st;
 	}
 	/* a file named on the command line is taken whatever its name */
-	*files = xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
-	(*files)[(*n)++] = xstrdup(path);
+	*files = nx_xrealloc(*files, sizeof(char *) * (size_t)(*n + 1));
+	(*files)[(*n)++] = nx_xstrdup(path);
 	return NX_OK;
 }
 
@@ -279,22 +263,6 @@ static char *read_log(const char *path)
 	return s;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	va_list ap, ap2;
-	va_start(ap, f);
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, f, ap);
-	va_end(ap);
-	char *s = malloc((size_t)n + 1);
-	if (!s)
-		abort();
-	vsnprintf(s, (size_t)n + 1, f, ap2);
-	va_end(ap2);
-	return s;
-}
-
 /* ------------------------------------------------------------ the workers */
 
 static char self_exe[4096];
@@ -344,7 +312,7 @@ static pid_t start_worker(graph *g, const nx_pc_opts *o, const char *out, bool r
 	 * per worker, appended to the run's log when the graph is done */
 	char *wlog = NULL;
 	if (o->log && o->log->file) {
-		wlog = fmt("%s.compile-log", g->log);
+		wlog = nx_xasprintf("%s.compile-log", g->log);
 		argv[k++] = "--logfile";
 		argv[k++] = wlog;
 	}
@@ -500,12 +468,12 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 		g->status = log && strstr(log, "cache hit") ? NX_PC_CACHED : NX_PC_COMPILED;
 	} else {
 		if (g->timed_out)
-			g->error = fmt("timed out after %gs (compile killed)", o->timeout);
+			g->error = nx_xasprintf("timed out after %gs (compile killed)", o->timeout);
 		else if (WIFSIGNALED(wstatus))
-			g->error = fmt("compiler killed by signal %d (%s)%s%s", WTERMSIG(wstatus),
+			g->error = nx_xasprintf("compiler killed by signal %d (%s)%s%s", WTERMSIG(wstatus),
 			               strsignal(WTERMSIG(wstatus)), line ? ": " : "", line ? line : "");
 		else
-			g->error = line ? xstrdup(line) : fmt("compiler exited with status %d", WEXITSTATUS(wstatus));
+			g->error = line ? nx_xstrdup(line) : nx_xasprintf("compiler exited with status %d", WEXITSTATUS(wstatus));
 		if (g->retries < o->retries && !interrupted) {
 			g->retries++;
 			*again = true;
@@ -519,7 +487,7 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 		nx_log_filef(o->log, ok ? NX_LOG_INFO : NX_LOG_ERROR, "%s: %s%s (%.3f s)%s%s", g->file,
 		        ok ? status_name(g->status) : "attempt failed", *again ? ", retrying" : "", g->seconds,
 		        g->error ? ": " : "", g->error ? g->error : "");
-		char *wpath = fmt("%s.compile-log", g->log);
+		char *wpath = nx_xasprintf("%s.compile-log", g->log);
 		char *wtext = read_log(wpath);
 		if (wtext)
 			fputs(wtext, o->log->file);
@@ -534,8 +502,8 @@ static void finish_attempt(graph *g, int wstatus, const nx_pc_opts *o, bool *aga
 static char *out_path(const char *workdir, const nx_pc_opts *o, const graph *g, int idx)
 {
 	if (o->output_dir)
-		return fmt("%s/%s.neff", o->output_dir, g->key.name);
-	return fmt("%s/g%04d.neff", workdir, idx);
+		return nx_xasprintf("%s/%s.neff", o->output_dir, g->key.name);
+	return nx_xasprintf("%s/g%04d.neff", workdir, idx);
 }
 
 static void rm_rf_workdir(const char *dir);
@@ -552,8 +520,8 @@ static void sweep_workdirs(const char *tmp)
 	while ((e = readdir(dp))) {
 		if (strncmp(e->d_name, "nxcc-parallel-", 14) != 0)
 			continue;
-		char *dir = fmt("%s/%s", tmp, e->d_name);
-		char *owner = fmt("%s/owner", dir);
+		char *dir = nx_xasprintf("%s/%s", tmp, e->d_name);
+		char *owner = nx_xasprintf("%s/owner", dir);
 		int fd = open(owner, O_RDWR | O_CLOEXEC);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
 			rm_rf_workdir(dir);
@@ -574,7 +542,7 @@ static void rm_rf_workdir(const char *dir)
 	while ((e = readdir(dp))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char *p = fmt("%s/%s", dir, e->d_name);
+		char *p = nx_xasprintf("%s/%s", dir, e->d_name);
 		unlink(p);
 		free(p);
 	}
@@ -602,7 +570,7 @@ static int key_graphs(char **files, int n, const nx_pc_opts *o, graph **out, int
 			nx_module_free(mod);
 			if (nx_cache_key_make(g.fp, fh, &g.key, &d) != NX_OK) {
 				g.key.name[0] = 0;
-				g.error = xstrdup(d.msg ? d.msg : "bad key");
+				g.error = nx_xstrdup(d.msg ? d.msg : "bad key");
 			}
 		} else {
 			char *s = nx_diag_format(&d);
@@ -688,7 +656,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 				char *p = out_path(NULL, o, &g[i], i);
 				if (nx_cli_write_file(p, neff, len, &d) != NX_OK) {
 					g[i].status = NX_PC_FAILED;
-					g[i].error = xstrdup(d.msg);
+					g[i].error = nx_xstrdup(d.msg);
 					nx_diag_clear(&d);
 				}
 				free(p);
@@ -696,7 +664,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		} else if (r == NX_CACHE_FAILED) {
 			char *line = log_error_line(flog);
 			g[i].status = NX_PC_FAILED;
-			g[i].error = fmt("cached failure (pass --retry-failed to compile again): %s", line ? line : "");
+			g[i].error = nx_xasprintf("cached failure (pass --retry-failed to compile again): %s", line ? line : "");
 			free(line);
 		}
 		g[i].seconds = now_s() - t;
@@ -714,7 +682,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		fprintf(stderr, "nxcc parallel-compile: error: cannot create %s: %s\n", tmpl, strerror(errno));
 		return NX_EXIT_USER;
 	}
-	char *owner = fmt("%s/owner", tmpl);
+	char *owner = nx_xasprintf("%s/owner", tmpl);
 	int owner_fd = open(owner, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (owner_fd >= 0)
 		flock(owner_fd, LOCK_EX);
@@ -742,7 +710,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 				break;
 			graph *x = &g[next];
 			free(x->log);
-			x->log = fmt("%s/g%04d.log", tmpl, next);
+			x->log = nx_xasprintf("%s/g%04d.log", tmpl, next);
 			char *out = out_path(tmpl, o, x, next);
 			x->started = x->attempt_started = now_s();
 			x->timed_out = false;
@@ -750,7 +718,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 			free(out);
 			if (x->pid < 0) {
 				x->status = NX_PC_FAILED;
-				x->error = fmt("cannot start a worker: %s", strerror(errno));
+				x->error = nx_xasprintf("cannot start a worker: %s", strerror(errno));
 				x->pid = 0;
 				progress_done(&p, g, m, x);
 				continue;
@@ -810,7 +778,7 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		if (g[i].status == NX_PC_PENDING || g[i].status == NX_PC_RUNNING) {
 			g[i].status = NX_PC_FAILED;
 			free(g[i].error);
-			g[i].error = xstrdup("interrupted");
+			g[i].error = nx_xstrdup("interrupted");
 		}
 	rm_rf_workdir(tmpl);
 	if (owner_fd >= 0)

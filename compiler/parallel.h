@@ -45,7 +45,7 @@ typedef struct nx_pc_opts {
 	/* The compile flags as written (no inputs), passed to every worker. */
 	char **flag_argv;
 	int flag_argc;
-	const nx_compile_flags *flags;
+	const nx_compile_flags *flags; /* the same, parsed: cache key and location */
 	/* --logfile of the run: each graph's outcome, and each worker's own
 	 * compile log (workers write theirs to the work directory; appended
 	 * here when they finish). NULL = none. */

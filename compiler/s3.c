@@ -18,16 +18,6 @@ struct nx_s3 {
 	int backoff_ms;
 };
 
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s);
-	char *q = malloc(n + 1);
-	if (!q)
-		abort();
-	memcpy(q, s, n + 1);
-	return q;
-}
-
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -54,7 +44,7 @@ nx_s3 *nx_s3_new(const char *bucket, nx_diag *d)
 		nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "libcurl: cannot create a handle");
 		return NULL;
 	}
-	s->bucket = xstrdup(bucket);
+	s->bucket = nx_xstrdup(bucket);
 	const char *region = env("AWS_REGION");
 	if (!region)
 		region = env("AWS_DEFAULT_REGION");
@@ -72,17 +62,17 @@ nx_s3 *nx_s3_new(const char *bucket, nx_diag *d)
 	} else {
 		snprintf(buf, sizeof(buf), "https://%s.s3.%s.amazonaws.com", bucket, region);
 	}
-	s->base = xstrdup(buf);
+	s->base = nx_xstrdup(buf);
 	snprintf(buf, sizeof(buf), "aws:amz:%s:s3", region);
-	s->sigv4 = xstrdup(buf);
+	s->sigv4 = nx_xstrdup(buf);
 	const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
 	if (ak && sk) {
 		snprintf(buf, sizeof(buf), "%s:%s", ak, sk);
-		s->userpwd = xstrdup(buf);
+		s->userpwd = nx_xstrdup(buf);
 	}
 	const char *tok = env("AWS_SESSION_TOKEN");
 	if (tok)
-		s->token = xstrdup(tok);
+		s->token = nx_xstrdup(tok);
 	const char *bo = env("NXCC_S3_BACKOFF_MS");
 	s->backoff_ms = bo ? atoi(bo) : 100;
 	if (s->backoff_ms < 0)
@@ -168,7 +158,7 @@ char *nx_s3_error_text(const nx_s3_resp *r)
 	         msg ? ": " : "", msg ? msg : "");
 	free(code);
 	free(msg);
-	return xstrdup(buf);
+	return nx_xstrdup(buf);
 }
 
 typedef struct {

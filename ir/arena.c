@@ -119,3 +119,41 @@ char *nx_arena_printf(nx_arena *a, const char *fmt, ...)
 	va_end(ap2);
 	return s;
 }
+
+/* ---------------------------------------------------------- heap helpers */
+
+char *nx_xstrdup(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *q = malloc(n + 1);
+	if (!q)
+		abort();
+	memcpy(q, s, n + 1);
+	return q;
+}
+
+char *nx_xasprintf(const char *fmt, ...)
+{
+	NX_ASSERT(fmt != NULL);
+	va_list ap, ap2;
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = malloc((size_t)n + 1);
+	if (!s)
+		abort();
+	vsnprintf(s, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	return s;
+}
+
+void *nx_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n);
+	if (!q)
+		abort();
+	return q;
+}

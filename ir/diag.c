@@ -5,18 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *xstrdup(const char *s)
-{
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *q = malloc(n + 1);
-	if (!q)
-		abort();
-	memcpy(q, s, n + 1);
-	return q;
-}
-
 void nx_diag_clear(nx_diag *d)
 {
 	if (!d)
@@ -35,7 +23,7 @@ nx_status nx_diag_vset(nx_diag *d, nx_status st, const char *file, int line, int
 		return st;
 	nx_diag_clear(d);
 	d->status = st;
-	d->file = xstrdup(file);
+	d->file = nx_xstrdup(file);
 	d->line = line;
 	d->col = col;
 	/* A NULL format is a caller bug; saying so here also keeps GCC's
@@ -68,7 +56,7 @@ void nx_diag_set_inst(nx_diag *d, const char *inst)
 	if (!d)
 		return;
 	free(d->inst);
-	d->inst = xstrdup(inst);
+	d->inst = nx_xstrdup(inst);
 }
 
 void nx_diag_set_src(nx_diag *d, const char *line_start, size_t len)

@@ -18,9 +18,9 @@ typedef struct nx_eval_group nx_eval_group; /* shared by the replicas of one run
  * reduction inits are intentional), entry parameters are (bad inputs). The
  * first origin in evaluation order wins (lowest replica on ties). */
 typedef struct nx_eval_trace {
-	bool found;
-	int replica;
-	const nx_inst *inst;
+	bool found;          /* an origin was seen; the fields below are set */
+	int replica;          /* the replica it was seen on */
+	const nx_inst *inst;  /* the origin */
 	const nx_comp *comp;  /* the computation holding inst */
 	char report[4096];    /* human-readable: opcode, name, operand and result ranges */
 } nx_eval_trace;

@@ -72,6 +72,12 @@ char *nx_arena_strdup(nx_arena *a, const char *s);
 char *nx_arena_strndup(nx_arena *a, const char *s, size_t n);
 char *nx_arena_printf(nx_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Heap memory outside any arena (caches, flag lists, diagnostics), owned by
+ * the caller and released with free(). Running out of memory aborts. */
+char *nx_xstrdup(const char *s); /* NULL gives NULL */
+char *nx_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *nx_xrealloc(void *p, size_t n);
+
 /* ------------------------------------------------------------ element types */
 
 typedef enum nx_type_kind {
@@ -246,7 +252,7 @@ typedef struct nx_pad_dim {
 
 /* Convolution dimension numbers; printed as dim_labels=b01f_01io->b01f. */
 typedef struct nx_conv_dnums {
-	bool present;
+	bool present; /* false: no dim_labels were given */
 	int64_t in_batch, in_feature;
 	nx_ivec in_spatial;
 	int64_t k_in, k_out; /* kernel input / output feature dims */
@@ -400,7 +406,7 @@ struct nx_inst {
 
 struct nx_comp {
 	const char *name;
-	int64_t id;
+	int64_t id; /* unique in the module (next_id, or the proto's id) */
 	nx_module *module;
 	nx_inst **insts; /* topological order (operands before users); the reader
 	                    keeps file order when it already is one; the printer
@@ -442,7 +448,7 @@ struct nx_module {
 	int nfrontend_attributes;
 	nx_kv *unknown; /* other header attributes, verbatim, in input order */
 	int nunknown;
-	int64_t next_id;
+	int64_t next_id; /* the next unused computation/instruction id */
 };
 
 /* Module construction. Names are copied into the arena. */

@@ -24,35 +24,24 @@
 
 static bool foldable_op(const nx_inst *in)
 {
-	unsigned f = nx_opcode_flags(in->op);
-	if (f & (NX_OPF_SIDE_EFFECT | NX_OPF_COLLECTIVE))
+	if (!nx_pass_is_pure(in))
 		return false;
+	/* Already folded (constant, splat, iota), not an array computation of
+	 * its own (calls, control flow, tuples) or opaque (custom calls). */
 	switch (in->op) {
 	case NX_OP_PARAMETER:
 	case NX_OP_CONSTANT:
 	case NX_OP_BROADCAST:
 	case NX_OP_IOTA:
-	case NX_OP_RNG:
-	case NX_OP_RNG_BIT_GENERATOR:
-	case NX_OP_RNG_GET_AND_UPDATE_STATE:
 	case NX_OP_CUSTOM_CALL:
 	case NX_OP_WHILE:
 	case NX_OP_CONDITIONAL:
 	case NX_OP_CALL:
 	case NX_OP_FUSION:
-	case NX_OP_ASYNC_START:
-	case NX_OP_ASYNC_UPDATE:
-	case NX_OP_ASYNC_DONE:
-	case NX_OP_COPY_START:
-	case NX_OP_COPY_DONE:
-	case NX_OP_OPT_BARRIER:
 	case NX_OP_DOMAIN:
 	case NX_OP_TUPLE:
 	case NX_OP_GET_TUPLE_ELEMENT:
-	case NX_OP_AFTER_ALL:
 	case NX_OP_ADD_DEPENDENCY:
-	case NX_OP_REPLICA_ID:
-	case NX_OP_PARTITION_ID:
 		return false;
 	default:
 		return in->noperands > 0 && nx_shape_is_array(in->shape) &&

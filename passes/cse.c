@@ -10,29 +10,7 @@
 
 static bool mergeable(const nx_inst *i)
 {
-	unsigned f = nx_opcode_flags(i->op);
-	if (f & (NX_OPF_SIDE_EFFECT | NX_OPF_COLLECTIVE))
-		return false;
-	switch (i->op) {
-	case NX_OP_PARAMETER:
-	case NX_OP_RNG:
-	case NX_OP_RNG_BIT_GENERATOR:
-	case NX_OP_RNG_GET_AND_UPDATE_STATE:
-	case NX_OP_REPLICA_ID:
-	case NX_OP_PARTITION_ID:
-	case NX_OP_AFTER_ALL:
-	case NX_OP_ASYNC_START:
-	case NX_OP_ASYNC_UPDATE:
-	case NX_OP_ASYNC_DONE:
-	case NX_OP_COPY_START:
-	case NX_OP_COPY_DONE:
-	case NX_OP_OPT_BARRIER:
-		return false;
-	case NX_OP_CUSTOM_CALL:
-		return !i->a.custom_call_has_side_effect;
-	default:
-		return true;
-	}
+	return i->op != NX_OP_PARAMETER && nx_pass_is_pure(i);
 }
 
 /* The instruction's printed form without its name: everything after " = ". */

@@ -6,12 +6,6 @@
 
 #include <stdlib.h>
 
-static bool has_side_effect(const nx_inst *i)
-{
-	return (nx_opcode_flags(i->op) & NX_OPF_SIDE_EFFECT) || i->op == NX_OP_PARAMETER ||
-	       (i->op == NX_OP_CUSTOM_CALL && i->a.custom_call_has_side_effect);
-}
-
 static bool dce_comp(nx_comp *c)
 {
 	int n = c->ninsts;
@@ -25,7 +19,7 @@ static bool dce_comp(nx_comp *c)
 		live[(intptr_t)c->root->aux] = true;
 	for (int i = n - 1; i >= 0; i--) {
 		nx_inst *in = c->insts[i];
-		if (has_side_effect(in))
+		if (in->op == NX_OP_PARAMETER || nx_pass_has_side_effect(in))
 			live[i] = true;
 		if (!live[i])
 			continue;

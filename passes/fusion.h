@@ -30,7 +30,7 @@ nx_opcode nx_fusion_reducer_op(const nx_inst *reduce);
  * positions, users and the kernel (group) each instruction belongs to. */
 typedef struct nx_fgraph {
 	nx_comp *comp;
-	int n;
+	int n;            /* instructions (positions 0..n-1) */
 	nx_inst **insts;  /* = comp->insts at the start */
 	int *uoff, *users; /* CSR users (by position) */
 	int *group;       /* kernel id per position, -1 = none yet */
@@ -44,7 +44,7 @@ static inline int nx_fpos(const nx_inst *i) { return (int)(intptr_t)i->aux; }
  * kernel named after the pattern. */
 typedef struct nx_fpattern {
 	const char *name; /* "softmax", "layer_norm", "gelu", "attention", ... */
-	int *members;
+	int *members;     /* positions in the nx_fgraph */
 	int nmembers;
 } nx_fpattern;
 

@@ -26,7 +26,7 @@ typedef enum nx_model_type {
 /* Costs for passes that need them (O3 fusion priority, auto-cast): filled by
  * the driver from the chosen target, so passes never include backend code. */
 typedef struct nx_cost_model {
-	void *user;
+	void *user; /* passed back to every callback (the target) */
 	/* Estimated cycles of instruction i when executed as its own kernel. */
 	double (*inst_cycles)(void *user, const nx_inst *i);
 	/* Estimated cycles to move `bytes` between HBM and on-chip memory. */
@@ -89,6 +89,17 @@ nx_status nx_pass_run_list(nx_module *m, const nx_pass_ctx *ctx, const nx_pass_o
 /* Number of uses of each instruction of c (operands + root), indexed by the
  * instruction's position; caller frees. */
 int *nx_pass_use_counts(const nx_comp *c);
+/* True when executing i does something besides computing its result (an
+ * opcode flagged NX_OPF_SIDE_EFFECT, a custom call marked side-effecting):
+ * it must run even when nobody uses the result. */
+bool nx_pass_has_side_effect(const nx_inst *i);
+/* True when i's result is a function of its operands and attributes alone
+ * and computing it is unobservable: no side effect, no collective, no random
+ * numbers, no replica/partition id, no token or async/copy pair, no
+ * optimization barrier. Two such instructions with the same operands may be
+ * merged (cse), and one with constant operands may be folded. Says nothing
+ * about parameters: they have no operands. */
+bool nx_pass_is_pure(const nx_inst *i);
 /* Logs at the given verbosity level. */
 void nx_pass_log(const nx_pass_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -30,11 +30,11 @@ struct nx_rw {
 	void *names;      /* name set, for unique names */
 	nx_status status; /* set by a rewrite on a user error; stops the walk */
 	bool mutated;     /* set by a rewrite that changed an instruction in place */
-	void *user;
+	void *user;       /* the pass's own state, for its nx_rw_fn */
 	/* reducer computations made by nx_rw_reduce in this run, reused */
 	nx_comp *red_comp[16];
-	nx_type red_type[16];
-	nx_opcode red_op[16];
+	nx_type red_type[16];   /* red_comp[k] reduces red_type[k] ... */
+	nx_opcode red_op[16];   /* ... with red_op[k] */
 	int nred;
 };
 

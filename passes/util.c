@@ -3,6 +3,35 @@
 
 #include <stdlib.h>
 
+bool nx_pass_has_side_effect(const nx_inst *i)
+{
+	return (nx_opcode_flags(i->op) & NX_OPF_SIDE_EFFECT) ||
+	       (i->op == NX_OP_CUSTOM_CALL && i->a.custom_call_has_side_effect);
+}
+
+bool nx_pass_is_pure(const nx_inst *i)
+{
+	if (nx_pass_has_side_effect(i) || (nx_opcode_flags(i->op) & NX_OPF_COLLECTIVE))
+		return false;
+	switch (i->op) {
+	case NX_OP_RNG:
+	case NX_OP_RNG_BIT_GENERATOR:
+	case NX_OP_RNG_GET_AND_UPDATE_STATE:
+	case NX_OP_REPLICA_ID:
+	case NX_OP_PARTITION_ID:
+	case NX_OP_AFTER_ALL:
+	case NX_OP_ASYNC_START:
+	case NX_OP_ASYNC_UPDATE:
+	case NX_OP_ASYNC_DONE:
+	case NX_OP_COPY_START:
+	case NX_OP_COPY_DONE:
+	case NX_OP_OPT_BARRIER:
+		return false;
+	default:
+		return true;
+	}
+}
+
 int *nx_pass_use_counts(const nx_comp *c)
 {
 	int *uses = calloc((size_t)(c->ninsts ? c->ninsts : 1), sizeof(int));

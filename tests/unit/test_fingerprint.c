@@ -180,16 +180,6 @@ static void test_canonical_text(void **state)
 	nx_module_free(m);
 }
 
-static bool reader_ready(void)
-{
-	const char *t = "HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n";
-	nx_diag d = {0};
-	nx_module *m = nx_read_text(t, strlen(t), "probe.hlo", &d);
-	nx_diag_clear(&d);
-	nx_module_free(m);
-	return m != NULL;
-}
-
 static nx_module *read_path(const char *path)
 {
 	size_t len;
@@ -214,7 +204,7 @@ static nx_module *read_path(const char *path)
 static void test_corpus(void **state)
 {
 	(void)state;
-	if (!reader_ready())
+	if (!tu_reader_ready())
 		skip(); /* the HLO text reader (branch reader) is not merged yet */
 	char dir[1024];
 	snprintf(dir, sizeof dir, "%s/hlo/torch-neuronx", tu_corpus());

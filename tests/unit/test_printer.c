@@ -611,16 +611,6 @@ static void test_f8_roundtrip_exhaustive(void **state)
 	nx_module_free(m);
 }
 
-static bool reader_ready(void)
-{
-	const char *t = "HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n";
-	nx_diag d = {0};
-	nx_module *m = nx_read_text(t, strlen(t), "probe.hlo", &d);
-	nx_diag_clear(&d);
-	nx_module_free(m);
-	return m != NULL;
-}
-
 /* Reads text; on failure reports the diagnostic and returns NULL. */
 static nx_module *read_or_report(const char *text, const char *what)
 {
@@ -676,7 +666,7 @@ out:
 static void test_corpus_roundtrip(void **state)
 {
 	(void)state;
-	if (!reader_ready())
+	if (!tu_reader_ready())
 		skip(); /* the HLO text reader (branch reader) is not merged yet */
 	int failures = 0, total = 0;
 	char dir[1024], path[2048];
@@ -711,7 +701,7 @@ static void test_corpus_roundtrip(void **state)
 static void test_text_roundtrip_constructs(void **state)
 {
 	(void)state;
-	if (!reader_ready())
+	if (!tu_reader_ready())
 		skip(); /* the HLO text reader (branch reader) is not merged yet */
 	const char *text =
 	    "HloModule rt, is_scheduled=true, input_output_alias={ {0}: (0, {}, may-alias) }, "

@@ -321,15 +321,6 @@ static nx_module *try_parse(const char *text, const char *file)
 	return m;
 }
 
-static bool reader_ready(void)
-{
-	nx_module *m = try_parse("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n", "t");
-	if (!m)
-		return false;
-	nx_module_free(m);
-	return true;
-}
-
 static void verify_dir_files(const char *dir, const char *suffix, const char *sub, int *nfiles,
                              int *nbad)
 {
@@ -370,7 +361,7 @@ static void verify_dir_files(const char *dir, const char *suffix, const char *su
 static void test_corpus_verifies(void **state)
 {
 	(void)state;
-	if (!reader_ready()) {
+	if (!tu_reader_ready()) {
 		print_message("skipped: the HLO text reader (branch reader) is not merged yet\n");
 		skip();
 	}
@@ -707,7 +698,7 @@ static bool check_text(const char *text, const char *want)
 static void test_text_good(void **state)
 {
 	(void)state;
-	if (!reader_ready()) {
+	if (!tu_reader_ready()) {
 		print_message("skipped: the HLO text reader (branch reader) is not merged yet\n");
 		skip();
 	}
@@ -720,7 +711,7 @@ static void test_text_good(void **state)
 static void test_text_bad(void **state)
 {
 	(void)state;
-	if (!reader_ready()) {
+	if (!tu_reader_ready()) {
 		print_message("skipped: the HLO text reader (branch reader) is not merged yet\n");
 		skip();
 	}
@@ -736,7 +727,7 @@ static void test_text_bad(void **state)
 static void test_text_location(void **state)
 {
 	(void)state;
-	if (!reader_ready())
+	if (!tu_reader_ready())
 		skip();
 	const char *t = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n"
 	                "  ROOT a = f32[5] negate(x)\n}\n";

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int nx_cli_flag(int argc, char **argv, int *i, const char *flag, const char **val)
@@ -70,6 +71,17 @@ static nx_status write_file(const char *path, const void *data, size_t len, bool
 		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
 			return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot write to stdout");
 		return NX_OK;
+	}
+	/* Atomic replacement is for regular files only: renaming over a device
+	 * or FIFO (-o /dev/null) would replace the node itself. */
+	struct stat sb;
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		FILE *f = fopen(path, "wb");
+		if (!f)
+			return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+		bool ok = fwrite(data, 1, len, f) == len;
+		ok &= fclose(f) == 0;
+		return ok ? NX_OK : nx_diag_set(d, NX_ERR_IO, path, 0, 0, "write failed: %s", strerror(errno));
 	}
 	size_t n = strlen(path);
 	char *tmp = malloc(n + 32);

@@ -177,7 +177,6 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 	nx_log log = {0};
 	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK) {
 		rc = nx_cli_report(&d);
-		nx_diag_clear(&d);
 		nx_flags_free(&f);
 		goto out;
 	}
@@ -245,7 +244,6 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 	o.log = &log;
 	rc = nx_pc_run(files, nfiles, &o);
 done:
-	nx_diag_clear(&d);
 	nx_log_close(&log);
 	if (tmpdump[0])
 		nftw(tmpdump, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -21,3 +21,12 @@ for name in undefined_operand unknown_opcode; do
 	[ "$caret" = "  $(printf '%*s' $((col - 1)) '')^" ] || fail "$name: caret '$caret' not at column $col"
 done
 echo ok
+
+# Writing to a device (-o /dev/null) must not replace the device node with a
+# regular file (the atomic temp+rename path is for regular files only).
+t=$(mktemp -d)
+mkfifo "$t/fifo"
+(cat "$t/fifo" >/dev/null &)
+"$NXCC" print "$NX_ROOT/examples/linear_step.hlo" -o "$t/fifo" || { echo "FAIL: print to a FIFO"; exit 1; }
+[ -p "$t/fifo" ] || { echo "FAIL: the FIFO was replaced by a regular file"; exit 1; }
+rm -rf "$t"

@@ -136,9 +136,17 @@ nx_status nx_l_err(nx_lower *L, const char *fmt, ...)
 nx_insn *nx_l_emit(nx_lower *L, nx_engine e, nx_isa_op op)
 {
 	nx_lstream *s = &L->s[e];
+	if (s->n >= NX_LOWER_MAX_INSNS) {
+		L->too_big = true;
+		L->overflow = nx_insn_new(op, e);
+		return &L->overflow;
+	}
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
-		s->v = realloc(s->v, s->cap * sizeof *s->v);
+		nx_insn *v = realloc(s->v, s->cap * sizeof *s->v);
+		if (!v)
+			nx_ice(__FILE__, __LINE__, "out of memory growing the %s stream", nx_engine_names[e]);
+		s->v = v;
 	}
 	nx_insn *in = &s->v[s->n++];
 	*in = nx_insn_new(op, e);
@@ -870,7 +878,12 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		if (!ent(L, i)->output && !ent(L, i)->used)
 			continue; /* dead */
 		nx_lval *v = NULL;
-		if ((rc = lower_node(L, i, &v)) != NX_OK)
+		rc = lower_node(L, i, &v);
+		if (rc == NX_OK && L->too_big)
+			rc = nx_l_err(L, "the program would need more than %d instructions on one engine "
+			                 "(this op's code grows with its tensor size here); refusing instead of "
+			                 "exhausting memory", NX_LOWER_MAX_INSNS);
+		if (rc != NX_OK)
 			goto out;
 		nx_lent *en = ent(L, i);
 		en->val = v;

@@ -55,6 +55,11 @@ typedef struct nx_lstream {
 
 typedef struct nx_lent nx_lent;
 
+/* Instructions per engine stream. Loops keep real programs far below this;
+ * a graph whose code would grow with tensor volume past it is refused with
+ * a clear error instead of exhausting memory. */
+#define NX_LOWER_MAX_INSNS (1 << 18)
+
 typedef struct nx_lower {
 	const nx_module *m;
 	const nx_target *t;
@@ -62,6 +67,8 @@ typedef struct nx_lower {
 	nx_diag *d;
 	nx_arena a;
 	nx_lstream s[NX_ENG_COUNT];
+	bool too_big;      /* a stream passed NX_LOWER_MAX_INSNS: the compile fails */
+	nx_insn overflow;  /* where instructions past the limit go (never emitted) */
 	int64_t qcount[NX_LQ];
 	int64_t ecount[NX_ENG_COUNT];
 	int qnext[2];

@@ -488,7 +488,7 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 		return nx_l_err(L, "view of rank %d after merging is not supported", r);
 	for (int k = 0; k < r; k++)
 		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
-			return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)d[k]);
+			return nx_l_copy_view_split(L, src, dst); /* lower_data.c: dims split */
 	/* up to 4 axes: all free with one "partition" row (HBM rows are not
 	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
 	if (r <= 4) {

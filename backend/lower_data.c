@@ -130,6 +130,28 @@ static nx_status copy(nx_lower *L, const nx_ldview *src, const nx_ldview *dst)
 	return NX_OK;
 }
 
+nx_status nx_l_copy_view_split(nx_lower *L, const nx_lview *src, nx_lval *dst)
+{
+	nx_ldview s, d = nx_l_dview(dst);
+	memset(&s, 0, sizeof s);
+	s.buf = src->buf;
+	s.dt = src->dt;
+	s.rank = src->rank;
+	for (int k = 0; k < src->rank; k++) {
+		s.dims[k] = src->dims[k];
+		s.stride[k] = src->stride[k];
+	}
+	/* dst is contiguous in src's dims (its own shape may differ) */
+	d.rank = s.rank;
+	int64_t st = 1;
+	for (int k = s.rank - 1; k >= 0; k--) {
+		d.dims[k] = s.dims[k];
+		d.stride[k] = st;
+		st *= s.dims[k];
+	}
+	return copy(L, &s, &d);
+}
+
 /* ------------------------------------------------------------- pieces */
 nx_lval *nx_l_piece(nx_lower *L, const nx_lval *v, int64_t off, const nx_shape *s)
 {

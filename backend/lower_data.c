@@ -862,6 +862,7 @@ bool nx_l_data_supports(nx_opcode op)
 {
 	switch (op) {
 	case NX_OP_SLICE: case NX_OP_CONCATENATE: case NX_OP_PAD: case NX_OP_REVERSE:
+	case NX_OP_RNG_BIT_GENERATOR:
 		return true;
 	default:
 		return nx_l_math_supports(op) || nx_l_index_supports(op);

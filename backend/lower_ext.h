@@ -77,4 +77,7 @@ nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 bool nx_l_custom_ok(const nx_inst *i);
 nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 
+/* lower_rng.c: rng-bit-generator (Philox on the exact integer ALU) */
+nx_status nx_l_rng(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
+
 #endif

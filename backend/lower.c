@@ -496,7 +496,7 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 		return nx_l_err(L, "view of rank %d after merging is not supported", r);
 	for (int k = 0; k < r; k++)
 		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
-			return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)d[k]);
+			return nx_l_copy_view_split(L, src, dst); /* lower_data.c: dims split */
 	/* up to 4 axes: all free with one "partition" row (HBM rows are not
 	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
 	if (r <= 4) {
@@ -697,7 +697,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
-	    i->op != NX_OP_PARAMETER && nx_lower_dtype(i->shape->type) < 0)
+	    i->op != NX_OP_PARAMETER && i->op != NX_OP_RNG_BIT_GENERATOR && nx_lower_dtype(i->shape->type) < 0)
 		return nx_l_err(L, "element type %s has no device type", nx_type_name(i->shape->type));
 	switch (i->op) {
 	case NX_OP_CONSTANT:
@@ -743,6 +743,8 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 			}
 		return nx_l_err(L, "custom-call target '%s' is not supported by the backend",
 		                i->a.custom_call_target ? i->a.custom_call_target : "");
+	case NX_OP_RNG_BIT_GENERATOR:
+		return nx_l_rng(L, i, ops, out); /* lower_rng.c */
 	case NX_OP_CONVERT:
 		if (nx_lower_dtype(i->shape->type) == (int)ops[0]->dt) {
 			*out = alias_val(L, ops[0], i->shape);

@@ -6,6 +6,7 @@
  * dot per batch element. */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
+#include "ir/eval.h"
 
 #include <string.h>
 
@@ -127,6 +128,28 @@ static nx_status copy(nx_lower *L, const nx_ldview *src, const nx_ldview *dst)
 	nx_l_max(&dst->buf->written, &y);
 	nx_l_max(&dst->buf->war, &y);
 	return NX_OK;
+}
+
+nx_status nx_l_copy_view_split(nx_lower *L, const nx_lview *src, nx_lval *dst)
+{
+	nx_ldview s, d = nx_l_dview(dst);
+	memset(&s, 0, sizeof s);
+	s.buf = src->buf;
+	s.dt = src->dt;
+	s.rank = src->rank;
+	for (int k = 0; k < src->rank; k++) {
+		s.dims[k] = src->dims[k];
+		s.stride[k] = src->stride[k];
+	}
+	/* dst is contiguous in src's dims (its own shape may differ) */
+	d.rank = s.rank;
+	int64_t st = 1;
+	for (int k = s.rank - 1; k >= 0; k--) {
+		d.dims[k] = s.dims[k];
+		d.stride[k] = st;
+		st *= s.dims[k];
+	}
+	return copy(L, &s, &d);
 }
 
 /* ------------------------------------------------------------- pieces */
@@ -306,6 +329,98 @@ static nx_status split_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const
 	return NX_OK;
 }
 
+static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+/* The init value is combined into every partial result of a split
+ * reduction, so splitting is exact only when it changes nothing there: any
+ * init of max/min/and/or, the constant 0 of add, 1 of multiply. */
+static bool init_is_neutral(const nx_inst *i)
+{
+	const nx_inst *r = i->called[0]->root, *c = i->operands[1];
+	if (r->op == NX_OP_MAXIMUM || r->op == NX_OP_MINIMUM || r->op == NX_OP_AND || r->op == NX_OP_OR)
+		return true;
+	if (c->op != NX_OP_CONSTANT || !c->a.literal || nx_shape_elems(c->a.literal->shape) != 1)
+		return false;
+	double v = nx_lit_get_f64(c->a.literal, 0);
+	return (r->op == NX_OP_ADD && v == 0) || (r->op == NX_OP_MULTIPLY && v == 1);
+}
+
+/* A reduction whose reduced rows do not fit one SBUF half (or a full
+ * reduction whose slice per partition does not): the reduced axes (moved
+ * last) are cut into R1 chunks of R2 elements; pass 1 reduces every chunk
+ * into an fp32 partial [O, R1] (in HBM scratch), pass 2 reduces the
+ * partials. Each pass is itself split as needed. */
+static nx_status two_stage_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t R)
+{
+	nx_lval *x = ops[0];
+	const nx_shape *xs = x->shape;
+	if (!init_is_neutral(i))
+		return nx_l_err(L, "reduction of %lld elements per row is too large for one SBUF pass and its "
+		                   "init value is not neutral", (long long)R);
+	bool red[NX_MAX_RANK] = {0};
+	for (int k = 0; k < i->a.dimensions.n; k++)
+		red[i->a.dimensions.v[k]] = true;
+	int64_t O = nx_shape_elems(xs) / R;
+	int esz = nx_dtype_bytes[x->dt];
+	int64_t R2 = nx_l_div_le(R, (L->sbuf_half / 4) / esz);
+	if (R2 < 2)
+		R2 = nx_l_div_le(R, R / 2); /* R prime-ish: still two passes */
+	int64_t R1 = R / R2;
+	if (R2 < 2 || R1 < 2)
+		return nx_l_err(L, "reduction of %lld elements per row cannot be split into passes", (long long)R);
+	/* reduced axes last, contiguous */
+	nx_lval *src = x;
+	bool trailing = true;
+	for (int k = 0, seen = 0; k < xs->rank; k++) {
+		if (red[k])
+			seen = 1;
+		else if (seen && xs->dims[k] > 1)
+			trailing = false;
+	}
+	if (!trailing) {
+		nx_ldview v = nx_l_dview(x), w = v;
+		int r = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < xs->rank; k++)
+				if (red[k] == (pass == 1)) {
+					w.dims[r] = v.dims[k];
+					w.stride[r] = v.stride[k];
+					r++;
+				}
+		src = nx_l_newval(L, xs);
+		nx_ldview dv = nx_l_dview(src);
+		for (int k = 0; k < w.rank; k++)
+			dv.dims[k] = w.dims[k];
+		int64_t st = 1;
+		for (int k = w.rank - 1; k >= 0; k--)
+			dv.stride[k] = st, st *= dv.dims[k];
+		nx_status rc = copy(L, &w, &dv);
+		if (rc)
+			return rc;
+	}
+	nx_type pt = nx_type_kind_of(xs->type) == NX_KIND_FLOAT ? NX_F32 : out->shape->type;
+	nx_lval *part = nx_l_newval(L, shape2(L, pt, O, R1));
+	nx_inst fi = *i;
+	int64_t one = 1;
+	fi.a.dimensions.v = &one;
+	fi.a.dimensions.n = 1;
+	nx_lval *p1[2] = {nx_l_piece(L, src, 0, shape2(L, xs->type, O * R1, R2)), ops[1]};
+	nx_lval *pp = nx_l_piece(L, part, 0, shape1(L, pt, O * R1));
+	nx_status rc = split_reduce(L, &fi, p1, pp);
+	nx_l_piece_done(src, p1[0]);
+	nx_l_piece_done(part, pp);
+	if (rc)
+		return rc;
+	nx_lval *p2[2] = {part, ops[1]};
+	nx_lval *po = nx_l_piece(L, out, 0, shape1(L, out->shape->type, O));
+	rc = split_reduce(L, &fi, p2, po);
+	nx_l_piece_done(out, po);
+	nx_l_release_buf(L, part->buf);
+	if (src != x)
+		nx_l_release_buf(L, src->buf);
+	return rc;
+}
+
 /* Reduce whose rows [O kept, R reduced] do not fit: reduced axes moved last
  * (a DMA), then the kept rows in groups, one kernel per group. */
 static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
@@ -322,6 +437,13 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	/* the same layout nx_l_reduce uses for its partitions */
 	int64_t P = O == 1 ? 1 : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P;
 	int64_t need = al64(T * R * esz) + al64(T * 4) + 64 + al64(T * nx_dtype_bytes[out->dt]);
+	if (O == 1 && R > 1) {
+		/* a full reduction spreads R over up to 128 partitions */
+		int64_t S = nx_l_div_le(R, 128);
+		need = al64(R / S * esz) + 4 + 64 + al64(nx_dtype_bytes[out->dt]);
+	}
+	if (R > 1 && i->noperands == 2 && (O == 1 || R * esz + 256 > L->sbuf_half) && need > L->sbuf_half)
+		return two_stage_reduce(L, i, ops, out, R);
 	if (O <= 1 || R == 0 || need <= L->sbuf_half || i->noperands != 2 || R * esz + 256 > L->sbuf_half)
 		return nx_l_reduce(L, i, ops, out);
 	nx_lval *src = x;
@@ -740,6 +862,7 @@ bool nx_l_data_supports(nx_opcode op)
 {
 	switch (op) {
 	case NX_OP_SLICE: case NX_OP_CONCATENATE: case NX_OP_PAD: case NX_OP_REVERSE:
+	case NX_OP_RNG_BIT_GENERATOR:
 		return true;
 	default:
 		return nx_l_math_supports(op) || nx_l_index_supports(op);

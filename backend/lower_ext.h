@@ -19,6 +19,9 @@ typedef struct nx_ldview {
 nx_ldview nx_l_dview(const nx_lval *v);
 nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, const nx_lsync *dwait,
                       nx_lsync *done);
+/* nx_l_copy_view for views with a dimension beyond one DMA axis (2^24
+ * elements): such dimensions become two axes (nx_l_dma_vv). */
+nx_status nx_l_copy_view_split(nx_lower *L, const nx_lview *src, nx_lval *dst);
 
 /* Elements [off, off + elems(s)) of v as a value of its own; its sync state
  * starts as v's and goes back to v with nx_l_piece_done. */
@@ -73,5 +76,8 @@ nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 /* lower_custom.c */
 bool nx_l_custom_ok(const nx_inst *i);
 nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+/* lower_rng.c: rng-bit-generator (Philox on the exact integer ALU) */
+nx_status nx_l_rng(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out);
 
 #endif

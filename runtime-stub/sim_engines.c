@@ -207,6 +207,8 @@ static double alu_int(int op, double a, double b, nx_dtype dt)
 	case NX_ALU_IGE: return i >= j;
 	case NX_ALU_IMAX: r = (uint64_t)(i > j ? i : j); break;
 	case NX_ALU_IMIN: r = (uint64_t)(i < j ? i : j); break;
+	case NX_ALU_IMULHI: r = (((uint64_t)i & 0xffffffffull) * ((uint64_t)j & 0xffffffffull)) >> 32; break;
+	case NX_ALU_IXOR: r = (uint64_t)i ^ (uint64_t)j; break;
 	case NX_ALU_ISHL: r = amt >= (uint64_t)w ? 0 : (uint64_t)i << amt; break;
 	case NX_ALU_ILSHR: r = amt >= (uint64_t)w ? 0 : ((uint64_t)i & mask) >> amt; break;
 	case NX_ALU_IASHR: {

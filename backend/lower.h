@@ -79,6 +79,29 @@ typedef struct nx_lower {
 	nx_lsync sbuf_free[NX_LREGS], psum_free[2], sbuf_retired;
 	int64_t reg_off[NX_LREGS], reg_end[NX_LREGS], reg_gen[NX_LREGS];
 	int64_t ring_top, gen_next;
+	/* bounds check (lower.c, check_sbuf): the bytes each region's kernel
+	 * asked for, the first generation of the current node, and how far each
+	 * stream has been checked (with its open loops' trip counts) */
+	int64_t reg_req[NX_LREGS], node_gen0;
+	nx_lsync reg_wait[NX_LREGS]; /* what a region's accesses must follow */
+	/* what a region's free point must cover: DMA queue counts (need) and,
+	 * per compute engine, the last accessing instruction (-1 none); the
+	 * stream index of every signal per engine; DMA counts while checking */
+	nx_lsync reg_need[NX_LREGS];
+	int64_t reg_last[NX_LREGS][NX_ENG_COUNT];
+	size_t *sig_idx[NX_ENG_COUNT], nsig[NX_ENG_COUNT], capsig[NX_ENG_COUNT];
+	int64_t chk_qc[NX_LQ];
+	/* what each engine knows has completed (its waits, transitively through
+	 * the sync points it waited for): kn now, klog from instruction `at` on;
+	 * know[sem]: what reaching count `cnt` of a semaphore implies */
+	nx_lsync kn[NX_ENG_COUNT];
+	struct nx_lklog { size_t at; nx_lsync k; } *klog[NX_ENG_COUNT];
+	size_t nklog[NX_ENG_COUNT], capklog[NX_ENG_COUNT], chk_klog[NX_ENG_COUNT];
+	struct nx_lknow { int64_t cnt; nx_lsync k; } *know[NX_LSEMS];
+	size_t nknow[NX_LSEMS], capknow[NX_LSEMS];
+	size_t chk_pos[NX_ENG_COUNT];
+	int chk_depth[NX_ENG_COUNT];
+	int64_t chk_trip[NX_ENG_COUNT][NX_LOOP_DEPTH];
 	int kidx, pidx;
 	int64_t sbuf_half, sbuf_peak;
 	int node;          /* current node (program order) */

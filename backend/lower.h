@@ -149,6 +149,20 @@ void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done);
 
 int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
 
+/* lower_check.c. nx_l_check_sbuf: SBUF accesses emitted since the last call
+ * stay inside their regions' requests and follow what those regions wait for
+ * (internal error otherwise); nx_l_check_free: region r's free point covers
+ * every access made to it. Debug detectors (stderr): nx_l_check_hbm_races,
+ * nx_l_check_onchip_races (NX_MEM_SBUF or NX_MEM_PSUM). The dead-store pass
+ * keeps stores into the [lo, hi) byte ranges in keep. nx_l_know_at: what
+ * reaching count v of semaphore k implies (NULL: nothing recorded). */
+void nx_l_check_sbuf(nx_lower *L);
+void nx_l_check_free(nx_lower *L, int r);
+void nx_l_check_hbm_races(const nx_lower *L);
+void nx_l_check_onchip_races(const nx_lower *L, int space);
+void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep);
+const nx_lsync *nx_l_know_at(const nx_lower *L, int k, int64_t v);
+
 /* Loads src (whole value, flat [P, F] view, F split in L chunks of Fc) etc. */
 typedef struct nx_ltile {
 	int64_t n, P, F, Fc, Lc;

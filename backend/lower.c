@@ -161,9 +161,41 @@ void nx_l_max(nx_lsync *a, const nx_lsync *b)
 			a->s[k] = b->s[k];
 }
 
+/* Knowledge tracking for the hazard check (check_sbuf): reaching count cnt
+ * of semaphore k implies what the engine knew when it issued the increment. */
+static void know_add(nx_lower *L, int k, int64_t cnt, const nx_lsync *kn)
+{
+	if (L->nknow[k] == L->capknow[k]) {
+		L->capknow[k] = L->capknow[k] ? 2 * L->capknow[k] : 64;
+		L->know[k] = realloc(L->know[k], L->capknow[k] * sizeof *L->know[k]);
+	}
+	struct nx_lknow *r = &L->know[k][L->nknow[k]];
+	r->cnt = cnt;
+	r->k = *kn;
+	if (L->nknow[k] > 0) /* counts are reached in order */
+		nx_l_max(&r->k, &L->know[k][L->nknow[k] - 1].k);
+	if (r->k.s[k] < cnt)
+		r->k.s[k] = cnt;
+	L->nknow[k]++;
+}
+
+const nx_lsync *nx_l_know_at(const nx_lower *L, int k, int64_t v)
+{
+	size_t lo = 0, hi = L->nknow[k];
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (L->know[k][mid].cnt < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < L->nknow[k] ? &L->know[k][lo].k : NULL;
+}
+
 void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y)
 {
 	nx_lstream *s = &L->s[e];
+	bool any = false;
 	for (int k = 0; k < NX_LSEMS; k++) {
 		if (k == NX_LSEM_ENG + (int)e || y->s[k] <= s->waited[k])
 			continue; /* an engine's own kernels finish in order */
@@ -171,7 +203,22 @@ void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y)
 		in->iarg[0] = k;
 		in->iarg[1] = (int32_t)y->s[k];
 		s->waited[k] = y->s[k];
+		const nx_lsync *kk = nx_l_know_at(L, k, y->s[k]);
+		if (kk)
+			nx_l_max(&L->kn[e], kk);
+		if (L->kn[e].s[k] < y->s[k])
+			L->kn[e].s[k] = y->s[k];
+		any = true;
 	}
+	if (!any)
+		return;
+	if (L->nklog[e] == L->capklog[e]) {
+		L->capklog[e] = L->capklog[e] ? 2 * L->capklog[e] : 64;
+		L->klog[e] = realloc(L->klog[e], L->capklog[e] * sizeof *L->klog[e]);
+	}
+	L->klog[e][L->nklog[e]].at = s->n;
+	L->klog[e][L->nklog[e]].k = L->kn[e];
+	L->nklog[e]++;
 }
 
 void nx_l_loop(nx_lower *L, nx_engine e, int64_t n)
@@ -204,6 +251,7 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 	in->iarg[1] = q;
 	nx_lstream *s = &L->s[e];
 	L->qcount[q] += s->depth ? s->mult[s->depth] : 1;
+	know_add(L, q, L->qcount[q], &L->kn[e]);
 	nx_lsync y;
 	memset(&y, 0, sizeof y);
 	y.s[q] = L->qcount[q];
@@ -218,6 +266,12 @@ nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 	nx_lsync y;
 	memset(&y, 0, sizeof y);
 	y.s[NX_LSEM_ENG + e] = ++L->ecount[e];
+	if (L->nsig[e] == L->capsig[e]) {
+		L->capsig[e] = L->capsig[e] ? 2 * L->capsig[e] : 64;
+		L->sig_idx[e] = realloc(L->sig_idx[e], L->capsig[e] * sizeof *L->sig_idx[e]);
+	}
+	L->sig_idx[e][L->nsig[e]++] = L->s[e].n - 1;
+	know_add(L, NX_LSEM_ENG + e, L->ecount[e], &L->kn[e]);
 	return y;
 }
 
@@ -239,14 +293,15 @@ static bool overlaps(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 {
+	nx_l_check_sbuf(L);
 	if (bytes > L->sbuf_half)
 		return nx_l_err(L, "kernel needs %lld SBUF bytes per partition; %s allows %lld per kernel "
 		                   "(half of the %lld-byte partition)",
 		                (long long)bytes, L->t->name, (long long)L->sbuf_half,
 		                (long long)L->t->sbuf_partition_bytes);
-	/* Regions are whole halves: some kernels address a little past the bytes
-	 * they ask for, which a tighter ring would hand to the next kernel. */
-	int64_t b = L->sbuf_half, total = 2 * L->sbuf_half;
+	int64_t b = (bytes + 63) & ~(int64_t)63, total = L->t->sbuf_partition_bytes;
+	if (b == 0)
+		b = 64;
 	if (L->ring_top + b > total)
 		L->ring_top = 0;
 	int64_t off = L->ring_top;
@@ -266,7 +321,12 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 			continue;
 		}
 		if (overlaps(off, off + b, L->reg_off[k], L->reg_end[k])) {
+			nx_l_check_free(L, k);
 			nx_l_max(&w, &L->sbuf_free[k]);
+			/* partly overwritten: its other bytes stay in use until its
+			 * free point, and nobody tracks them once the slot is gone */
+			if (L->reg_off[k] < off || L->reg_end[k] > off + b)
+				nx_l_max(&L->sbuf_retired, &L->sbuf_free[k]);
 			L->reg_gen[k] = 0;
 			if (slot < 0)
 				slot = k;
@@ -277,11 +337,17 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 	}
 	if (slot < 0) {
 		slot = oslot;
+		nx_l_check_free(L, slot);
 		nx_l_max(&L->sbuf_retired, &L->sbuf_free[slot]);
 		nx_l_max(&w, &L->sbuf_free[slot]);
 	}
 	L->reg_off[slot] = off;
 	L->reg_end[slot] = off + b;
+	L->reg_req[slot] = off + bytes;
+	L->reg_wait[slot] = w;
+	memset(&L->reg_need[slot], 0, sizeof L->reg_need[slot]);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		L->reg_last[slot][e] = -1;
 	L->reg_gen[slot] = ++L->gen_next;
 	L->sbuf_free[slot] = w;
 	L->kidx++;
@@ -880,6 +946,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		if (!ent(L, i)->output && !ent(L, i)->used)
 			continue; /* dead */
 		nx_lval *v = NULL;
+		nx_l_check_sbuf(L);
+		L->node_gen0 = L->gen_next + 1;
 		rc = lower_node(L, i, &v);
 		if (rc == NX_OK && L->too_big)
 			rc = nx_l_err(L, "the program would need more than %d instructions on one engine "
@@ -887,6 +955,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			                 "exhausting memory", NX_LOWER_MAX_INSNS);
 		if (rc != NX_OK)
 			goto out;
+		nx_l_check_sbuf(L);
 		nx_lent *en = ent(L, i);
 		en->val = v;
 		if (en->last_use < 0 && !en->output) {
@@ -1007,6 +1076,32 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	nx_l_wait(L, NX_ENG_POOL, &all);
 	for (int en = 0; en < NX_ENG_COUNT; en++)
 		nx_l_emit(L, (nx_engine)en, NX_I_HALT);
+	{
+		int nkeep = 0;
+		int64_t (*keep)[2] = malloc(sizeof *keep * (size_t)(nl + L->nconsts + 2));
+		keep[nkeep][0] = 0, keep[nkeep++][1] = scratch0; /* inputs */
+		for (int k = 0; k < L->nconsts; k++) {
+			int64_t nb = nx_dtype_bytes[L->consts[k].dtype];
+			for (int r = 0; r < L->consts[k].rank; r++)
+				nb *= L->consts[k].dims[r];
+			keep[nkeep][0] = L->consts[k].hbm_offset, keep[nkeep++][1] = L->consts[k].hbm_offset + nb;
+		}
+		for (int k = 0; k < nl; k++) {
+			int64_t nb = nx_dtype_bytes[out[k].dtype];
+			for (int r = 0; r < out[k].rank; r++)
+				nb *= out[k].dims[r];
+			keep[nkeep][0] = out[k].hbm_offset, keep[nkeep++][1] = out[k].hbm_offset + nb;
+		}
+		if (L->rank_id)
+			keep[nkeep][0] = L->rank_id->off, keep[nkeep++][1] = L->rank_id->off + L->rank_id->bytes;
+		if (getenv("NX_CHECK_HBM"))
+			nx_l_check_hbm_races(L);
+		if (getenv("NX_CHECK_ONCHIP"))
+			nx_l_check_onchip_races(L, atoi(getenv("NX_CHECK_ONCHIP")) == 2 ? NX_MEM_PSUM : NX_MEM_SBUF);
+		if (!getenv("NX_KEEP_STORES"))
+			nx_l_drop_dead_stores(L, (const int64_t(*)[2])keep, nkeep);
+		free(keep);
+	}
 
 	memset(p, 0, sizeof *p);
 	p->module_name = m->name ? m->name : "module";
@@ -1080,6 +1175,10 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	free(L.debug);
 	free(L.consts);
 	free(L.rg);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		free(L.klog[e]), free(L.sig_idx[e]);
+	for (int k = 0; k < NX_LSEMS; k++)
+		free(L.know[k]);
 	nx_arena_free(&L.a);
 	return rc;
 }

@@ -87,6 +87,29 @@ typedef struct nx_lower {
 	nx_lsync sbuf_free[NX_LREGS], psum_free[2], sbuf_retired;
 	int64_t reg_off[NX_LREGS], reg_end[NX_LREGS], reg_gen[NX_LREGS];
 	int64_t ring_top, gen_next;
+	/* bounds check (lower.c, check_sbuf): the bytes each region's kernel
+	 * asked for, the first generation of the current node, and how far each
+	 * stream has been checked (with its open loops' trip counts) */
+	int64_t reg_req[NX_LREGS], node_gen0;
+	nx_lsync reg_wait[NX_LREGS]; /* what a region's accesses must follow */
+	/* what a region's free point must cover: DMA queue counts (need) and,
+	 * per compute engine, the last accessing instruction (-1 none); the
+	 * stream index of every signal per engine; DMA counts while checking */
+	nx_lsync reg_need[NX_LREGS];
+	int64_t reg_last[NX_LREGS][NX_ENG_COUNT];
+	size_t *sig_idx[NX_ENG_COUNT], nsig[NX_ENG_COUNT], capsig[NX_ENG_COUNT];
+	int64_t chk_qc[NX_LQ];
+	/* what each engine knows has completed (its waits, transitively through
+	 * the sync points it waited for): kn now, klog from instruction `at` on;
+	 * know[sem]: what reaching count `cnt` of a semaphore implies */
+	nx_lsync kn[NX_ENG_COUNT];
+	struct nx_lklog { size_t at; nx_lsync k; } *klog[NX_ENG_COUNT];
+	size_t nklog[NX_ENG_COUNT], capklog[NX_ENG_COUNT], chk_klog[NX_ENG_COUNT];
+	struct nx_lknow { int64_t cnt; nx_lsync k; } *know[NX_LSEMS];
+	size_t nknow[NX_LSEMS], capknow[NX_LSEMS];
+	size_t chk_pos[NX_ENG_COUNT];
+	int chk_depth[NX_ENG_COUNT];
+	int64_t chk_trip[NX_ENG_COUNT][NX_LOOP_DEPTH];
 	int kidx, pidx;
 	int64_t sbuf_half, sbuf_peak;
 	int node;          /* current node (program order) */
@@ -133,6 +156,20 @@ bool nx_l_resident(const nx_lower *L, const nx_lval *v, int64_t P, int64_t F);
 void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done);
 
 int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
+
+/* lower_check.c. nx_l_check_sbuf: SBUF accesses emitted since the last call
+ * stay inside their regions' requests and follow what those regions wait for
+ * (internal error otherwise); nx_l_check_free: region r's free point covers
+ * every access made to it. Debug detectors (stderr): nx_l_check_hbm_races,
+ * nx_l_check_onchip_races (NX_MEM_SBUF or NX_MEM_PSUM). The dead-store pass
+ * keeps stores into the [lo, hi) byte ranges in keep. nx_l_know_at: what
+ * reaching count v of semaphore k implies (NULL: nothing recorded). */
+void nx_l_check_sbuf(nx_lower *L);
+void nx_l_check_free(nx_lower *L, int r);
+void nx_l_check_hbm_races(const nx_lower *L);
+void nx_l_check_onchip_races(const nx_lower *L, int space);
+void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep);
+const nx_lsync *nx_l_know_at(const nx_lower *L, int k, int64_t v);
 
 /* Loads src (whole value, flat [P, F] view, F split in L chunks of Fc) etc. */
 typedef struct nx_ltile {

@@ -345,6 +345,41 @@ static bool init_is_neutral(const nx_inst *i)
 	return (r->op == NX_OP_ADD && v == 0) || (r->op == NX_OP_MULTIPLY && v == 1);
 }
 
+/* x with its reduced axes (red[]) moved last and contiguous: x itself when
+ * they already are (size-1 kept axes between them do not count), else a new
+ * value filled by one strided DMA. The caller releases *src when != x. */
+static nx_status reduced_axes_last(nx_lower *L, nx_lval *x, const bool *red, nx_lval **src)
+{
+	const nx_shape *xs = x->shape;
+	bool trailing = true;
+	for (int k = 0, seen = 0; k < xs->rank; k++) {
+		if (red[k])
+			seen = 1;
+		else if (seen && xs->dims[k] > 1)
+			trailing = false;
+	}
+	*src = x;
+	if (trailing)
+		return NX_OK;
+	nx_ldview v = nx_l_dview(x), w = v;
+	int r = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < xs->rank; k++)
+			if (red[k] == (pass == 1)) {
+				w.dims[r] = v.dims[k];
+				w.stride[r] = v.stride[k];
+				r++;
+			}
+	*src = nx_l_newval(L, xs);
+	nx_ldview dv = nx_l_dview(*src);
+	for (int k = 0; k < w.rank; k++)
+		dv.dims[k] = w.dims[k];
+	int64_t st = 1;
+	for (int k = w.rank - 1; k >= 0; k--)
+		dv.stride[k] = st, st *= dv.dims[k];
+	return copy(L, &w, &dv);
+}
+
 /* A reduction whose reduced rows do not fit one SBUF half (or a full
  * reduction whose slice per partition does not): the reduced axes (moved
  * last) are cut into R1 chunks of R2 elements; pass 1 reduces every chunk
@@ -370,34 +405,9 @@ static nx_status two_stage_reduce(nx_lower *L, const nx_inst *i, nx_lval *const 
 		return nx_l_err(L, "reduction of %lld elements per row cannot be split into passes", (long long)R);
 	/* reduced axes last, contiguous */
 	nx_lval *src = x;
-	bool trailing = true;
-	for (int k = 0, seen = 0; k < xs->rank; k++) {
-		if (red[k])
-			seen = 1;
-		else if (seen && xs->dims[k] > 1)
-			trailing = false;
-	}
-	if (!trailing) {
-		nx_ldview v = nx_l_dview(x), w = v;
-		int r = 0;
-		for (int pass = 0; pass < 2; pass++)
-			for (int k = 0; k < xs->rank; k++)
-				if (red[k] == (pass == 1)) {
-					w.dims[r] = v.dims[k];
-					w.stride[r] = v.stride[k];
-					r++;
-				}
-		src = nx_l_newval(L, xs);
-		nx_ldview dv = nx_l_dview(src);
-		for (int k = 0; k < w.rank; k++)
-			dv.dims[k] = w.dims[k];
-		int64_t st = 1;
-		for (int k = w.rank - 1; k >= 0; k--)
-			dv.stride[k] = st, st *= dv.dims[k];
-		nx_status rc = copy(L, &w, &dv);
-		if (rc)
-			return rc;
-	}
+	nx_status mrc = reduced_axes_last(L, x, red, &src);
+	if (mrc)
+		return mrc;
 	nx_type pt = nx_type_kind_of(xs->type) == NX_KIND_FLOAT ? NX_F32 : out->shape->type;
 	nx_lval *part = nx_l_newval(L, shape2(L, pt, O, R1));
 	nx_inst fi = *i;
@@ -447,34 +457,9 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	if (O <= 1 || R == 0 || need <= L->sbuf_half || i->noperands != 2 || R * esz + 256 > L->sbuf_half)
 		return nx_l_reduce(L, i, ops, out);
 	nx_lval *src = x;
-	bool trailing = true;
-	for (int k = 0, seen = 0; k < xs->rank; k++) {
-		if (red[k])
-			seen = 1;
-		else if (seen && xs->dims[k] > 1)
-			trailing = false;
-	}
-	if (!trailing) {
-		nx_ldview v = nx_l_dview(x), w = v;
-		int r = 0;
-		for (int pass = 0; pass < 2; pass++)
-			for (int k = 0; k < xs->rank; k++)
-				if (red[k] == (pass == 1)) {
-					w.dims[r] = v.dims[k];
-					w.stride[r] = v.stride[k];
-					r++;
-				}
-		src = nx_l_newval(L, xs);
-		nx_ldview dv = nx_l_dview(src);
-		for (int k = 0; k < w.rank; k++)
-			dv.dims[k] = w.dims[k];
-		int64_t st = 1;
-		for (int k = w.rank - 1; k >= 0; k--)
-			dv.stride[k] = st, st *= dv.dims[k];
-		nx_status rc = copy(L, &w, &dv);
-		if (rc)
-			return rc;
-	}
+	nx_status mrc = reduced_axes_last(L, x, red, &src);
+	if (mrc)
+		return mrc;
 	/* rows per kernel: T2 per partition over 128 partitions */
 	int64_t per_t = R * esz + 4 + nx_dtype_bytes[out->dt];
 	int64_t T2 = (L->sbuf_half - 256) / per_t;

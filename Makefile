@@ -10,9 +10,9 @@ CFLAGS  += $(WARN) $(OPT) $(SAN)
 LDLIBS  += -lprotobuf-c -lcurl -lcrypto -lxxhash -lpthread -lm
 LDFLAGS += $(SAN)
 
-LIB_DIRS := ir passes backend runtime-stub compiler
+LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/target runtime-stub compiler
 LIB_SRC  := $(filter-out compiler/main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
-PROTO    := $(wildcard ir/*.proto)
+PROTO    := $(wildcard ir/hlo/*.proto)
 GEN_SRC  := $(patsubst ir/%.proto,$(BUILD)/gen/ir/%.pb-c.c,$(PROTO))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(GEN_SRC:.c=.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -72,6 +72,10 @@ demo: all
 test: all unit
 	@BUILD=$(BUILD) sh tests/run.sh
 
+# Layering rules (tools/check_layers.sh); tests/run.sh runs it as a test group.
+check-layers: all
+	@sh tools/check_layers.sh $(BUILD)
+
 asan:
 	@rm -rf build-asan/sanitizer-logs; mkdir -p build-asan/sanitizer-logs
 	ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build-asan/sanitizer-logs/asan \
@@ -95,7 +99,7 @@ fuzz:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all unit deps demo test asan bench fuzz clean
+.PHONY: all unit deps demo test check-layers asan bench fuzz clean
 .SECONDARY: $(GEN_SRC)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

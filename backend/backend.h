@@ -3,8 +3,8 @@
 #ifndef NX_BACKEND_H
 #define NX_BACKEND_H
 
-#include "backend/isa.h"
-#include "backend/target.h"
+#include "backend/target/isa.h"
+#include "backend/target/target.h"
 #include "ir/ir.h"
 
 typedef struct nx_lower_stats {

@@ -7,7 +7,7 @@
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #define NX_LOWER_H
 
 #include "backend/backend.h"
-#include "backend/neff.h"
+#include "backend/target/neff.h"
 
 #define NX_LQ 16                      /* DMA queues in use */
 #define NX_LSEM_ENG NX_LQ             /* first engine semaphore */

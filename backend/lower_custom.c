@@ -1,5 +1,5 @@
 /* backend/lower_custom.c — the AwsNeuron custom calls of torch-neuronx
- * graphs, with the formulas of ir/eval_custom.c:
+ * graphs, with the formulas of ir/eval/eval_custom.c:
  *   AwsNeuronGelu(x)               ACT gelu (erf form)
  *   AwsNeuronGeluBackward(x[, g])  Φ(x) + x·φ(x) (times g with two operands)
  *   AwsNeuronSoftmax(x)            along the backend_config axis: rows on

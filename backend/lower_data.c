@@ -6,7 +6,7 @@
  * dot per batch element. */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <string.h>
 

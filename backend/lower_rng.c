@@ -1,5 +1,5 @@
 /* backend/lower_rng.c — rng-bit-generator on the device, bit-exact with the
- * reference evaluator (ir/eval_rng.c, docs/numerics.md "rng-bit-generator").
+ * reference evaluator (ir/eval/eval_rng.c, docs/numerics.md "rng-bit-generator").
  *
  * Philox-4x32-10 (rng_default and rng_philox) runs on DVE with the exact
  * integer ALU operators: int_multiply (low word of the 32x32 product),

@@ -1,6 +1,6 @@
 /* backend/neff_write.c — serializes a program into a .neff. Deterministic:
  * no timestamps, no addresses, sorted tar entries, fixed key order. */
-#include "backend/neff.h"
+#include "backend/target/neff.h"
 #include "ir/ir.h"
 
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ir/eval_impl.h"
+#include "ir/eval/eval_impl.h"
 
 int main(int argc, char **argv)
 {

@@ -5,7 +5,7 @@
 #include "compiler/compile_cached.h"
 #include "compiler/rundev.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 #include "ir/npy.h"
 
 #include <float.h>

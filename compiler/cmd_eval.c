@@ -2,7 +2,7 @@
  * reference evaluator, print a summary of each output and write .npy files. */
 #include "compiler/cli.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 #include "ir/npy.h"
 
 #include <errno.h>

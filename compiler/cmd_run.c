@@ -3,7 +3,7 @@
 #include "compiler/cli.h"
 #include "compiler/rundev.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 #include "ir/npy.h"
 
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include "ir/ir.h"
 #include "passes/pass.h" /* nx_model_type, nx_autocast_mode: one enum for flags and passes */
 
-typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target_kind; /* not nx_target: backend/target.h has that */
+typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target_kind; /* not nx_target: backend/target/target.h has that */
 typedef nx_autocast_mode nx_auto_cast;
 typedef enum {
 	NX_CASTTYPE_BF16, NX_CASTTYPE_FP16, NX_CASTTYPE_TF32, NX_CASTTYPE_FP8_E4M3, NX_CASTTYPE_FP8_E5M2

@@ -2,7 +2,7 @@
 #include "compiler/rundev.h"
 
 #include "backend/backend.h"
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <stdio.h>
 #include <stdlib.h>

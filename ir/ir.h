@@ -478,22 +478,22 @@ bool nx_ivec_eq(nx_ivec x, nx_ivec y);
 
 /* ------------------------------------------------ entry points of ir/ files */
 
-/* ir/read_text.c: parse HLO text. file is used in diagnostics. On error
+/* ir/hlo/read_text.c: parse HLO text. file is used in diagnostics. On error
  * returns NULL and fills *d. */
 nx_module *nx_read_text(const char *text, size_t len, const char *file, nx_diag *d);
-/* ir/read_file.c: read a file (text or HloModuleProto, detected from the
+/* ir/hlo/read_file.c: read a file (text or HloModuleProto, detected from the
  * content), returning the module. */
 nx_module *nx_read_file(const char *path, nx_diag *d);
 bool nx_looks_like_text(const char *buf, size_t len);
 /* The whole file ("-" = stdin), malloc'd and NUL-terminated; NULL with *d set. */
 char *nx_read_whole_file(const char *path, size_t *len, nx_diag *d);
 
-/* ir/read_text.c: parses "<shape> <value>" literal text as HLO constants and
+/* ir/hlo/read_text.c: parses "<shape> <value>" literal text as HLO constants and
  * XLA's literal printer write it ("f32[2,2] {{1, 2}, {3, 4}}", "pred[] true",
  * "c64[2] {(1, 0), (2, 3)}", "(s32[], f32[]) (1, 2.5)") into arena a. */
 nx_literal *nx_parse_literal(nx_arena *a, const char *text, size_t len, nx_diag *d);
 
-/* ir/print.c: HLO text. The result is malloc'd; caller frees. */
+/* ir/hlo/print.c: HLO text. The result is malloc'd; caller frees. */
 typedef struct nx_print_opts {
 	bool no_metadata;  /* omit metadata={...} */
 	bool canonical;    /* fingerprint form: ids instead of names, no metadata */
@@ -504,14 +504,14 @@ char *nx_print_inst(const nx_inst *i, const nx_print_opts *o); /* one line */
  * decimal for floats, inf/-inf/nan). malloc'd. */
 char *nx_print_literal(const nx_literal *l);
 
-/* ir/verify.c: shape inference and structural checks. */
+/* ir/verify/verify.c: shape inference and structural checks. */
 nx_status nx_verify_module(const nx_module *m, nx_diag *d);
 
 /* ir/hash.c: SHA-256 (OpenSSL libcrypto). */
 void nx_sha256(const void *data, size_t len, uint8_t out[32]);
 void nx_sha256_hex(const void *data, size_t len, char out[65]);
 
-/* ir/fingerprint.c: 32 hex chars + NUL. */
+/* ir/hlo/fingerprint.c: 32 hex chars + NUL. */
 void nx_fingerprint(const nx_module *m, char out[33]);
 
 /* ir/proto.c: HloModuleProto. */

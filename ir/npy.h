@@ -17,7 +17,7 @@ nx_literal *nx_npy_read(nx_arena *a, const void *data, size_t len, nx_type want,
 nx_status nx_npy_save(const char *path, const nx_literal *l, nx_diag *d);
 nx_literal *nx_npy_load(nx_arena *a, const char *path, nx_type want, nx_diag *d);
 
-/* ir/random.c: deterministic pseudo-random data for parameter param_index of
+/* ir/eval/random.c: deterministic pseudo-random data for parameter param_index of
  * a module, from seed (splitmix64 / xoshiro-style stream keyed by both, so
  * the same seed gives the same data in every nxcc command). Floats (and
  * complex parts) uniform in [-1, 1), rounded to the type; integers uniform

@@ -11,7 +11,7 @@
  * it turns -0+0 (= +0) into -0. */
 #include "passes/rewrite.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 static bool same_shape(const nx_inst *a, const nx_inst *b)
 {

@@ -13,7 +13,7 @@
 #include "passes/canonicalize.h"
 #include "passes/rewrite.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <math.h>
 

@@ -18,7 +18,7 @@
  * evaluator rejects (e.g. an unsupported op) is simply left alone. */
 #include "passes/rewrite.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* passes/rewrite.c — the local-rewrite driver and builders (see rewrite.h). */
 #include "passes/rewrite.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 #include <stdlib.h>
 #include <string.h>

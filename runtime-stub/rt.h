@@ -9,9 +9,9 @@
 #ifndef NX_RT_H
 #define NX_RT_H
 
-#include "backend/isa.h"
-#include "backend/neff.h"
-#include "backend/target.h"
+#include "backend/target/isa.h"
+#include "backend/target/neff.h"
+#include "backend/target/target.h"
 #include "ir/ir.h"
 
 typedef struct nx_rt_tensor {

@@ -24,6 +24,7 @@ run() { # name, command...
 	fi
 }
 
+run "check-layers" sh tools/check_layers.sh "$BUILD"
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	run "unit/$(basename "$t")" "$t"

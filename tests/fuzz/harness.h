@@ -8,7 +8,7 @@
 #ifndef NX_FUZZ_HARNESS_H
 #define NX_FUZZ_HARNESS_H
 
-#include "backend/neff.h"
+#include "backend/target/neff.h"
 #include "ir/ir.h"
 #include "runtime-stub/rt.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 static inline bool ec_near(double g, double w, double abs_tol, double rel_tol, bool tol)
 {

@@ -2,9 +2,9 @@
 #ifndef NX_NEFF_PROG_H
 #define NX_NEFF_PROG_H
 
-#include "backend/isa.h"
-#include "backend/neff.h"
-#include "backend/target.h"
+#include "backend/target/isa.h"
+#include "backend/target/neff.h"
+#include "backend/target/target.h"
 #include "runtime-stub/rt.h"
 
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 static nx_literal *run_seed(nx_arena *a, const char *text, uint64_t seed)
 {

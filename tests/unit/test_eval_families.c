@@ -1,12 +1,12 @@
 /* tests/unit/test_eval_families.c — the evaluator's heavy op families
- * (ir/eval_conv.c, eval_window.c, eval_gather.c, eval_sort.c, eval_fft.c,
+ * (ir/eval/eval_conv.c, eval_window.c, eval_gather.c, eval_sort.c, eval_fft.c,
  * eval_bn.c, eval_rng.c, eval_collective.c), run from HLO text through the
  * evaluator. */
 #include "testutil.h"
 
 #include <math.h>
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 /* Evaluates HLO text on literal-text arguments (same for every replica);
  * outs[r] is replica r's result. */

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 
 /* Evaluates a parameterless module; returns the root literal in a. */
 static nx_literal *run(nx_arena *a, const char *text)

@@ -1,7 +1,7 @@
 /* tests/unit/test_npy.c — .npy write/read round trip for every array type. */
 #include "testutil.h"
 
-#include "ir/eval.h"
+#include "ir/eval/eval.h"
 #include "ir/npy.h"
 
 static void test_roundtrip(void **state)

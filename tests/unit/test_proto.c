@@ -3,7 +3,7 @@
  * (text -> IR -> proto -> IR -> text equals text -> IR -> text). */
 #include "testutil.h"
 
-#include "ir/hlo.pb-c.h"
+#include "ir/hlo/hlo.pb-c.h"
 
 /* ---------------------------------------------------------------- helpers */
 

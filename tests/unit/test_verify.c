@@ -2,7 +2,7 @@
  * (no reader needed) and HLO text (corpus files and negative cases). */
 #include "testutil.h"
 
-#include "ir/shape_infer.h"
+#include "ir/verify/shape_infer.h"
 
 /* ------------------------------------------------------ IR builders */
 

@@ -10,7 +10,7 @@ CFLAGS  += $(WARN) $(OPT) $(SAN)
 LDLIBS  += -lprotobuf-c -lcurl -lcrypto -lxxhash -lpthread -lm
 LDFLAGS += $(SAN)
 
-LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/target runtime-stub compiler
+LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/kernels backend/target runtime-stub compiler
 LIB_SRC  := $(filter-out compiler/main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
 PROTO    := $(wildcard ir/hlo/*.proto)
 GEN_SRC  := $(patsubst ir/%.proto,$(BUILD)/gen/ir/%.pb-c.c,$(PROTO))

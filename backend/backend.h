@@ -11,6 +11,7 @@ typedef struct nx_lower_stats {
 	size_t insns[NX_ENG_COUNT]; /* static instructions per engine stream */
 	int kernels;
 	int64_t hbm_bytes, sbuf_peak; /* program HBM, SBUF bytes per partition at peak */
+	int64_t hbm_lower_bound;      /* the HBM plan's bound checked before emitting (lower.c) */
 	double flops;                 /* 2*M*N*K over all dots */
 	int64_t io_bytes;             /* inputs + outputs + constants: minimal HBM traffic */
 } nx_lower_stats;

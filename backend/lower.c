@@ -238,12 +238,9 @@ void nx_l_endloop(nx_lower *L, nx_engine e)
 	L->s[e].depth--;
 }
 
-nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
+nx_lsync nx_l_dma_q(nx_lower *L, nx_engine e, int q, nx_ap dst, nx_ap src)
 {
-	NX_ASSERT(e == NX_ENG_SP || e == NX_ENG_POOL);
-	int side = e == NX_ENG_POOL;
-	int q = side * (NX_LQ / 2) + L->qnext[side];
-	L->qnext[side] = (L->qnext[side] + 1) % (NX_LQ / 2);
+	NX_ASSERT((e == NX_ENG_SP || e == NX_ENG_POOL) && q >= 0 && q < NX_LQ);
 	nx_insn *in = nx_l_emit(L, e, NX_I_DMA);
 	in->ap[0] = dst;
 	in->ap[1] = src;
@@ -258,21 +255,66 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 	return y;
 }
 
+int nx_l_queue(nx_lower *L, nx_engine e)
+{
+	NX_ASSERT(e == NX_ENG_SP || e == NX_ENG_POOL);
+	int side = e == NX_ENG_POOL;
+	int q = side * (NX_LQ / 2) + L->qnext[side];
+	L->qnext[side] = (L->qnext[side] + 1) % (NX_LQ / 2);
+	return q;
+}
+
+nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
+{
+	return nx_l_dma_q(L, e, nx_l_queue(L, e), dst, src);
+}
+
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 {
 	nx_insn *in = nx_l_emit(L, e, NX_I_SIGNAL);
 	in->iarg[0] = NX_LSEM_ENG + e;
 	in->iarg[1] = 1;
+	nx_lstream *s = &L->s[e];
+	L->ecount[e] += s->depth ? s->mult[s->depth] : 1; /* once per iteration */
 	nx_lsync y;
 	memset(&y, 0, sizeof y);
-	y.s[NX_LSEM_ENG + e] = ++L->ecount[e];
+	y.s[NX_LSEM_ENG + e] = L->ecount[e];
 	if (L->nsig[e] == L->capsig[e]) {
 		L->capsig[e] = L->capsig[e] ? 2 * L->capsig[e] : 64;
 		L->sig_idx[e] = realloc(L->sig_idx[e], L->capsig[e] * sizeof *L->sig_idx[e]);
+		L->sig_cnt[e] = realloc(L->sig_cnt[e], L->capsig[e] * sizeof *L->sig_cnt[e]);
 	}
-	L->sig_idx[e][L->nsig[e]++] = L->s[e].n - 1;
+	L->sig_idx[e][L->nsig[e]] = L->s[e].n - 1;
+	L->sig_cnt[e][L->nsig[e]++] = L->ecount[e];
 	know_add(L, NX_LSEM_ENG + e, L->ecount[e], &L->kn[e]);
 	return y;
+}
+
+void nx_l_setreg(nx_lower *L, nx_engine e, int r, int64_t v)
+{
+	NX_ASSERT(r >= 0 && r < NX_NREGS && v >= INT32_MIN && v <= INT32_MAX);
+	nx_insn *in = nx_l_emit(L, e, NX_I_SETREG);
+	in->iarg[0] = r;
+	in->iarg[1] = (int32_t)v;
+}
+
+void nx_l_addreg(nx_lower *L, nx_engine e, int r, int64_t v)
+{
+	NX_ASSERT(r >= 0 && r < NX_NREGS && v >= INT32_MIN && v <= INT32_MAX);
+	if (v == 0)
+		return;
+	nx_insn *in = nx_l_emit(L, e, NX_I_ADDREG);
+	in->iarg[0] = r;
+	in->iarg[1] = (int32_t)v;
+}
+
+void nx_l_wait_rel(nx_lower *L, nx_engine e, int sem, int64_t base, int r)
+{
+	NX_ASSERT(sem >= 0 && sem < NX_LSEMS && r >= 0 && r < NX_NREGS && base <= INT32_MAX);
+	nx_insn *in = nx_l_emit(L, e, NX_I_WAIT);
+	in->iarg[0] = sem;
+	in->iarg[1] = (int32_t)base;
+	in->iarg[2] = r + 1;
 }
 
 /* ---------------------------------------------------------- on-chip */
@@ -881,6 +923,95 @@ static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
 	(*out)[(*n)++] = v;
 }
 
+/* --------------------------------------------------------- HBM plan
+ * Before any code is emitted: a lower bound of the HBM the program needs
+ * (parameters for the whole program, constants and every value that gets a
+ * buffer of its own from its producer to its last reader; values that share
+ * their operand's buffer are not counted, so the bound never exceeds what
+ * the lowering allocates). Beyond the target's HBM the compile is refused,
+ * naming the peak and the largest tensors live there. */
+static bool own_buffer(const nx_inst *i)
+{
+	switch (i->op) {
+	case NX_OP_TUPLE: case NX_OP_GET_TUPLE_ELEMENT: case NX_OP_RESHAPE: case NX_OP_BITCAST:
+	case NX_OP_COPY: case NX_OP_OPT_BARRIER: case NX_OP_CONVERT: case NX_OP_CUSTOM_CALL:
+	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: case NX_OP_COLLECTIVE_PERMUTE:
+		return false;
+	default:
+		return nx_shape_is_array(i->shape) && nx_lower_dtype(i->shape->type) >= 0;
+	}
+}
+
+static int64_t value_bytes(const nx_inst *i)
+{
+	double b = (double)nx_shape_elems(i->shape) * nx_dtype_bytes[nx_lower_dtype(i->shape->type)];
+	return b > 9e18 ? INT64_MAX / 4 : (int64_t)b;
+}
+
+static nx_status hbm_plan_check(nx_lower *L, const nodes *ns)
+{
+	int n = ns->n;
+	int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
+	int *born = calloc((size_t)n + 1, sizeof *born), *dies = calloc((size_t)n + 1, sizeof *dies);
+	for (int k = 0; k < n; k++) {
+		const nx_inst *i = ns->v[k];
+		nx_lent *en = ent(L, i);
+		born[k] = dies[k] = -1;
+		if (!own_buffer(i) || (i->op != NX_OP_PARAMETER && !en->output && !en->used))
+			continue;
+		int d = i->op == NX_OP_PARAMETER || en->output ? n : en->last_use < k ? k : en->last_use;
+		born[k] = i->op == NX_OP_PARAMETER ? 0 : k;
+		dies[k] = d;
+		int64_t b = value_bytes(i);
+		delta[born[k]] += b;
+		delta[d + 1] -= b;
+	}
+	int64_t live = 0, peak = 0;
+	int at = 0;
+	for (int k = 0; k <= n; k++) {
+		live += delta[k];
+		if (live > peak)
+			peak = live, at = k < n ? k : n - 1;
+	}
+	nx_status rc = NX_OK;
+	L->st.hbm_lower_bound = peak;
+	if (peak > L->t->hbm_bytes) {
+		/* the five largest tensors live at the peak */
+		int top[5] = {-1, -1, -1, -1, -1};
+		for (int k = 0; k < n; k++) {
+			if (born[k] < 0 || born[k] > at || dies[k] < at)
+				continue;
+			int64_t b = value_bytes(ns->v[k]);
+			for (int j = 0; j < 5; j++)
+				if (top[j] < 0 || b > value_bytes(ns->v[top[j]])) {
+					memmove(top + j + 1, top + j, sizeof *top * (size_t)(4 - j));
+					top[j] = k;
+					break;
+				}
+		}
+		char list[1024];
+		size_t len = 0;
+		list[0] = 0;
+		for (int j = 0; j < 5 && top[j] >= 0 && len < sizeof list - 200; j++) {
+			const nx_inst *i = ns->v[top[j]];
+			char sh[128];
+			nx_shape_print(sh, sizeof sh, i->shape, false);
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s' %s %.2f GiB", j ? ", " : "", i->name,
+			                        sh, (double)value_bytes(i) / (1024.0 * 1024 * 1024));
+		}
+		L->cur = ns->v[at];
+		rc = nx_l_err(L, "HBM plan needs at least %.2f GiB (%lld bytes) at this instruction; %s has %.0f GiB "
+		                 "per NeuronCore; largest live tensors: %s",
+		              (double)peak / (1024.0 * 1024 * 1024), (long long)peak, L->t->name,
+		              (double)L->t->hbm_bytes / (1024.0 * 1024 * 1024), list);
+		L->cur = NULL;
+	}
+	free(delta);
+	free(born);
+	free(dies);
+	return rc;
+}
+
 static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 {
 	const nx_module *m = L->m;
@@ -907,6 +1038,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
 	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
+	if ((rc = hbm_plan_check(L, &ns)) != NX_OK)
+		goto out;
 
 	/* inputs */
 	nx_neff_tensor *in = nx_arena_alloc(&L->a, sizeof *in * (size_t)(e->nparams + 1));
@@ -971,6 +1104,11 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		}
 	}
 	L->cur = e->root;
+	if (L->hbm_top > L->t->hbm_bytes) {
+		rc = nx_l_err(L, "HBM plan needs %lld bytes with scratch; %s has %lld per NeuronCore", (long long)L->hbm_top,
+		              L->t->name, (long long)L->t->hbm_bytes);
+		goto out;
+	}
 	L->cur_debug = (uint32_t)L->ndebug;
 	add_debug(L, "outputs");
 
@@ -1176,7 +1314,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	free(L.consts);
 	free(L.rg);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
-		free(L.klog[e]), free(L.sig_idx[e]);
+		free(L.klog[e]), free(L.sig_idx[e]), free(L.sig_cnt[e]);
 	for (int k = 0; k < NX_LSEMS; k++)
 		free(L.know[k]);
 	nx_arena_free(&L.a);

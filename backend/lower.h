@@ -13,6 +13,8 @@
 #include "backend/backend.h"
 #include "backend/target/neff.h"
 
+#include <stdio.h>
+
 #define NX_LQ 16                      /* DMA queues in use */
 #define NX_LSEM_ENG NX_LQ             /* first engine semaphore */
 #define NX_LSEMS (NX_LQ + NX_ENG_COUNT)
@@ -98,6 +100,7 @@ typedef struct nx_lower {
 	nx_lsync reg_need[NX_LREGS];
 	int64_t reg_last[NX_LREGS][NX_ENG_COUNT];
 	size_t *sig_idx[NX_ENG_COUNT], nsig[NX_ENG_COUNT], capsig[NX_ENG_COUNT];
+	int64_t *sig_cnt[NX_ENG_COUNT]; /* the engine's count after each signal (all iterations) */
 	int64_t chk_qc[NX_LQ];
 	/* what each engine knows has completed (its waits, transitively through
 	 * the sync points it waited for): kn now, klog from instruction `at` on;
@@ -125,16 +128,49 @@ typedef struct nx_lower {
 	nx_neff_rgroup *rg;
 	int nrg, caprg, ncc;
 	nx_lbuf *rank_id; /* HBM word the runtime fills with the rank (replica-id) */
+	/* the printable plan (plan.c): open streams when a dump was asked for */
+	FILE *plan_f, *mem_f;
+	int plan_n;
+	const char *plan_kind;
 } nx_lower;
+
+/* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and
+ * its lines; nx_l_plan for tiling/loops/engines/residency, nx_l_mem for
+ * SBUF/PSUM/HBM placement. */
+void nx_l_plan_kernel(nx_lower *L, const char *kind);
+void nx_l_plan(nx_lower *L, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nx_l_mem(nx_lower *L, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* kernels/dot_loop.c: Bt matrices [R, C] in an HBM buffer, element (b, r, c)
+ * at off + b*sb + r*sr + c*sc (elements). */
+typedef struct nx_ldmat {
+	nx_lbuf *buf;
+	nx_dtype dt;
+	int64_t off, sb, sr, sc;
+} nx_ldmat;
+/* out (contiguous [Bt, M, N]) = A [M, K] . B [K, N] per batch, as one loop
+ * nest (code size independent of the sizes). */
+nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                        int64_t K, int64_t N);
 
 /* lower.c: streams, sync, buffers */
 nx_insn *nx_l_emit(nx_lower *L, nx_engine e, nx_isa_op op);
 void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y);
 void nx_l_loop(nx_lower *L, nx_engine e, int64_t n);
 void nx_l_endloop(nx_lower *L, nx_engine e);
-/* A DMA issued by e (SP or POOL); returns its completion. */
+/* A DMA issued by e (SP or POOL); returns its completion. nx_l_dma picks
+ * the next queue of e's side (nx_l_queue); nx_l_dma_q uses queue q. Inside
+ * loops the counts advance by the iterations. */
 nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src);
+nx_lsync nx_l_dma_q(nx_lower *L, nx_engine e, int q, nx_ap dst, nx_ap src);
+int nx_l_queue(nx_lower *L, nx_engine e);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
+/* Per-iteration synchronization inside loops: registers of engine e and a
+ * wait for semaphore sem >= base + register r (r advanced by addreg in the
+ * loop body, so iteration i waits for its own producer iteration). */
+void nx_l_setreg(nx_lower *L, nx_engine e, int r, int64_t v);
+void nx_l_addreg(nx_lower *L, nx_engine e, int r, int64_t v);
+void nx_l_wait_rel(nx_lower *L, nx_engine e, int sem, int64_t base, int r);
 void nx_l_max(nx_lsync *a, const nx_lsync *b);
 nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes);
 void nx_l_release_buf(nx_lower *L, nx_lbuf *b); /* drops one reference */
@@ -238,7 +274,15 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
  * the completion of the copy out of PSUM (ACT). */
 nx_lsync nx_l_transpose_sbuf(nx_lower *L, nx_dtype sdt, int64_t src, nx_dtype ddt, int64_t dst, int64_t P,
                              int64_t F, const nx_lsync *after, int slot);
-/* M, N and the M tile of a dot without batch dims (false otherwise) */
+/* Dots whose PSUM chunks (unrolled in nx_l_dot_epi) exceed this go to the
+ * loop kernel (kernels/dot_loop.c). */
+#define NX_LDOT_MAX_CHUNKS 8
+int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N);
+/* Operand v as matrices: rows = its dims a[], cols = dims b[] (merged);
+ * false when they do not merge into one stride each. */
+bool nx_l_dot_mat(const nx_lval *v, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m);
+/* M, N and the M tile of a dot without batch dims that the unrolled kernel
+ * takes (false otherwise) */
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);
 
 #endif

@@ -159,7 +159,7 @@ void nx_l_check_free(nx_lower *L, int r)
 			else
 				hi = mid;
 		}
-		int64_t c = (int64_t)lo + 1; /* count of the first signal after n */
+		int64_t c = lo < L->nsig[e] ? L->sig_cnt[e][lo] : 0; /* count after the first signal after n */
 		if (lo >= L->nsig[e] || f.s[NX_LSEM_ENG + e] < c) {
 			const nx_insn *in = &L->s[e].v[n];
 			char dis[512];
@@ -267,6 +267,23 @@ static void hbm_accesses(const nx_lower *L, hacc **out, size_t *nout)
 	}
 }
 
+/* Kernels (debug ids) that synchronize per loop iteration (nx_l_wait_rel):
+ * the detectors below see only constant waits, so they check such a kernel
+ * against other kernels but not its accesses against each other (their
+ * order comes from the per-iteration waits; the `nxcc check` tests run
+ * them). calloc'd, ndebug entries. */
+static bool *loop_synced(const nx_lower *L)
+{
+	bool *v = calloc((size_t)L->ndebug + 1, 1);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		for (size_t n = 0; n < L->s[e].n; n++) {
+			const nx_insn *in = &L->s[e].v[n];
+			if (in->op == NX_I_WAIT && in->iarg[2] > 0 && in->debug_id < (uint32_t)L->ndebug)
+				v[in->debug_id] = true;
+		}
+	return v;
+}
+
 /* Debug (NX_CHECK_HBM=1): HBM accesses that overlap, one of them a read and
  * the other a write, neither of which knows the other has completed. */
 void nx_l_check_hbm_races(const nx_lower *L)
@@ -275,10 +292,13 @@ void nx_l_check_hbm_races(const nx_lower *L)
 	size_t nh;
 	int found = 0;
 	hbm_accesses(L, &h, &nh);
+	bool *ls = loop_synced(L);
 	for (size_t a = 0; a < nh && found < 10; a++)
 		for (size_t b = a + 1; b < nh && found < 10; b++) {
 			const hacc *A = &h[a], *B = &h[b];
 			if ((!A->write && !B->write) || A->hi <= B->lo || B->hi <= A->lo || A->q < 0 || B->q < 0)
+				continue;
+			if (A->id == B->id && A->id < (uint32_t)L->ndebug && ls[A->id])
 				continue;
 			if (A->q == B->q || A->kn->s[B->q] >= B->c || B->kn->s[A->q] >= A->c)
 				continue;
@@ -290,6 +310,7 @@ void nx_l_check_hbm_races(const nx_lower *L)
 			        (long long)A->hi, B->write ? "write" : "read", L->debug[B->id], nx_engine_names[B->e], B->n,
 			        (long long)B->lo, (long long)B->hi);
 		}
+	free(ls);
 	free(h);
 }
 
@@ -346,7 +367,7 @@ void nx_l_check_onchip_races(const nx_lower *L, int space)
 						hi = mid;
 				}
 				q = NX_LSEM_ENG + e;
-				c = (int64_t)lo + 1;
+				c = lo < L->nsig[e] ? L->sig_cnt[e][lo] : INT64_MAX;
 			}
 			for (int a = 0; a < nx_isa_table[in->op].nap; a++) {
 				const nx_ap *ap = &in->ap[a];
@@ -368,10 +389,14 @@ void nx_l_check_onchip_races(const nx_lower *L, int space)
 		}
 	}
 	int found = 0;
+	bool *ls = loop_synced(L);
 	for (size_t a = 0; a < nv && found < 10; a++)
 		for (size_t b = a + 1; b < nv && found < 10; b++) {
 			const oacc *A = &v[a], *B = &v[b];
 			if ((!A->write && !B->write) || A->hi <= B->lo || B->hi <= A->lo || A->p1 <= B->p0 || B->p1 <= A->p0)
+				continue;
+			uint32_t ia_id = L->s[A->e].v[A->n].debug_id, ib_id = L->s[B->e].v[B->n].debug_id;
+			if (ia_id == ib_id && ia_id < (uint32_t)L->ndebug && ls[ia_id])
 				continue;
 			if (A->q == B->q || (A->e == B->e && A->q >= NX_LSEM_ENG) || A->kn->s[B->q] >= B->c ||
 			    B->kn->s[A->q] >= A->c)
@@ -383,6 +408,7 @@ void nx_l_check_onchip_races(const nx_lower *L, int space)
 			        nx_isa_table[ia->op].name, (long long)A->lo, (long long)A->hi, L->debug[ib->debug_id],
 			        nx_engine_names[B->e], B->n, nx_isa_table[ib->op].name, (long long)B->lo, (long long)B->hi);
 		}
+	free(ls);
 	free(v);
 }
 
@@ -394,11 +420,20 @@ void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep)
 	int64_t *drop_cnt = NULL, *drop_mult = NULL;
 	int *drop_q = NULL;
 	size_t nd = 0;
+	/* a queue some loop waits on per iteration (nx_l_wait_rel) keeps its
+	 * stores: those waits count them and cannot be lowered */
+	bool relq[NX_LQ] = {false};
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		for (size_t n = 0; n < L->s[e].n; n++) {
+			const nx_insn *in = &L->s[e].v[n];
+			if (in->op == NX_I_WAIT && in->iarg[2] > 0 && in->iarg[0] < NX_LQ)
+				relq[in->iarg[0]] = true;
+		}
 	for (size_t k = 0; k < nh; k++) {
 		const hacc *S = &h[k];
 		if (!S->store)
 			continue;
-		bool kept = false;
+		bool kept = S->q >= 0 && S->q < NX_LQ && relq[S->q];
 		for (int j = 0; j < nkeep && !kept; j++)
 			kept = S->lo < keep[j][1] && keep[j][0] < S->hi;
 		for (size_t r = 0; r < nh && !kept; r++) {

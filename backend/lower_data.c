@@ -521,6 +521,9 @@ static nx_status batch_front(nx_lower *L, nx_lval *v, nx_ivec batch, nx_lval **r
 	return rc;
 }
 
+static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int nb,
+                          const int64_t *lc, const int64_t *rc);
+
 static nx_status batch_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
 {
 	const nx_dot_dnums *dn = &i->a.dot;
@@ -550,27 +553,8 @@ static nx_status batch_dot(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 		}
 		(void)s;
 	}
-	int64_t nbatch = 1;
-	for (int k = 0; k < nb; k++)
-		nbatch *= A->shape->dims[k];
-	const nx_shape *as = A->shape, *bs = B->shape, *os = out->shape;
-	nx_shape *pa = nx_shape_array(&L->a, as->type, as->rank - nb, as->dims + nb);
-	nx_shape *pb = nx_shape_array(&L->a, bs->type, bs->rank - nb, bs->dims + nb);
-	nx_shape *po = nx_shape_array(&L->a, os->type, os->rank - nb, os->dims + nb);
-	int64_t na = nx_shape_elems(pa), nbe = nx_shape_elems(pb), no = nx_shape_elems(po);
-	nx_inst fi = *i;
-	fi.a.dot.lhs_batch.n = fi.a.dot.rhs_batch.n = 0;
-	fi.a.dot.lhs_contracting.v = lc;
-	fi.a.dot.rhs_contracting.v = rcd;
-	fi.shape = po;
-	for (int64_t b = 0; b < nbatch && rc == NX_OK; b++) {
-		nx_lval *p[2] = {nx_l_piece(L, A, b * na, pa), nx_l_piece(L, B, b * nbe, pb)};
-		nx_lval *q = nx_l_piece(L, out, b * no, po);
-		rc = nx_l_dot_split(L, &fi, p, q);
-		nx_l_piece_done(A, p[0]);
-		nx_l_piece_done(B, p[1]);
-		nx_l_piece_done(out, q);
-	}
+	nx_lval *ab[2] = {A, B};
+	rc = dot_loop(L, i, ab, out, nb, lc, rcd);
 	if (A != ops[0])
 		nx_l_release_buf(L, A->buf);
 	if (B != ops[1])
@@ -586,6 +570,80 @@ static int64_t dot_bytes(const nx_lower *L, int64_t M, int64_t K, int64_t N, int
 	return al64(KT * M * ea) + al64(KT * N * eb) + MT * N * eo;
 }
 
+/* A dot as one loop nest (kernels/dot_loop.c): nb leading batch dims
+ * (already first in both operands, contiguous), contracting dims lc / rc
+ * among the rest (NULL: i's own). Operands whose rows or columns do not merge
+ * are materialized as [batch, M, K] / [batch, K, N] first. */
+static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int nb,
+                          const int64_t *lc, const int64_t *rc)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	nx_lval *V[2] = {ops[0], ops[1]};
+	nx_ldmat mat[2];
+	int64_t Bt = 1, dim[2][2] = {{1, 1}, {1, 1}}; /* [side][rows, cols] */
+	nx_lval *made[2] = {NULL, NULL};
+	for (int k = 0; k < nb; k++)
+		Bt *= V[0]->shape->dims[k];
+	for (int side = 0; side < 2; side++) {
+		const nx_shape *s = V[side]->shape;
+		nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting;
+		const int64_t *cv = side ? (rc ? rc : c.v) : (lc ? lc : c.v);
+		/* dims of the per-batch matrix: free ones and contracting ones */
+		int64_t fr[NX_MAX_RANK], cc[NX_MAX_RANK];
+		int nf = 0;
+		for (int k = 0; k < s->rank - nb; k++) {
+			bool u = false;
+			for (int j = 0; j < c.n; j++)
+				u |= cv[j] == k;
+			if (!u)
+				fr[nf++] = k;
+		}
+		for (int j = 0; j < c.n; j++)
+			cc[j] = cv[j];
+		nx_lval pv = *V[side];
+		pv.shape = nx_shape_array(&L->a, s->type, s->rank - nb, s->dims + nb);
+		const int64_t *ra = side ? cc : fr, *ca = side ? fr : cc;
+		int nra = side ? c.n : nf, nca = side ? nf : c.n;
+		for (int k = 0; k < nra; k++)
+			dim[side][0] *= pv.shape->dims[ra[k]];
+		for (int k = 0; k < nca; k++)
+			dim[side][1] *= pv.shape->dims[ca[k]];
+		if (!nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
+			/* materialize [batch, rows, cols] */
+			nx_ldview w = nx_l_dview(V[side]), p = w;
+			int r = 0;
+			for (int k = 0; k < nb; k++, r++)
+				p.dims[r] = w.dims[k], p.stride[r] = w.stride[k];
+			for (int k = 0; k < nra; k++, r++)
+				p.dims[r] = w.dims[nb + ra[k]], p.stride[r] = w.stride[nb + ra[k]];
+			for (int k = 0; k < nca; k++, r++)
+				p.dims[r] = w.dims[nb + ca[k]], p.stride[r] = w.stride[nb + ca[k]];
+			made[side] = nx_l_newval(L, V[side]->shape);
+			nx_ldview d = p;
+			d.buf = made[side]->buf, d.dt = made[side]->dt, d.off = 0;
+			int64_t st = 1;
+			for (int k = r - 1; k >= 0; k--)
+				d.stride[k] = st, st *= d.dims[k];
+			nx_status rc2 = copy(L, &p, &d);
+			if (rc2)
+				return rc2;
+			memset(&mat[side], 0, sizeof mat[side]);
+			mat[side].buf = made[side]->buf;
+			mat[side].dt = made[side]->dt;
+			mat[side].sr = dim[side][1];
+			mat[side].sc = 1;
+		}
+		mat[side].sb = nx_shape_elems(pv.shape);
+	}
+	NX_ASSERT(dim[0][1] == dim[1][0]);
+	nx_status rc2 = nx_l_dot_loop(L, &mat[0], &mat[1], out, Bt, dim[0][0], dim[0][1], dim[1][1]);
+	for (int side = 0; side < 2; side++)
+		if (made[side]) {
+			nx_l_release_buf(L, made[side]->buf);
+		}
+	return rc2;
+}
+
 /* A dot without batch dims whose operands do not fit one SBUF half: A
  * materialized as [M, K], B as [K, N]; rows of A (contiguous pieces) and
  * columns of B (copied out) in blocks, each block one nx_l_dot. */
@@ -599,113 +657,10 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	M = K ? nx_shape_elems(A->shape) / K : 0;
 	N = K ? nx_shape_elems(B->shape) / K : 0;
 	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
-	if (K == 0 || M == 0 || N == 0 || dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half)
+	if (K == 0 || M == 0 || N == 0 ||
+	    (dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= NX_LDOT_MAX_CHUNKS))
 		return nx_l_dot(L, i, ops, out);
-	/* block sizes: halve the larger side until a block fits */
-	int64_t Mb = M, Nb = N;
-	while (dot_bytes(L, Mb, K, Nb, ea, eb, eo) > L->sbuf_half) {
-		int64_t kt = nx_l_div_le(K, L->t->pe_rows), KT = K / kt;
-		bool cutm = KT * Mb * ea >= KT * Nb * eb ? Mb > 1 : Nb == 1;
-		int64_t *x = cutm ? &Mb : &Nb, tot = cutm ? M : N;
-		if (*x == 1)
-			return nx_l_err(L, "dot contraction of %lld elements does not fit SBUF", (long long)K);
-		*x = nx_l_div_le(tot, *x / 2 > 128 ? (*x / 2) / 128 * 128 : *x / 2);
-	}
-	/* canonical operands: A [M, K] and B [K, N] contiguous */
-	int64_t fl[NX_MAX_RANK], fr[NX_MAX_RANK];
-	int nfl = 0, nfr = 0;
-	for (int side = 0; side < 2; side++) {
-		const nx_shape *s = side ? B->shape : A->shape;
-		nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting;
-		for (int k = 0; k < s->rank; k++) {
-			bool u = false;
-			for (int j = 0; j < c.n; j++)
-				u |= c.v[j] == k;
-			if (!u) {
-				if (side)
-					fr[nfr++] = k;
-				else
-					fl[nfl++] = k;
-			}
-		}
-	}
-	nx_status rc;
-	nx_lval *Am = nx_l_newval(L, shape2(L, A->shape->type, M, K));
-	nx_lval *Bm = nx_l_newval(L, shape2(L, B->shape->type, K, N));
-	{
-		/* strided views: rows then cols, each a list of dims (merged by the DMA) */
-		nx_ldview w = nx_l_dview(A), p = w;
-		int r = 0;
-		for (int k = 0; k < nfl; k++, r++)
-			p.dims[r] = w.dims[fl[k]], p.stride[r] = w.stride[fl[k]];
-		for (int k = 0; k < dn->lhs_contracting.n; k++, r++)
-			p.dims[r] = w.dims[dn->lhs_contracting.v[k]], p.stride[r] = w.stride[dn->lhs_contracting.v[k]];
-		nx_ldview d = p;
-		d.buf = Am->buf, d.dt = Am->dt, d.off = 0;
-		int64_t st = 1;
-		for (int k = r - 1; k >= 0; k--)
-			d.stride[k] = st, st *= d.dims[k];
-		if ((rc = copy(L, &p, &d)))
-			return rc;
-		w = nx_l_dview(B), p = w, r = 0;
-		for (int k = 0; k < dn->rhs_contracting.n; k++, r++)
-			p.dims[r] = w.dims[dn->rhs_contracting.v[k]], p.stride[r] = w.stride[dn->rhs_contracting.v[k]];
-		for (int k = 0; k < nfr; k++, r++)
-			p.dims[r] = w.dims[fr[k]], p.stride[r] = w.stride[fr[k]];
-		d = p;
-		d.buf = Bm->buf, d.dt = Bm->dt, d.off = 0;
-		st = 1;
-		for (int k = r - 1; k >= 0; k--)
-			d.stride[k] = st, st *= d.dims[k];
-		if ((rc = copy(L, &p, &d)))
-			return rc;
-	}
-	nx_inst fi = *i;
-	int64_t one = 1, zero = 0;
-	fi.a.dot.lhs_batch.n = fi.a.dot.rhs_batch.n = 0;
-	fi.a.dot.lhs_contracting.v = &one;
-	fi.a.dot.lhs_contracting.n = 1;
-	fi.a.dot.rhs_contracting.v = &zero;
-	fi.a.dot.rhs_contracting.n = 1;
-	nx_lval *Bc = Nb < N ? nx_l_newval(L, shape2(L, B->shape->type, K, Nb)) : Bm;
-	nx_lval *Oc = Nb < N ? nx_l_newval(L, shape2(L, out->shape->type, Mb, Nb)) : NULL;
-	nx_ldview ov = {0};
-	ov.buf = out->buf, ov.dt = out->dt, ov.rank = 2;
-	for (int64_t n0 = 0; n0 < N; n0 += Nb) {
-		if (Nb < N) {
-			nx_ldview s = nx_l_dview(Bm), d = nx_l_dview(Bc);
-			s.off = n0;
-			s.dims[1] = Nb;
-			if ((rc = copy(L, &s, &d)))
-				return rc;
-		}
-		for (int64_t m0 = 0; m0 < M; m0 += Mb) {
-			nx_lval *p[2] = {nx_l_piece(L, Am, m0 * K, shape2(L, A->shape->type, Mb, K)), Bc};
-			nx_lval *q = Oc ? Oc : nx_l_piece(L, out, m0 * N, shape2(L, out->shape->type, Mb, N));
-			fi.shape = (nx_shape *)q->shape;
-			rc = nx_l_dot(L, &fi, p, q);
-			nx_l_piece_done(Am, p[0]);
-			if (!Oc)
-				nx_l_piece_done(out, q);
-			if (rc)
-				return rc;
-			if (Oc) {
-				nx_ldview s = nx_l_dview(Oc), d = ov;
-				d.off = m0 * N + n0;
-				d.dims[0] = Mb, d.dims[1] = Nb;
-				d.stride[0] = N, d.stride[1] = 1;
-				if ((rc = copy(L, &s, &d)))
-					return rc;
-			}
-		}
-	}
-	nx_l_release_buf(L, Am->buf);
-	nx_l_release_buf(L, Bm->buf);
-	if (Bc != Bm)
-		nx_l_release_buf(L, Bc->buf);
-	if (Oc)
-		nx_l_release_buf(L, Oc->buf);
-	return NX_OK;
+	return dot_loop(L, i, ops, out, 0, NULL, NULL);
 }
 
 /* --------------------------------------------------- dynamic indexing */

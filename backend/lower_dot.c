@@ -61,6 +61,25 @@ static nx_status matrix(nx_lower *L, nx_lval *v, const int64_t *a, int na, const
 	return NX_OK;
 }
 
+bool nx_l_dot_mat(const nx_lval *v, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m)
+{
+	nx_lview w = nx_l_view_of(v);
+	int64_t rows, cols;
+	memset(m, 0, sizeof *m);
+	if (!merge(&w, a, na, &rows, &m->sr) || !merge(&w, b, nb, &cols, &m->sc))
+		return false;
+	m->buf = v->buf;
+	m->dt = v->dt;
+	return true;
+}
+
+int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N)
+{
+	int64_t mt = nx_l_div_le(M, L->t->pe_cols), nt = nx_l_div_le(N, L->t->matmul_max_n);
+	int64_t banks = L->t->psum_banks / 2, NT = N / nt;
+	return (M / mt) * ((NT + banks - 1) / banks);
+}
+
 static int rest(const nx_shape *s, nx_ivec used, int64_t *out)
 {
 	int n = 0;
@@ -117,7 +136,7 @@ bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, 
 	for (int k = 0; k < nfr; k++)
 		*N *= i->operands[1]->shape->dims[fr[k]];
 	*mt = nx_l_div_le(*M, L->t->pe_cols);
-	return *M > 0 && *N > 0;
+	return *M > 0 && *N > 0 && nx_l_dot_chunks(L, *M, *N) <= NX_LDOT_MAX_CHUNKS;
 }
 
 nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, const nx_ldot_epi *epi)

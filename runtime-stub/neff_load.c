@@ -401,6 +401,8 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		if (in->iarg[0] < 0 || in->iarg[0] >= n->nsems)
 			return err(c, "%s: instruction %zu: semaphore %d out of range (%d semaphores)", sec, i,
 			           in->iarg[0], n->nsems);
+		if (in->op == NX_I_WAIT && (in->iarg[2] < 0 || in->iarg[2] > NX_NREGS))
+			return err(c, "%s: instruction %zu: bad wait register %d", sec, i, in->iarg[2]);
 		if (in->op == NX_I_SIGNAL && (in->iarg[1] < 0 || in->iarg[1] > 65535))
 			return err(c, "%s: instruction %zu: bad signal increment %d", sec, i, in->iarg[1]);
 		break;

@@ -134,7 +134,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			ev[bi] = ev[--nev];
 			sem[x.sem] += x.inc;
 			for (int e = 0; e < NX_ENG_COUNT; e++)
-				if (E[e].wait_sem == x.sem && sem[x.sem] >= n->stream[e][E[e].pc].iarg[1]) {
+				if (E[e].wait_sem == x.sem && sem[x.sem] >= nx_isa_wait_target(&n->stream[e][E[e].pc], E[e].reg)) {
 					E[e].wait_sem = -1;
 					if (E[e].clock < x.t)
 						E[e].clock = x.t;
@@ -194,7 +194,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			g->clock += ctrl;
 			break;
 		case NX_I_WAIT:
-			if (sem[in->iarg[0]] < in->iarg[1]) {
+			if (sem[in->iarg[0]] < nx_isa_wait_target(in, g->reg)) {
 				g->wait_sem = in->iarg[0];
 				st->insns[be]--; /* counted when it passes */
 				continue; /* re-executed when woken */

@@ -283,6 +283,12 @@ static inline const char *nx_isa_check_record(const nx_insn *in, int engine)
 	return NULL;
 }
 
+/* The count a wait blocks for: iarg1, plus register iarg2-1 when iarg2 > 0. */
+static inline int64_t nx_isa_wait_target(const nx_insn *in, const int32_t *reg)
+{
+	return (int64_t)in->iarg[1] + (in->iarg[2] > 0 && in->iarg[2] <= NX_NREGS ? reg[in->iarg[2] - 1] : 0);
+}
+
 /* Number of elements per partition of an access pattern. */
 static inline uint64_t nx_ap_free_elems(const nx_ap *ap)
 {

@@ -7,7 +7,17 @@
 #include "backend/target/target.h"
 #include "ir/ir.h"
 
+/* What nx_lower_module prints into nx_lower_stats.dump_text
+ * (`nxcc compile --dump-lower=plan|memory|streams`, docs/lowering.md). */
+enum { NX_DUMP_PLAN = 1, NX_DUMP_MEMORY = 2, NX_DUMP_STREAMS = 4 };
+
 typedef struct nx_lower_stats {
+	unsigned dump;                /* in: NX_DUMP_* wanted */
+	char *dump_text;              /* out: malloc'd text of the dumps asked for (caller frees), NULL none */
+	/* seconds per lowering stage: HBM plan check, kernels (plan, memory,
+	 * schedule and emit interleave per kernel), checks and dead stores,
+	 * encoding the .neff */
+	double t_memory, t_emit, t_check, t_encode;
 	size_t insns[NX_ENG_COUNT]; /* static instructions per engine stream */
 	int kernels;
 	int64_t hbm_bytes, sbuf_peak; /* program HBM, SBUF bytes per partition at peak */

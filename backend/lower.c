@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct nx_lent {
 	const nx_inst *key;
@@ -112,6 +113,13 @@ static const nx_inst *resolve(nx_lower *L, const nx_inst *i)
 		i = r;
 	}
 	return i;
+}
+
+double nx_l_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------- streams */
@@ -348,6 +356,8 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 		L->ring_top = 0;
 	int64_t off = L->ring_top;
 	L->ring_top += b;
+	L->last_off = off;
+	L->last_bytes = bytes;
 	/* the new region waits for every live region it overwrites; a slot is
 	 * taken from the dead ones, else the oldest live one is retired (its
 	 * free point folded into the new region's wait, and kept as "retired"
@@ -395,6 +405,7 @@ nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 	L->kidx++;
 	*half = slot;
 	*base = off;
+	L->last_slot = slot;
 	if (bytes > L->sbuf_peak)
 		L->sbuf_peak = bytes;
 	return NX_OK;
@@ -1038,7 +1049,10 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
 	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
-	if ((rc = hbm_plan_check(L, &ns)) != NX_OK)
+	double tm = nx_l_now();
+	rc = hbm_plan_check(L, &ns);
+	L->st.t_memory = nx_l_now() - tm;
+	if (rc != NX_OK)
 		goto out;
 
 	/* inputs */
@@ -1089,6 +1103,9 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		if (rc != NX_OK)
 			goto out;
 		nx_l_check_sbuf(L);
+		if (L->mem_f && v && v->buf && !v->tuple)
+			fprintf(L->mem_f, "value %s: hbm %lld, %lld bytes\n", i->name, (long long)v->buf->off,
+			        (long long)v->buf->bytes);
 		nx_lent *en = ent(L, i);
 		en->val = v;
 		if (en->last_use < 0 && !en->output) {
@@ -1232,6 +1249,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		}
 		if (L->rank_id)
 			keep[nkeep][0] = L->rank_id->off, keep[nkeep++][1] = L->rank_id->off + L->rank_id->bytes;
+		double tc = nx_l_now();
 		if (getenv("NX_CHECK_HBM"))
 			nx_l_check_hbm_races(L);
 		if (getenv("NX_CHECK_ONCHIP"))
@@ -1239,6 +1257,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		if (!getenv("NX_KEEP_STORES"))
 			nx_l_drop_dead_stores(L, (const int64_t(*)[2])keep, nkeep);
 		free(keep);
+		L->st.t_check += nx_l_now() - tc;
 	}
 
 	memset(p, 0, sizeof *p);
@@ -1293,6 +1312,16 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	*neff = NULL;
 	*len = 0;
 	nx_neff_program p;
+	L.last_slot = -1;
+	char *dtext[3] = {NULL, NULL, NULL};
+	size_t dlen[3] = {0, 0, 0};
+	unsigned want = st ? st->dump : 0;
+	if (want & NX_DUMP_PLAN && (L.plan_f = open_memstream(&dtext[0], &dlen[0])))
+		fprintf(L.plan_f, "# kernel plan (%s)\n", t->name);
+	if (want & NX_DUMP_MEMORY && (L.mem_f = open_memstream(&dtext[1], &dlen[1])))
+		fprintf(L.mem_f, "# memory plan (%s): HBM %lld bytes per NeuronCore, SBUF %lld bytes per partition\n",
+		        t->name, (long long)t->hbm_bytes, (long long)t->sbuf_partition_bytes);
+	double t0 = nx_l_now();
 	nx_status rc = !m->entry ? nx_l_err(&L, "module has no entry computation")
 	               : L.nreplicas > 64 ? nx_l_err(&L, "%d replicas: the runtime runs at most 64 ranks", L.nreplicas)
 	                                  : lower_all(&L, &p);
@@ -1301,11 +1330,41 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 			L.st.insns[e] = L.s[e].n;
 		L.st.hbm_bytes = p.hbm_size;
 		L.st.sbuf_peak = L.sbuf_peak;
+		L.st.t_emit = nx_l_now() - t0 - L.st.t_memory - L.st.t_check;
+		double te = nx_l_now();
 		if (nx_neff_write(&p, neff, len, d) != 0)
 			rc = d->status ? d->status : NX_ERR_INTERNAL;
+		L.st.t_encode = nx_l_now() - te;
+		if (want & NX_DUMP_STREAMS) {
+			FILE *f = open_memstream(&dtext[2], &dlen[2]);
+			if (f)
+				fprintf(f, "# streams (%s)\n", t->name);
+			for (int e = 0; e < NX_ENG_COUNT && f; e++) {
+				char *dis = nx_isa_disasm_stream(L.s[e].v, L.s[e].n);
+				fprintf(f, "stream %s: %zu instructions\n%s", nx_engine_names[e], L.s[e].n, dis);
+				free(dis);
+			}
+			if (f)
+				fclose(f);
+		}
 	}
-	if (st)
+	if (L.plan_f)
+		fclose(L.plan_f);
+	if (L.mem_f)
+		fclose(L.mem_f);
+	if (st) {
+		L.st.dump = want;
+		L.st.dump_text = NULL;
+		if (rc == NX_OK && want) {
+			size_t n = dlen[0] + dlen[1] + dlen[2] + 1;
+			L.st.dump_text = malloc(n);
+			snprintf(L.st.dump_text, n, "%s%s%s", dtext[0] ? dtext[0] : "", dtext[1] ? dtext[1] : "",
+			         dtext[2] ? dtext[2] : "");
+		}
 		*st = L.st;
+	}
+	for (int k = 0; k < 3; k++)
+		free(dtext[k]);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		free(L.s[e].v);
 	free(L.map);

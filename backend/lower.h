@@ -132,6 +132,8 @@ typedef struct nx_lower {
 	FILE *plan_f, *mem_f;
 	int plan_n;
 	const char *plan_kind;
+	int last_slot; /* the SBUF region nx_l_sbuf_begin handed out last (-1 none) */
+	int64_t last_off, last_bytes;
 } nx_lower;
 
 /* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and
@@ -153,7 +155,8 @@ typedef struct nx_ldmat {
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                         int64_t K, int64_t N);
 
-/* lower.c: streams, sync, buffers */
+/* lower.c: streams, sync, buffers; nx_l_now: monotonic seconds (stage timings) */
+double nx_l_now(void);
 nx_insn *nx_l_emit(nx_lower *L, nx_engine e, nx_isa_op op);
 void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y);
 void nx_l_loop(nx_lower *L, nx_engine e, int64_t n);
@@ -243,6 +246,16 @@ typedef struct nx_lemap {
 } nx_lemap;
 bool nx_l_elem_map(const nx_inst *i, nx_lemap *m);
 
+/* the ALU operator of a reduce's computation (single add/multiply/max/min/
+ * and/or of its parameters), -1 otherwise */
+int nx_l_reduce_alu(const nx_inst *i);
+
+/* kernels/stream.c: values beyond one SBUF half as one loop nest over
+ * [128, rows] tiles: an elementwise op with <= 3 operands (nx_l_elem_map),
+ * and a reduction of O contiguous rows of R (reduced axes last). */
+nx_status nx_l_elementwise_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t O, int64_t R);
+
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
 
@@ -274,8 +287,10 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
  * the completion of the copy out of PSUM (ACT). */
 nx_lsync nx_l_transpose_sbuf(nx_lower *L, nx_dtype sdt, int64_t src, nx_dtype ddt, int64_t dst, int64_t P,
                              int64_t F, const nx_lsync *after, int slot);
-/* Dots whose PSUM chunks (unrolled in nx_l_dot_epi) exceed this go to the
- * loop kernel (kernels/dot_loop.c). */
+/* A dot is lowered by nx_l_dot (chunks unrolled, operands and result
+ * resident) when it has one PSUM chunk and fits an SBUF half, else by the
+ * loop kernel (kernels/dot_loop.c); a fused dot epilogue takes up to this
+ * many chunks. */
 #define NX_LDOT_MAX_CHUNKS 8
 int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N);
 /* Operand v as matrices: rows = its dims a[], cols = dims b[] (merged);

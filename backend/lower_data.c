@@ -202,7 +202,7 @@ static nx_status lower_slice(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval
 		s.stride[k] *= st;
 		s.dims[k] = out->shape->dims[k];
 	}
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "slice-dma");
 	return copy(L, &s, &d);
 }
 
@@ -216,7 +216,7 @@ static nx_status lower_concat(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	nx_lsync w = out->buf->war, all;
 	memset(&all, 0, sizeof all);
 	int64_t at = 0;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "concatenate-dma");
 	for (int k = 0; k < i->noperands; k++) {
 		nx_ldview s = nx_l_dview(ops[k]), p = d;
 		p.off = at * d.stride[dim];
@@ -238,7 +238,7 @@ static nx_status lower_pad(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *
 	const nx_shape *os = op->shape;
 	if (i->a.npadding != os->rank)
 		return nx_l_err(L, "padding does not match the operand rank");
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "pad-dma");
 	/* fill with the padding value (stride 0 everywhere), then the operand */
 	nx_ldview f = nx_l_dview(out), d = nx_l_dview(out), s = nx_l_dview(op);
 	f.buf = pv->buf;
@@ -284,7 +284,7 @@ static nx_status lower_reverse(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lv
 		s.off += (s.dims[dim] - 1) * s.stride[dim];
 		s.stride[dim] = -s.stride[dim];
 	}
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "reverse-dma");
 	return copy(L, &s, &d);
 }
 
@@ -306,6 +306,9 @@ static nx_status split_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const
 	nx_ltile t = nx_l_tile(n, 2048);
 	if (elementwise_bytes(ops, nops, out, t.F) <= L->sbuf_half)
 		return nx_l_elementwise(L, i, ops, out);
+	nx_lemap em;
+	if (nops <= 3 && nx_l_elem_map(i, &em))
+		return nx_l_elementwise_loop(L, i, ops, out); /* one loop nest (kernels/stream.c) */
 	int64_t per = elementwise_bytes(ops, nops, out, 2048); /* bytes per 2048-element column block */
 	int64_t Fm = 2048 * (L->sbuf_half / per);
 	if (Fm < 2048)
@@ -460,27 +463,9 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	nx_status mrc = reduced_axes_last(L, x, red, &src);
 	if (mrc)
 		return mrc;
-	/* rows per kernel: T2 per partition over 128 partitions */
-	int64_t per_t = R * esz + 4 + nx_dtype_bytes[out->dt];
-	int64_t T2 = (L->sbuf_half - 256) / per_t;
-	if (T2 < 1)
-		T2 = 1;
-	int64_t rows = 128 * T2;
-	nx_inst fi = *i;
-	int64_t one = 1;
-	fi.a.dimensions.v = &one;
-	fi.a.dimensions.n = 1;
-	nx_status rc = NX_OK;
-	for (int64_t a = 0; a < O && rc == NX_OK; a += rows) {
-		int64_t len = O - a < rows ? O - a : rows;
-		nx_lval *po[2];
-		po[0] = nx_l_piece(L, src, a * R, shape2(L, xs->type, len, R));
-		po[1] = ops[1];
-		nx_lval *pout = nx_l_piece(L, out, a, shape1(L, out->shape->type, len));
-		rc = nx_l_reduce(L, &fi, po, pout);
-		nx_l_piece_done(src, po[0]);
-		nx_l_piece_done(out, pout);
-	}
+	/* the kept rows as one loop nest (kernels/stream.c) */
+	nx_lval *po[2] = {src, ops[1]};
+	nx_status rc = nx_l_reduce_loop(L, i, po, out, O, R);
 	if (src != x)
 		nx_l_release_buf(L, src->buf);
 	return rc;
@@ -658,7 +643,7 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	N = K ? nx_shape_elems(B->shape) / K : 0;
 	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
 	if (K == 0 || M == 0 || N == 0 ||
-	    (dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= NX_LDOT_MAX_CHUNKS))
+	    (dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= 1))
 		return nx_l_dot(L, i, ops, out);
 	return dot_loop(L, i, ops, out, 0, NULL, NULL);
 }

@@ -179,7 +179,12 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 		return rc;
 	if (M > (1 << 24) || N > (1 << 24))
 		return nx_l_err(L, "dot dimension too large");
-	L->st.kernels++;
+	nx_l_plan_kernel(L, epi ? "dot+epilogue" : "dot");
+	nx_l_plan(L, "shape", "[%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)M, (long long)K, (long long)K,
+	          (long long)N, nx_dtype_names[A->dt], nx_dtype_names[B->dt], nx_dtype_names[out->dt]);
+	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld PSUM chunks unrolled", (long long)mt, (long long)nt,
+	          (long long)kt, (long long)(MT * ((NT + banks - 1) / banks)));
+	nx_l_plan(L, "loops", "n tiles in a chunk > k %lld", (long long)KT);
 
 	/* operands still in SBUF from the kernel that made them (one K tile):
 	 * B [K, N] as it is; A^T [K, M] as it is when A is stored transposed,
@@ -192,6 +197,7 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 		        nx_l_resident(L, A, M, K);
 		resB = B == ops[1] && sn == 1 && sk2 == N && nx_l_resident(L, B, K, N);
 	}
+	nx_l_plan(L, "resident", "A %s, B %s", resA ? "as A^T" : resAT ? "transposed on pe" : "no", resB ? "yes" : "no");
 	nx_lsync loads;
 	memset(&loads, 0, sizeof loads);
 	if (resA) {

@@ -495,7 +495,11 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 	int h;
 	if ((rc = nx_l_sbuf_begin(L, p.bytes, &base, &h)) != NX_OK)
 		return rc;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "fused");
+	nx_l_plan(L, "tiling", "[%lld, %lld] in %lld chunks of %lld", (long long)p.P, (long long)p.F, (long long)p.ll,
+	          (long long)p.lc);
+	nx_l_plan(L, "body", "%d values, SBUF slots of %lld bytes per partition in all", p.n, (long long)p.bytes);
+	nx_l_plan(L, "loops", "chunks %lld (one loop per engine stage)", (long long)p.ll);
 	int64_t addr[FMAX];
 	for (int k = 0; k < p.n; k++)
 		addr[k] = base + p.v[k].off;

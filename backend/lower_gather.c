@@ -77,7 +77,7 @@ static nx_status emit_gather(nx_lower *L, nx_lval *src, nx_ap row, int64_t bound
 	in->ap[2] = ia;
 	in->iarg[2] = (int32_t)bound;
 	in->iarg[3] = (int32_t)row_stride;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "gather-dma");
 	nx_l_max(&src->buf->war, &y);
 	nx_l_max(&idx->buf->war, &y);
 	nx_l_max(&out->buf->written, &y);

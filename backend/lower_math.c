@@ -77,7 +77,7 @@ static nx_status run_one(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
 	if (rc)
 		return rc;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "row-program");
 	int32_t s1[1] = {1};
 	uint32_t cF[1] = {(uint32_t)(T * R)};
 	nx_lsync loads, prev;

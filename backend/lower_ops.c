@@ -119,7 +119,11 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
 	if (rc)
 		return rc;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "elementwise");
+	nx_l_plan(L, "op", "%s on %s (%s)", nx_isa_table[m.op].name, nx_engine_names[m.e], nx_opcode_name(i->op));
+	nx_l_plan(L, "tiling", "[%lld, %lld] in %lld chunks of %lld", (long long)t.P, (long long)t.F, (long long)t.Lc,
+	          (long long)t.Fc);
+	nx_l_plan(L, "loops", "chunks %lld", (long long)t.Lc);
 	bool res[9];
 	int64_t addr[9];
 	nx_lsync loads, done;
@@ -127,6 +131,7 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	bool any_load = false;
 	for (int k = 0; k < nops; k++) {
 		res[k] = nx_l_resident(L, ops[k], t.P, t.F);
+		nx_l_plan(L, "input", "%d %s", k, res[k] ? "resident in SBUF" : "loaded by sp");
 		addr[k] = res[k] ? ops[k]->sb_off : base + off[k];
 		if (res[k])
 			nx_l_max(&loads, &ops[k]->sb_ready);
@@ -207,7 +212,7 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 		return rc;
 	if (len > (1 << 24) || outer > (1 << 24) || inner > (1 << 24))
 		return nx_l_err(L, "iota too large");
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "iota");
 	int32_t st1[1] = {1};
 	uint32_t c1[1] = {(uint32_t)len};
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
@@ -256,7 +261,7 @@ nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *ou
 		return nx_l_err(L, "broadcast dimensions do not match the operand rank");
 	for (int j = 0; j < i->a.dimensions.n; j++)
 		v.stride[i->a.dimensions.v[j]] = src.stride[j];
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "broadcast-dma");
 	return nx_l_copy_view(L, &v, out);
 }
 
@@ -278,7 +283,7 @@ static bool transpose_sbuf(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *
 		/* our own region overwrote it; the region keeps its wait as its free point */
 		return false;
 	}
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "transpose-pe");
 	nx_lsync done = nx_l_transpose_sbuf(L, op->dt, op->sb_off, out->dt, base, R, C, &op->sb_ready, h);
 	nx_l_resident_read(L, op, &done);
 	nx_l_set_resident(L, out, h, base, C, R, &done);
@@ -308,11 +313,11 @@ nx_status nx_l_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *ou
 		v.dims[k] = src.dims[i->a.dimensions.v[k]];
 		v.stride[k] = src.stride[i->a.dimensions.v[k]];
 	}
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "transpose-dma");
 	return nx_l_copy_view(L, &v, out);
 }
 
-static int reduce_alu(const nx_inst *i)
+int nx_l_reduce_alu(const nx_inst *i)
 {
 	if (i->ncalled != 1 || !i->called[0]->root)
 		return -1;
@@ -335,7 +340,7 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 {
 	if (i->noperands != 2)
 		return nx_l_err(L, "variadic reduce is not supported by the backend yet");
-	int alu = reduce_alu(i);
+	int alu = nx_l_reduce_alu(i);
 	if (alu < 0)
 		return nx_l_err(L, "reduce computation '%s' is not a single add/multiply/max/min",
 		                i->ncalled ? i->called[0]->name : "?");
@@ -392,7 +397,10 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		return rc;
 	if (R2 > (1 << 24))
 		return nx_l_err(L, "reduction of %lld elements per partition is too large", (long long)R2);
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "reduce");
+	nx_l_plan(L, "shape", "%lld rows of %lld (%s)", (long long)O, (long long)R, nx_alu_names[alu]);
+	nx_l_plan(L, "tiling", "%lld partitions x %lld rows of %lld", (long long)P, (long long)T, (long long)R2);
+	nx_l_plan(L, "loops", "rows %lld", (long long)T);
 	int32_t s1[1] = {1};
 	uint32_t cR[1] = {(uint32_t)R2}, c1[1] = {1};
 	nx_lsync loads;

@@ -82,7 +82,7 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
 	if (rc)
 		return rc;
-	L->st.kernels++;
+	nx_l_plan_kernel(L, "rng-philox");
 	int32_t s1[1] = {1};
 	uint32_t c1[1] = {1}, cF[1] = {(uint32_t)F};
 	nx_ap col[8];

@@ -18,12 +18,18 @@ static void header(nx_lower *L, FILE *f, const char *kind)
 
 void nx_l_plan_kernel(nx_lower *L, const char *kind)
 {
+	L->st.kernels++;
 	L->plan_n++;
 	L->plan_kind = kind;
 	if (L->plan_f)
 		header(L, L->plan_f, kind);
-	if (L->mem_f)
+	if (L->mem_f) {
 		header(L, L->mem_f, kind);
+		if (L->last_slot >= 0)
+			fprintf(L->mem_f, "  sbuf: region %d at %lld, %lld bytes per partition\n", L->last_slot,
+			        (long long)L->last_off, (long long)L->last_bytes);
+	}
+	L->last_slot = -1;
 }
 
 static void line(FILE *f, const char *key, const char *fmt, va_list ap)

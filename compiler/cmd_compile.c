@@ -4,6 +4,7 @@
 #include "compiler/cli.h"
 #include "compiler/compile_cached.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,8 @@ static void help(void)
 	       "                   [--model-type generic|transformer|unet-inference]\n"
 	       "                   [--output OUT.neff] [--verbose LEVEL] [--logfile FILE] [--stats]\n"
 	       "                   [--time-passes] [--disable-pass NAME] [--dump-after NAME|all]\n"
-	       "                   [--cache-dir DIR|s3://BUCKET/PREFIX] [--no-cache] [--retry-failed]\n\n"
+	       "                   [--cache-dir DIR|s3://BUCKET/PREFIX] [--no-cache] [--retry-failed]\n"
+	       "                   [--dump-lower plan|memory|streams[,...]]\n\n"
 	       "Reads FILE (HLO text or HloModuleProto), verifies it, runs the pass pipeline\n"
 	       "of the -O level, lowers it onto the NeuronCore engines of the target and\n"
 	       "writes the .neff atomically (no partial file on failure; default file.neff).\n"
@@ -31,7 +33,11 @@ static void help(void)
 	       "flags that change the output: a hit prints 'cache hit (WHERE)' and writes\n"
 	       "the cached .neff; a failed compile is cached and reported again until\n"
 	       "--retry-failed. --stats prints instruction counts per engine, HBM and SBUF\n"
-	       "use. Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n");
+	       "use and the lowering stage times. --dump-lower prints the kernel plan (one\n"
+	       "block per kernel: kind, tiling, loop nest, engines, resident inputs), the\n"
+	       "memory plan (SBUF regions, PSUM halves, HBM placement) and/or the engine\n"
+	       "streams (disassembly) after compiling (no cache lookup; docs/lowering.md).\n"
+	       "Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n");
 }
 
 int nx_cmd_compile(int argc, char **argv)
@@ -41,7 +47,32 @@ int nx_cmd_compile(int argc, char **argv)
 		abort();
 	int nrest = 0;
 	bool stats = false;
+	unsigned dump = 0;
 	for (int i = 1; i < argc; i++) {
+		const char *dv = NULL;
+		if (!strcmp(argv[i], "--dump-lower") && i + 1 < argc)
+			dv = argv[++i];
+		else if (!strncmp(argv[i], "--dump-lower=", 13))
+			dv = argv[i] + 13;
+		if (dv) {
+			char buf[64];
+			snprintf(buf, sizeof buf, "%s", dv);
+			for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+				unsigned bit = !strcmp(tok, "plan") ? NX_DUMP_PLAN : !strcmp(tok, "memory") ? NX_DUMP_MEMORY
+				               : !strcmp(tok, "streams") ? NX_DUMP_STREAMS : 0;
+				if (!bit) {
+					free(rest);
+					return nx_cli_usage_error("compile", "--dump-lower takes plan, memory or streams (got '%s')",
+					                          tok);
+				}
+				dump |= bit;
+			}
+			continue;
+		}
+		if (!strcmp(argv[i], "--dump-lower")) {
+			free(rest);
+			return nx_cli_usage_error("compile", "--dump-lower needs a value: plan, memory or streams");
+		}
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			help();
 			free(rest);
@@ -65,6 +96,7 @@ int nx_cmd_compile(int argc, char **argv)
 	else if (nx_log_open(&log, &f, &d) != NX_OK)
 		rc = nx_cli_report(&d);
 	else {
+		f.dump_lower = dump;
 		nx_log_flags(&log, "compile", argc - 1, argv + 1, &f);
 		rc = nx_compile_cached(&f, stats, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "compile %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);

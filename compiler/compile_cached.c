@@ -22,6 +22,7 @@ void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, n
 	o->model_type = model[f->model_type];
 	o->framework = "XLA";
 	o->output = f->output ? f->output : "file.neff";
+	o->dump_lower = f->dump_lower;
 	if (!po)
 		return;
 	memset(po, 0, sizeof *po);
@@ -94,6 +95,9 @@ static void print_stats(const nx_compile_result *r, const char *target)
 	double fns = r->st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r->st.io_bytes / t->hbm_gbps;
 	printf("flops: %.0f\nminimal hbm bytes: %lld\nroofline bound: %.3f ns (compute %.3f ns, memory %.3f ns)\n",
 	       r->st.flops, (long long)r->st.io_bytes, fns > bns ? fns : bns, fns, bns);
+	printf("hbm plan bound: %lld bytes\nlower stages: memory %.3f ms, kernels %.3f ms, check %.3f ms, encode %.3f ms\n",
+	       (long long)r->st.hbm_lower_bound, 1e3 * r->st.t_memory, 1e3 * r->st.t_emit, 1e3 * r->st.t_check,
+	       1e3 * r->st.t_encode);
 }
 
 /* Runs the driver with the pass manager's output captured, then hands it to
@@ -146,12 +150,15 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 	nx_diag d = {0};
 	nx_compile_result r = {0};
 	int rc = 0;
-	if (f->no_cache) {
-		nx_logf(log, NX_LOG_INFO, "compile cache off (--no-cache)");
+	if (f->no_cache || f->dump_lower) {
+		nx_logf(log, NX_LOG_INFO, "compile cache off (%s)", f->no_cache ? "--no-cache" : "--dump-lower");
 		if (nx_compile_logged(file, f, &o, log, false, &r, &d) != NX_OK || nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
 			rc = nx_log_report(log, &d);
 		else if (stats)
 			print_stats(&r, o.target);
+		if (rc == 0 && r.st.dump_text)
+			fputs(r.st.dump_text, stdout);
+		free(r.st.dump_text);
 		nx_diag_clear(&d);
 		free(r.neff);
 		return rc;

@@ -108,6 +108,7 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 		st = nx_verify_module(m, d);
 	r->t_verify += now() - t;
 	t = now();
+	r->st.dump = o->dump_lower;
 	if (st == NX_OK)
 		st = nx_lower_module(m, tg, nonneg, &r->neff, &r->len, &r->st, d);
 	r->t_lower = now() - t;

@@ -57,6 +57,7 @@ typedef struct nx_compile_flags {
 	char **dump_after;           /* --dump-after=NAME|all (repeatable, comma lists) */
 	int n_dump_after;
 	char *dump_dir;              /* --dump-dir */
+	unsigned dump_lower;         /* nxcc compile --dump-lower (NX_DUMP_*): set by cmd_compile, not hashed */
 	bool verify_each;            /* --verify-each */
 	bool time_passes;            /* --time-passes */
 

@@ -275,7 +275,6 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
 		return rc;
-	L->st.kernels++;
 	L->st.flops += 2.0 * (double)Bt * (double)M * (double)N * (double)K;
 	x.a_off = base;
 	x.b_off = base + al64(x.KTb * x.mt * x.ea);
@@ -296,8 +295,6 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	          N % x.nt ? "+ragged" : "", (long long)x.kblocks);
 	nx_l_plan(L, "engines", "load sp q%d, matmul pe, evacuate act, store pool q%d", x.ql, x.qs);
 	nx_l_plan(L, "resident", "none");
-	nx_l_mem(L, "sbuf", "slot %d at %lld: A^T %lld B, B %lld B, out %lld B per partition", h, (long long)base,
-	         (long long)al64(x.KTb * x.mt * x.ea), (long long)al64(x.KTb * x.nt * x.eb), (long long)al64(x.nt * x.eo));
 	nx_l_mem(L, "psum", "half %d, one bank", ph);
 
 	/* kernel entry: the region, the PSUM half, the operands, the result buffer */

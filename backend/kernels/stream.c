@@ -1,0 +1,252 @@
+/* backend/kernels/stream.c — elementwise ops and row reductions over values
+ * larger than one SBUF half, as one loop nest over tiles whose code does not
+ * grow with the volume.
+ *
+ * The operands are O rows of R elements (row-major, contiguous); a tile is
+ * 128 partitions x tr rows (tr*R contiguous elements per partition). Full
+ * tiles run in a counted loop; the rows left over form at most two more
+ * tiles ([q partitions, tr rows] and [1, s rows]), emitted once each. Per
+ * tile: SP loads the operands (one queue), the compute engine computes into
+ * the output tile, POOL stores it (one queue). Per-iteration waits
+ * (nx_l_wait_rel): the compute engine waits for its loads and for the store
+ * of the previous tile (one output buffer), SP for the compute engine to be
+ * done with the previous tile (one input buffer per operand), POOL for the
+ * compute engine. Elementwise: R = 1, the engine instruction of the op
+ * (nx_l_elem_map). Reduction: DVE tensor_reduce over R into fp32 partials,
+ * then the init value combined and the cast (as nx_l_reduce). */
+#include "backend/lower.h"
+
+#include <string.h>
+
+enum { R_SP_C, R_C_LD, R_C_ST, R_POOL_C };
+
+typedef struct st {
+	nx_lower *L;
+	const nx_inst *i;
+	int nops;
+	nx_lval *const *ops;
+	nx_lval *out;
+	bool reduce;
+	nx_lemap m;  /* elementwise */
+	int alu;     /* reduction */
+	nx_engine ce;
+	int64_t R, tr, Ro;
+	int64_t in_off[4], out_off, part_off, init_off;
+	int ql, qs;
+	int64_t base_l, base_s, base_c;
+	int lv;      /* loop level of the tile loop, -1 outside */
+	nx_lsync loads, stores, comp;
+} st;
+
+/* one tile: np partitions x tr rows, first row `row0` (plus the loop's advance
+ * of 128*tr rows per iteration) */
+static void tile(st *x, int64_t np, int64_t tr, int64_t row0)
+{
+	nx_lower *L = x->L;
+	int64_t adv = 128 * x->tr; /* rows per loop iteration */
+	int32_t s1[2] = {1, 1};
+	uint32_t cin[1] = {(uint32_t)(tr * x->R)}, cout[1] = {(uint32_t)(tr * x->Ro)};
+	/* SP: loads once the compute engine is done with the previous tile */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + x->ce, x->base_c, R_SP_C);
+	int nld = 0;
+	for (int k = 0; k < x->nops; k++) {
+		nx_lval *v = x->ops[k];
+		int esz = nx_dtype_bytes[v->dt];
+		nx_ap h = nx_ap_hbm(v->dt, v->buf->off + row0 * x->R * esz, (int)np, tr * x->R, 1, s1, cin);
+		if (x->lv >= 0)
+			h.loop_stride[x->lv] = adv * x->R * esz;
+		nx_ap sb = nx_ap_sbuf(v->dt, 0, (int)np, x->in_off[k], 1, s1, cin);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql, sb, h);
+		nx_l_max(&x->loads, &y);
+		nld++;
+	}
+	nx_l_addreg(L, NX_ENG_SP, R_SP_C, 1);
+	/* compute */
+	nx_l_addreg(L, x->ce, R_C_LD, nld);
+	nx_l_wait_rel(L, x->ce, x->ql, x->base_l, R_C_LD);
+	nx_l_wait_rel(L, x->ce, x->qs, x->base_s, R_C_ST);
+	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)np, x->out_off, 1, s1, cout);
+	if (!x->reduce) {
+		nx_insn *in = nx_l_emit(L, x->ce, x->m.op);
+		in->func = (uint8_t)x->m.func;
+		in->flags = (uint16_t)x->m.flags;
+		in->fimm[0] = x->m.imm;
+		in->ap[0] = o;
+		for (int k = 0; k < x->nops && k < 3; k++)
+			in->ap[1 + k] = nx_ap_sbuf(x->ops[k]->dt, 0, (int)np, x->in_off[k], 1, s1, cin);
+	} else {
+		nx_insn *in = nx_l_emit(L, x->ce, NX_I_TENSOR_REDUCE);
+		in->func = (uint8_t)x->alu;
+		in->iarg[0] = 1;
+		int32_t s2[2] = {(int32_t)x->R, 1};
+		uint32_t c2[2] = {(uint32_t)tr, (uint32_t)x->R};
+		nx_ap part = nx_ap_sbuf(NX_DT_F32, 0, (int)np, x->part_off, 1, s1, cout);
+		in->ap[0] = part;
+		in->ap[1] = nx_ap_sbuf(x->ops[0]->dt, 0, (int)np, x->in_off[0], 2, s2, c2);
+		nx_insn *c = nx_l_emit(L, x->ce, NX_I_TENSOR_TENSOR);
+		c->func = (uint8_t)x->alu;
+		c->ap[0] = o;
+		c->ap[1] = part;
+		int32_t s0[1] = {0};
+		c->ap[2] = nx_ap_sbuf(x->ops[1]->dt, 0, (int)np, x->init_off, 1, s0, cout);
+	}
+	nx_lsync y = nx_l_signal(L, x->ce);
+	nx_l_max(&x->comp, &y);
+	nx_l_addreg(L, x->ce, R_C_ST, 1);
+	if (x->ce != NX_ENG_POOL) {
+		nx_l_addreg(L, NX_ENG_POOL, R_POOL_C, 1);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + x->ce, x->base_c, R_POOL_C);
+	}
+	int eo = nx_dtype_bytes[x->out->dt];
+	nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + row0 * x->Ro * eo, (int)np, tr * x->Ro, 1, s1, cout);
+	if (x->lv >= 0)
+		h.loop_stride[x->lv] = adv * x->Ro * eo;
+	y = nx_l_dma_q(L, NX_ENG_POOL, x->qs, h, o);
+	nx_l_max(&x->stores, &y);
+}
+
+static int64_t al64(int64_t v)
+{
+	return (v + 63) & ~(int64_t)63;
+}
+
+/* O rows of R (reduced to Ro = 1 or kept, Ro = R = 1 for elementwise) */
+static nx_status stream(st *x, int64_t O)
+{
+	nx_lower *L = x->L;
+	int64_t per_row = 0; /* SBUF bytes per row held in one partition */
+	for (int k = 0; k < x->nops; k++)
+		per_row += (x->reduce && k == 1 ? 0 : x->R) * nx_dtype_bytes[x->ops[k]->dt];
+	per_row += x->Ro * nx_dtype_bytes[x->out->dt] + (x->reduce ? 4 : 0);
+	int64_t room = L->sbuf_half - 64 * (x->nops + 3);
+	int64_t want = x->reduce ? (x->R >= 2048 ? 1 : 2048 / x->R) : 2048;
+	x->tr = room / per_row < want ? room / per_row : want;
+	if (x->tr < 1)
+		return nx_l_err(L, "row of %lld elements does not fit SBUF", (long long)x->R);
+	if (O < 128 * x->tr) /* small: spread the rows over the partitions */
+		x->tr = (O + 127) / 128;
+	int64_t tr = x->tr, bytes = 0;
+	for (int k = 0; k < x->nops; k++) {
+		x->in_off[k] = bytes;
+		bytes += al64(tr * (x->reduce && k == 1 ? 1 : x->R) * nx_dtype_bytes[x->ops[k]->dt]);
+	}
+	x->out_off = bytes;
+	bytes += al64(tr * x->Ro * nx_dtype_bytes[x->out->dt]);
+	x->part_off = bytes;
+	if (x->reduce)
+		bytes += al64(tr * 4);
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
+	if (rc)
+		return rc;
+	for (int k = 0; k < x->nops; k++)
+		x->in_off[k] += base;
+	x->out_off += base, x->part_off += base;
+	x->init_off = x->in_off[1];
+	x->ql = nx_l_queue(L, NX_ENG_SP);
+	x->qs = nx_l_queue(L, NX_ENG_POOL);
+	x->lv = -1;
+	int64_t T = O / (128 * tr), rem = O % (128 * tr), q = rem / tr, s = rem % tr;
+	nx_l_plan_kernel(L, x->reduce ? "reduce-loop" : "elementwise-loop");
+	nx_l_plan(L, "shape", "%lld rows of %lld -> %lld, %d operands", (long long)O, (long long)x->R, (long long)x->Ro,
+	          x->nops);
+	nx_l_plan(L, "tiling", "[128 partitions, %lld rows] per tile; %lld tiles in a loop, tail [%lld, %lld] + [1, %lld]",
+	          (long long)tr, (long long)T, (long long)q, (long long)tr, (long long)s);
+	nx_l_plan(L, "loops", "tile %lld (single-buffered, per-iteration waits)", (long long)T);
+	nx_l_plan(L, "engines", "load sp q%d, %s %s, store pool q%d", x->ql, x->reduce ? "tensor_reduce" : "compute",
+	          nx_engine_names[x->ce], x->qs);
+	nx_l_plan(L, "resident", "none");
+
+	nx_engine engs[3] = {NX_ENG_SP, x->ce, NX_ENG_POOL};
+	int ne = x->ce == NX_ENG_POOL ? 2 : 3;
+	if (x->ce == NX_ENG_POOL)
+		engs[1] = NX_ENG_POOL;
+	for (int k = 0; k < ne; k++)
+		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
+	for (int k = 0; k < x->nops; k++)
+		nx_l_wait(L, NX_ENG_SP, &x->ops[k]->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
+	if (x->reduce) {
+		/* the init value, once, into every partition */
+		nx_lval *init = x->ops[1];
+		int32_t s1[1] = {1};
+		uint32_t c1[1] = {1};
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, nx_l_queue(L, NX_ENG_SP), nx_ap_sbuf(init->dt, 0, 128, x->init_off, 1, s1, c1),
+		                        nx_ap_hbm(init->dt, init->buf->off, 128, 0, 1, s1, c1));
+		nx_l_wait(L, x->ce, &y);
+		nx_l_max(&x->loads, &y);
+		x->nops = 1; /* the tiles load only x */
+	}
+	x->base_l = L->qcount[x->ql];
+	x->base_s = L->qcount[x->qs];
+	x->base_c = L->ecount[x->ce];
+	nx_lsync e0;
+	memset(&e0, 0, sizeof e0);
+	e0.s[NX_LSEM_ENG + x->ce] = x->base_c;
+	nx_l_wait(L, NX_ENG_SP, &e0);
+	nx_l_wait(L, NX_ENG_POOL, &e0);
+	memset(&e0, 0, sizeof e0);
+	e0.s[x->qs] = x->base_s;
+	nx_l_wait(L, x->ce, &e0);
+	nx_l_setreg(L, NX_ENG_SP, R_SP_C, 0);
+	nx_l_setreg(L, x->ce, R_C_LD, 0);
+	nx_l_setreg(L, x->ce, R_C_ST, 0);
+	if (x->ce != NX_ENG_POOL)
+		nx_l_setreg(L, NX_ENG_POOL, R_POOL_C, 0);
+	if (T > 0) {
+		if (T > 1) {
+			for (int k = 0; k < ne; k++)
+				nx_l_loop(L, engs[k], T);
+			x->lv = L->s[NX_ENG_SP].depth - 1;
+		}
+		tile(x, 128, tr, 0);
+		if (T > 1) {
+			for (int k = 0; k < ne; k++)
+				nx_l_endloop(L, engs[k]);
+			x->lv = -1;
+		}
+	}
+	if (q > 0)
+		tile(x, q, tr, T * 128 * tr);
+	if (s > 0)
+		tile(x, 1, s, T * 128 * tr + q * tr);
+
+	for (int k = 0; k < (x->reduce ? 2 : x->nops); k++)
+		nx_l_max(&x->ops[k]->buf->war, &x->loads);
+	nx_l_max(&x->out->buf->written, &x->stores);
+	nx_l_max(&x->out->buf->war, &x->stores);
+	nx_lsync done = x->stores;
+	nx_l_max(&done, &x->loads);
+	nx_l_max(&done, &x->comp);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}
+
+nx_status nx_l_elementwise_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	st x;
+	memset(&x, 0, sizeof x);
+	if (!nx_l_elem_map(i, &x.m) || i->noperands > 3)
+		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	x.L = L, x.i = i, x.nops = i->noperands, x.ops = ops, x.out = out;
+	x.ce = x.m.e, x.R = 1, x.Ro = 1;
+	int64_t n = nx_shape_elems(out->shape);
+	if (n == 0)
+		return NX_OK;
+	return stream(&x, n);
+}
+
+nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t O, int64_t R)
+{
+	st x;
+	memset(&x, 0, sizeof x);
+	x.alu = nx_l_reduce_alu(i);
+	if (x.alu < 0 || i->noperands != 2)
+		return nx_l_err(L, "reduce computation is not a single add/multiply/max/min");
+	x.L = L, x.i = i, x.nops = 2, x.ops = ops, x.out = out, x.reduce = true;
+	x.ce = NX_ENG_DVE, x.R = R, x.Ro = 1;
+	if (O == 0)
+		return NX_OK;
+	return stream(&x, O);
+}

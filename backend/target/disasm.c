@@ -58,6 +58,30 @@ void nx_isa_disasm(const nx_insn *in, char *buf, size_t n)
 		return;
 	}
 	const nx_isa_info *info = &nx_isa_table[in->op];
+	/* synchronization and registers read as what they do */
+	const char *dbg = in->debug_id != 0xffffffffu ? " #" : "";
+	char id[16] = "";
+	if (*dbg)
+		snprintf(id, sizeof id, " #%u", in->debug_id);
+	switch (in->op) {
+	case NX_I_WAIT:
+		if (in->iarg[2] > 0)
+			put(&s, "wait s%d >= %d+r%d%s", in->iarg[0], in->iarg[1], in->iarg[2] - 1, id);
+		else
+			put(&s, "wait s%d >= %d%s", in->iarg[0], in->iarg[1], id);
+		return;
+	case NX_I_SIGNAL:
+		put(&s, "signal s%d += %d%s", in->iarg[0], in->iarg[1], id);
+		return;
+	case NX_I_SETREG:
+		put(&s, "setreg r%d = %d%s", in->iarg[0], in->iarg[1], id);
+		return;
+	case NX_I_ADDREG:
+		put(&s, "addreg r%d += %d%s", in->iarg[0], in->iarg[1], id);
+		return;
+	default:
+		break;
+	}
 	put(&s, "%s", info->name);
 	if (info->func_kind == NX_F_ACT)
 		put(&s, ".%s", in->func < NX_ACT_COUNT ? nx_act_names[in->func] : "?");

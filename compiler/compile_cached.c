@@ -90,9 +90,11 @@ static void print_stats(const nx_compile_result *r, const char *target)
 		printf("instructions %s: %zu\n", nx_engine_names[e], r->st.insns[e]);
 	printf("hbm: %lld bytes\nsbuf peak: %lld bytes per partition\n", (long long)r->st.hbm_bytes,
 	       (long long)r->st.sbuf_peak);
-	/* roofline: FLOPs at the fp32 TensorE peak vs the minimal HBM traffic */
+	/* roofline: FLOPs at the fp32 TensorE peak vs the minimal HBM traffic at
+	 * the DMA engines' aggregate bandwidth capped by HBM (the simulator's
+	 * numbers, backend/target/target.c) */
 	const nx_target *t = nx_target_get(target);
-	double fns = r->st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r->st.io_bytes / t->hbm_gbps;
+	double fns = r->st.flops / (t->pe_tflops_fp32 * 1e3), bns = (double)r->st.io_bytes / nx_target_dma_peak_gbps(t);
 	printf("flops: %.0f\nminimal hbm bytes: %lld\nroofline bound: %.3f ns (compute %.3f ns, memory %.3f ns)\n",
 	       r->st.flops, (long long)r->st.io_bytes, fns > bns ? fns : bns, fns, bns);
 	printf("hbm plan bound: %lld bytes\nlower stages: memory %.3f ms, kernels %.3f ms, check %.3f ms, encode %.3f ms\n",

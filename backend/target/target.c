@@ -2,6 +2,8 @@
  *  [A2] NKI "Trainium/Inferentia2 Architecture Guide" (trainium_inferentia2_arch)
  *  [A3] NKI "Trainium2 Architecture Guide" (trainium2_arch)
  *  [V2] "NeuronCore-v2 Architecture", [V3] "NeuronCore-v3 Architecture"
+ *  [BW] NKI "DMA bandwidth guide" (nki/deep-dives/nki-dma-bandwidth-guide.rst)
+ *  [DO] NKI "Introduction to DMA with NKI" (nki/about/nki-dma-overview)
  *  [ASM] assumption: no public source states the value. */
 #include "backend/target/target.h"
 
@@ -33,9 +35,11 @@ static const nx_target v2_base = {
 	.act_reduce_cycles = 64,                  /* [A2] ActReadAccumulator ~64 cycles */
 	.hbm_bytes = 16 * GIB,                    /* [A2] 32 GiB per 2-core device */
 	.hbm_gbps = 410,                          /* [A2] 820 GB/s per 2-core device */
-	.dma_engines = 16,                        /* [A2] 16 DMA engines per core */
-	.dma_gibps = 27,                          /* [A2] 27 GiB/s per DMA engine */
-	.dma_fixed_ns = 2000,                     /* [ASM] per-transfer overhead */
+	.dma_engines = 16,                        /* [A2][DO][BW] 16 DMA engines per core */
+	.dma_gbps = 17,                           /* [BW] 17 B/ns achievable per engine on trn1 (272 GB/s per core) */
+	.dma_fixed_ns = 1300,                     /* [BW] ~1,300 ns cross-engine semaphore to DMA start */
+	.dma_knee_bytes = 256,                    /* [BW] < 256 B per partition overhead-bound, >= 2 KiB near peak */
+	.dma_stride_factor = 0.5,                 /* [BW][A2] 50% bandwidth for minor strides > 16 bytes */
 	.cc_fixed_ns = 10000,                     /* [ASM] */
 	.cc_link_gibps = 50,                      /* [ASM] NeuronLink-v2 share per ring direction */
 	.cc_step_ns = 2000,                       /* [ASM] one ring step: send, receive, sync */
@@ -76,6 +80,7 @@ static void init(void)
 	trn2.hbm_bytes = 12 * GIB;                 /* [A3] 96 GiB per 8-core device */
 	trn2.hbm_gbps = 362.5;                     /* [A3] 2.9 TB/s per 8-core device */
 	trn2.dma_engines = 16;                     /* [A3] 128 DMA engines per device */
+	trn2.dma_gbps = 23;                        /* [BW] 23 B/ns per engine on trn2 (368 GB/s per core) */
 	trn2.cc_link_gibps = 100;                  /* [ASM] NeuronLink-v3 share per ring direction */
 }
 
@@ -167,14 +172,48 @@ double nx_target_cycles(const nx_target *t, const nx_insn *in)
 	return 0;
 }
 
+double nx_target_dma_queue_gbps(const nx_target *t)
+{
+	return min2(t->dma_gbps, t->hbm_gbps / t->dma_engines);
+}
+
+double nx_target_dma_peak_gbps(const nx_target *t)
+{
+	return min2(t->dma_gbps * t->dma_engines, t->hbm_gbps);
+}
+
+/* an innermost stride above 16 bytes (element-wise gathers, transposing
+ * loads) */
+static bool strided(const nx_ap *a)
+{
+	if (a->space == NX_MEM_NONE || a->ndims == 0 || a->dtype >= NX_DT_COUNT)
+		return false;
+	int d = a->ndims - 1;
+	int64_t s = a->stride[d] < 0 ? -(int64_t)a->stride[d] : a->stride[d];
+	return a->count[d] > 1 && s * nx_dtype_bytes[a->dtype] > 16;
+}
+
 double nx_target_ns(const nx_target *t, const nx_insn *in)
 {
-	if (in->op < NX_I_COUNT && (nx_isa_table[in->op].cost == NX_COST_DMA ||
-	                            nx_isa_table[in->op].cost == NX_COST_CC)) {
+	if (in->op < NX_I_COUNT && nx_isa_table[in->op].cost == NX_COST_CC) {
 		const nx_ap *s = &in->ap[1];
 		double bytes = (double)s->part_count * (double)nx_ap_free_elems(s) * nx_dtype_bytes[s->dtype < NX_DT_COUNT ? s->dtype : 0];
-		double fixed = nx_isa_table[in->op].cost == NX_COST_CC ? t->cc_fixed_ns : t->dma_fixed_ns;
-		return fixed + bytes / (t->dma_gibps * (double)GIB) * 1e9;
+		return t->cc_fixed_ns + bytes / nx_target_dma_queue_gbps(t);
+	}
+	if (in->op < NX_I_COUNT && nx_isa_table[in->op].cost == NX_COST_DMA) {
+		/* fixed + bytes / (queue bandwidth x efficiency): efficiency by the
+		 * payload per partition (half at dma_knee_bytes), halved for a
+		 * strided innermost axis on either side [BW] */
+		const nx_ap *s = &in->ap[1];
+		double esz = nx_dtype_bytes[s->dtype < NX_DT_COUNT ? s->dtype : 0];
+		double parts = s->part_count > 0 ? s->part_count : 1;
+		double bytes = parts * (double)nx_ap_free_elems(s) * esz, bpp = bytes / parts;
+		double eff = bpp / (bpp + t->dma_knee_bytes);
+		if (strided(&in->ap[0]) || strided(&in->ap[1]))
+			eff *= t->dma_stride_factor;
+		if (bytes <= 0)
+			return t->dma_fixed_ns;
+		return t->dma_fixed_ns + bytes / (nx_target_dma_queue_gbps(t) * eff);
 	}
 	int e = in->engine < NX_ENG_COUNT ? in->engine : 0;
 	return nx_target_cycles(t, in) / t->freq_ghz[e];

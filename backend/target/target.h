@@ -30,8 +30,10 @@ typedef struct nx_target {
 	int64_t hbm_bytes;        /* per core */
 	double hbm_gbps;          /* per core, GB/s */
 	int dma_engines;          /* per core */
-	double dma_gibps;         /* per DMA engine, GiB/s */
-	double dma_fixed_ns;      /* per DMA transfer */
+	double dma_gbps;          /* per DMA engine (queue), GB/s = bytes per ns */
+	double dma_fixed_ns;      /* per DMA transfer: semaphore wait to transfer start */
+	double dma_knee_bytes;    /* bytes per partition at which a transfer reaches half its bandwidth */
+	double dma_stride_factor; /* bandwidth factor when an innermost stride exceeds 16 bytes */
 	double cc_fixed_ns;       /* per collective, single rank */
 	double cc_link_gibps;     /* ring link between neighbouring ranks, GiB/s per direction */
 	double cc_step_ns;        /* latency of one ring step (send, receive, sync) */
@@ -47,9 +49,15 @@ extern const char *const nx_target_names[];
 
 /* Cycles of one instruction on its engine (cost model of DESIGN.md section 5). */
 double nx_target_cycles(const nx_target *t, const nx_insn *in);
-/* Nanoseconds of one instruction (DMA: bytes over one queue's bandwidth plus
- * the fixed cost; others: cycles / engine clock). */
+/* Nanoseconds of one instruction (DMA: the fixed cost plus bytes over one
+ * queue's bandwidth, scaled by the payload per partition and the stride
+ * penalty; others: cycles / engine clock). docs/targets.md. */
 double nx_target_ns(const nx_target *t, const nx_insn *in);
+/* Bandwidth one DMA queue gets: its engine's, capped at its share of HBM. */
+double nx_target_dma_queue_gbps(const nx_target *t);
+/* Peak HBM traffic of one core through its DMA engines, GB/s: the engines'
+ * aggregate capped by HBM (the memory roofline of --stats). */
+double nx_target_dma_peak_gbps(const nx_target *t);
 
 /* Nanoseconds of collective op (an NX_I_* CC instruction) over a group of
  * gsize ranks, each contributing src_bytes: a ring algorithm (all_reduce

@@ -153,7 +153,13 @@ static void costs(void **state)
 	dma.ap[0] = tp_sb(NX_DT_F32, 128, 0, 1024);
 	dma.ap[1] = tp_hbm(NX_DT_F32, 0, 128, 1024, 1024);
 	double ns = nx_target_ns(t, &dma);
-	assert_true(fabs(ns - (t->dma_fixed_ns + 512.0 * 1024 / (27.0 * 1073741824.0) * 1e9)) < 1e-6);
+	/* 4 KiB per partition: efficiency 4096 / (4096 + 256); 17 B/ns on trn1 */
+	assert_true(fabs(ns - (1300.0 + 512.0 * 1024 / (17.0 * 4096.0 / (4096.0 + 256.0)))) < 1e-6);
+	/* a transposing (element-strided) source halves the bandwidth */
+	dma.ap[1] = tp_hbm(NX_DT_F32, 0, 128, 1024, 1);
+	dma.ap[1].stride[0] = 128;
+	double ns2 = nx_target_ns(t, &dma);
+	assert_true(fabs(ns2 - (1300.0 + 512.0 * 1024 / (0.5 * 17.0 * 4096.0 / (4096.0 + 256.0)))) < 1e-6);
 }
 
 int main(void)

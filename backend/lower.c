@@ -45,23 +45,40 @@ int nx_lower_dtype(nx_type t)
 	}
 }
 
+/* the dispatch table (backend/lower.def) */
+enum {
+#define LOWER(op, fam) NX_LROW_##op,
+#include "backend/lower.def"
+#undef LOWER
+	NX_LROWS
+};
+_Static_assert(NX_LROWS == 67, "backend/lower.def: update the count (and docs/lowering.md) with the rows");
+
+static const uint8_t lower_family[NX_OP_COUNT] = {
+#define LOWER(op, fam) [NX_OP_##op] = NX_LK_##fam,
+#include "backend/lower.def"
+#undef LOWER
+};
+
+static const char *const family_names[NX_LK_COUNT] = {
+#define X(e, n) n,
+	NX_LK_FAMILIES(X)
+#undef X
+};
+
+int nx_l_family(nx_opcode op)
+{
+	return op < NX_OP_COUNT ? lower_family[op] : NX_LK_NONE;
+}
+
+const char *nx_l_family_name(int family)
+{
+	return family >= 0 && family < NX_LK_COUNT ? family_names[family] : "?";
+}
+
 bool nx_lower_supports(nx_opcode op)
 {
-	switch (op) {
-	case NX_OP_PARAMETER: case NX_OP_CONSTANT: case NX_OP_TUPLE: case NX_OP_GET_TUPLE_ELEMENT:
-	case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY: case NX_OP_BROADCAST:
-	case NX_OP_TRANSPOSE: case NX_OP_DOT: case NX_OP_REDUCE: case NX_OP_IOTA: case NX_OP_FUSION:
-	case NX_OP_CUSTOM_CALL: case NX_OP_CONVERT: case NX_OP_OPT_BARRIER:
-	case NX_OP_ALL_REDUCE: case NX_OP_REDUCE_SCATTER: case NX_OP_ALL_GATHER: case NX_OP_COLLECTIVE_PERMUTE:
-	case NX_OP_REPLICA_ID:
-		return true;
-	default: {
-		nx_inst fake;
-		memset(&fake, 0, sizeof fake);
-		fake.op = op;
-		return nx_l_elementwise_ok(&fake) || nx_l_data_supports(op);
-	}
-	}
+	return nx_l_family(op) != NX_LK_NONE;
 }
 
 /* ------------------------------------------------------------------ map */

@@ -15,6 +15,24 @@
 
 #include <stdio.h>
 
+/* Kernel families of backend/lower.def (NONE: not lowered). */
+#define NX_LK_FAMILIES(X)                                                                              \
+	X(NONE, "none") X(BUFFER, "buffer") X(ALIAS, "alias") X(ELEMENTWISE, "elementwise")            \
+	X(ROWPROG, "row-program") X(DOT, "dot") X(REDUCE, "reduce") X(BROADCAST, "broadcast")          \
+	X(TRANSPOSE, "transpose") X(DATA, "data-movement") X(IOTA, "iota") X(GATHER, "gather")         \
+	X(UPDATE, "masked-update") X(RNG, "rng") X(FUSED, "fused") X(CUSTOM, "custom-call")           \
+	X(COLLECTIVE, "collective")
+enum {
+#define X(e, n) NX_LK_##e,
+	NX_LK_FAMILIES(X)
+#undef X
+	NX_LK_COUNT
+};
+_Static_assert(NX_LK_COUNT == 17, "kernel families: update the count with NX_LK_FAMILIES");
+/* the family of op (lower.def), NX_LK_NONE when the backend does not lower it */
+int nx_l_family(nx_opcode op);
+const char *nx_l_family_name(int family);
+
 #define NX_LQ 16                      /* DMA queues in use */
 #define NX_LSEM_ENG NX_LQ             /* first engine semaphore */
 #define NX_LSEMS (NX_LQ + NX_ENG_COUNT)

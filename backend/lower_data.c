@@ -766,11 +766,6 @@ static nx_status lower_dus(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	return masked_update(L, ops[0], ops[1], ops[2 + d], 0, d, true, false, out);
 }
 
-bool nx_l_index_supports(nx_opcode op)
-{
-	return op == NX_OP_SCATTER || op == NX_OP_DYNAMIC_UPDATE_SLICE || nx_l_gather_supports(op);
-}
-
 nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
 {
 	*done = true;
@@ -783,17 +778,6 @@ nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval
 }
 
 /* ------------------------------------------------------------ dispatch */
-bool nx_l_data_supports(nx_opcode op)
-{
-	switch (op) {
-	case NX_OP_SLICE: case NX_OP_CONCATENATE: case NX_OP_PAD: case NX_OP_REVERSE:
-	case NX_OP_RNG_BIT_GENERATOR:
-		return true;
-	default:
-		return nx_l_math_supports(op) || nx_l_index_supports(op);
-	}
-}
-
 nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
 {
 	*done = true;

@@ -32,12 +32,10 @@ nx_status nx_l_bcast_scalar(nx_lower *L, nx_lval *v, const nx_shape *s, nx_lval 
 
 nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 
-/* *done false: not handled here, lower.c continues with its own kernels. */
-bool nx_l_data_supports(nx_opcode op);
+/* *done false: not handled here, lower.c continues with its own kernels.
+ * Which opcodes are lowered at all: backend/lower.def. */
 nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
-bool nx_l_math_supports(nx_opcode op);
 nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
-bool nx_l_index_supports(nx_opcode op);
 nx_status nx_l_index(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
 
 /* Row programs: values viewed as [O rows, R] (row-major), O over partitions
@@ -70,7 +68,6 @@ bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm);
 
 /* lower_gather.c: gather (row lookups) and dynamic-slice (one runtime start)
  * as indirect DMAs (dma_gather) */
-bool nx_l_gather_supports(nx_opcode op);
 nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
 
 /* lower_custom.c */

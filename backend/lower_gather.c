@@ -187,11 +187,6 @@ static nx_status lower_dynamic_slice(nx_lower *L, const nx_inst *i, nx_lval *con
 	                   ops[1 + dyn], 1, rowlen, out);
 }
 
-bool nx_l_gather_supports(nx_opcode op)
-{
-	return op == NX_OP_GATHER || op == NX_OP_DYNAMIC_SLICE;
-}
-
 nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
 {
 	*done = true;

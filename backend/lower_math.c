@@ -216,17 +216,6 @@ static bool is_float(nx_type t)
 	return t == NX_F32 || t == NX_BF16 || t == NX_F16 || t == NX_F8E4M3FN || t == NX_F8E5M2 || t == NX_F64;
 }
 
-bool nx_l_math_supports(nx_opcode op)
-{
-	switch (op) {
-	case NX_OP_FLOOR: case NX_OP_CEIL: case NX_OP_ROUND_NEAREST_AFZ: case NX_OP_ROUND_NEAREST_EVEN:
-	case NX_OP_CLAMP:
-		return true;
-	default:
-		return false;
-	}
-}
-
 nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done)
 {
 	nx_lprog p;

@@ -660,7 +660,7 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 	int64_t P = d[nloop];
 	if (P > 65535)
 		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
-	nx_ap a = nx_ap_hbm(src->dt, src->buf->off, (int)P, s[nloop], nfree, sst, cnt);
+	nx_ap a = nx_ap_hbm(src->dt, src->buf->off + src->off * esz, (int)P, s[nloop], nfree, sst, cnt);
 	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off, (int)P, ds[nloop], nfree, dst_st, cnt);
 	if (nfree == 0) {
 		a.ndims = b.ndims = 1;
@@ -781,7 +781,8 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
-		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 && nx_l_fused_ok(L, i)) {
+		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 &&
+		    (nx_l_fused_ok(L, i) || nx_l_fused_loop_ok(i))) {
 			push(ns, i); /* one kernel, intermediates in SBUF */
 			continue;
 		}

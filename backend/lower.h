@@ -237,13 +237,16 @@ nx_ltile nx_l_tile_p(int64_t n, int64_t P, int64_t fmax); /* P partitions given 
 nx_ap nx_l_hbm_tile(const nx_lval *v, const nx_ltile *t);
 nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_slot);
 
-/* A strided view of an HBM buffer: element (i0..ir-1) at off + sum i_k*stride_k. */
+/* The one DMA view type: a strided view of part of an HBM buffer, element
+ * (i0..ir-1) at buf->off + (off + sum i_k*stride_k) * element size. */
 typedef struct nx_lview {
 	nx_lbuf *buf;
 	nx_dtype dt;
 	int rank;
+	int64_t off;                                    /* elements */
 	int64_t dims[NX_MAX_RANK], stride[NX_MAX_RANK]; /* elements */
 } nx_lview;
+/* v as a contiguous row-major view (off 0) */
 nx_lview nx_l_view_of(const nx_lval *v);
 /* Copies view src into the contiguous (row-major) buffer of dst, with cast. */
 nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst);
@@ -273,6 +276,12 @@ int nx_l_reduce_alu(const nx_inst *i);
  * and a reduction of O contiguous rows of R (reduced axes last). */
 nx_status nx_l_elementwise_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t O, int64_t R);
+
+/* kernels/fused_loop.c: a fusion of elementwise ops (parameters, one-
+ * instruction ops, same-type reshapes/converts, all of one element count)
+ * as one loop nest over tiles, for bodies beyond the fused kernel's SBUF. */
+bool nx_l_fused_loop_ok(const nx_inst *f);
+nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
 
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);

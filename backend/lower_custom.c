@@ -56,14 +56,14 @@ static nx_status axis_last(nx_lower *L, nx_lval *v, int ax, nx_lval **res)
 		*res = v;
 		return NX_OK;
 	}
-	nx_ldview w = nx_l_dview(v), p = w;
+	nx_lview w = nx_l_view_of(v), p = w;
 	int r = 0;
 	for (int k = 0; k < s->rank; k++)
 		if (k != ax)
 			p.dims[r] = w.dims[k], p.stride[r] = w.stride[k], r++;
 	p.dims[r] = w.dims[ax], p.stride[r] = w.stride[ax];
 	nx_lval *c = nx_l_newval(L, s);
-	nx_ldview d = nx_l_dview(c);
+	nx_lview d = nx_l_view_of(c);
 	int64_t st = 1;
 	for (int k = s->rank - 1; k >= 0; k--)
 		d.dims[k] = p.dims[k], d.stride[k] = st, st *= p.dims[k];
@@ -79,7 +79,7 @@ static nx_status axis_last(nx_lower *L, nx_lval *v, int ax, nx_lval **res)
 static nx_status axis_back(nx_lower *L, nx_lval *src, int ax, nx_lval *out)
 {
 	const nx_shape *s = out->shape;
-	nx_ldview w = nx_l_dview(out), d = w, sv = nx_l_dview(src);
+	nx_lview w = nx_l_view_of(out), d = w, sv = nx_l_view_of(src);
 	int r = 0;
 	for (int k = 0; k < s->rank; k++)
 		if (k != ax)

@@ -2,8 +2,8 @@
  * (slice, concatenate, pad, reverse), views of part of a buffer as a value
  * of its own (so the kernels of lower_ops.c / lower_dot.c can run on pieces),
  * and the drivers built on that: kernels split into passes when their
- * operands do not fit an SBUF half, and dot with batch dimensions as one
- * dot per batch element. */
+ * operands do not fit an SBUF half, and dot (the loop kernel, kernels/dot_loop.c, on
+ * strided operand views). */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
 #include "ir/eval/eval.h"
@@ -11,28 +11,12 @@
 #include <string.h>
 
 /* ----------------------------------------------------------- DMA views */
-nx_ldview nx_l_dview(const nx_lval *v)
-{
-	nx_ldview w;
-	memset(&w, 0, sizeof w);
-	w.buf = v->buf;
-	w.dt = v->dt;
-	w.rank = v->shape->rank;
-	int64_t st = 1;
-	for (int k = w.rank - 1; k >= 0; k--) {
-		w.dims[k] = v->shape->dims[k];
-		w.stride[k] = st;
-		st *= w.dims[k];
-	}
-	return w;
-}
-
 /* One DMA (in loops on SP when more than 5 axes remain after merging)
  * copying view src to view dst, element for element in row-major order of
  * src's dims (dst has the same dims). Waits for src written and for *dwait
  * (the destination's readers/writers that must finish first); returns the
  * completion. The caller records it on the buffers. */
-nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, const nx_lsync *dwait,
+nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, const nx_lsync *dwait,
                       nx_lsync *done)
 {
 	int64_t d[NX_MAX_RANK + 1], s[NX_MAX_RANK + 1], t[NX_MAX_RANK + 1];
@@ -119,7 +103,7 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, c
 }
 
 /* A copy whose destination writes are ordered after everything before. */
-static nx_status copy(nx_lower *L, const nx_ldview *src, const nx_ldview *dst)
+static nx_status copy(nx_lower *L, const nx_lview *src, const nx_lview *dst)
 {
 	nx_lsync y, w = dst->buf->war;
 	nx_status rc = nx_l_dma_vv(L, src, dst, &w, &y);
@@ -132,7 +116,7 @@ static nx_status copy(nx_lower *L, const nx_ldview *src, const nx_ldview *dst)
 
 nx_status nx_l_copy_view_split(nx_lower *L, const nx_lview *src, nx_lval *dst)
 {
-	nx_ldview s, d = nx_l_dview(dst);
+	nx_lview s, d = nx_l_view_of(dst);
 	memset(&s, 0, sizeof s);
 	s.buf = src->buf;
 	s.dt = src->dt;
@@ -193,7 +177,7 @@ static int64_t al64(int64_t x)
 /* --------------------------------------------------------- data ops */
 static nx_status lower_slice(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
 {
-	nx_ldview s = nx_l_dview(op), d = nx_l_dview(out);
+	nx_lview s = nx_l_view_of(op), d = nx_l_view_of(out);
 	if (i->a.slice_start.n != s.rank)
 		return nx_l_err(L, "slice bounds do not match the operand rank");
 	for (int k = 0; k < s.rank; k++) {
@@ -211,14 +195,14 @@ static nx_status lower_concat(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	if (i->a.dimensions.n != 1)
 		return nx_l_err(L, "concatenate needs one dimension");
 	int dim = (int)i->a.dimensions.v[0];
-	nx_ldview d = nx_l_dview(out);
+	nx_lview d = nx_l_view_of(out);
 	/* the pieces are disjoint: every DMA waits only for the earlier contents */
 	nx_lsync w = out->buf->war, all;
 	memset(&all, 0, sizeof all);
 	int64_t at = 0;
 	nx_l_plan_kernel(L, "concatenate-dma");
 	for (int k = 0; k < i->noperands; k++) {
-		nx_ldview s = nx_l_dview(ops[k]), p = d;
+		nx_lview s = nx_l_view_of(ops[k]), p = d;
 		p.off = at * d.stride[dim];
 		p.dims[dim] = s.dims[dim];
 		at += s.dims[dim];
@@ -240,7 +224,7 @@ static nx_status lower_pad(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *
 		return nx_l_err(L, "padding does not match the operand rank");
 	nx_l_plan_kernel(L, "pad-dma");
 	/* fill with the padding value (stride 0 everywhere), then the operand */
-	nx_ldview f = nx_l_dview(out), d = nx_l_dview(out), s = nx_l_dview(op);
+	nx_lview f = nx_l_view_of(out), d = nx_l_view_of(out), s = nx_l_view_of(op);
 	f.buf = pv->buf;
 	f.dt = pv->dt;
 	for (int k = 0; k < f.rank; k++)
@@ -276,7 +260,7 @@ static nx_status lower_pad(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *
 
 static nx_status lower_reverse(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
 {
-	nx_ldview s = nx_l_dview(op), d = nx_l_dview(out);
+	nx_lview s = nx_l_view_of(op), d = nx_l_view_of(out);
 	for (int k = 0; k < i->a.dimensions.n; k++) {
 		int dim = (int)i->a.dimensions.v[k];
 		if (s.dims[dim] == 0)
@@ -364,7 +348,7 @@ static nx_status reduced_axes_last(nx_lower *L, nx_lval *x, const bool *red, nx_
 	*src = x;
 	if (trailing)
 		return NX_OK;
-	nx_ldview v = nx_l_dview(x), w = v;
+	nx_lview v = nx_l_view_of(x), w = v;
 	int r = 0;
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < xs->rank; k++)
@@ -374,7 +358,7 @@ static nx_status reduced_axes_last(nx_lower *L, nx_lval *x, const bool *red, nx_
 				r++;
 			}
 	*src = nx_l_newval(L, xs);
-	nx_ldview dv = nx_l_dview(*src);
+	nx_lview dv = nx_l_view_of(*src);
 	for (int k = 0; k < w.rank; k++)
 		dv.dims[k] = w.dims[k];
 	int64_t st = 1;
@@ -492,7 +476,7 @@ static nx_status batch_front(nx_lower *L, nx_lval *v, nx_ivec batch, nx_lval **r
 		*res = v;
 		return NX_OK;
 	}
-	nx_ldview w = nx_l_dview(v), p = w;
+	nx_lview w = nx_l_view_of(v), p = w;
 	int64_t dims[NX_MAX_RANK];
 	for (int k = 0; k < s->rank; k++) {
 		p.dims[k] = w.dims[perm[k]];
@@ -500,7 +484,7 @@ static nx_status batch_front(nx_lower *L, nx_lval *v, nx_ivec batch, nx_lval **r
 		dims[k] = p.dims[k];
 	}
 	nx_lval *c = nx_l_newval(L, nx_shape_array(&L->a, s->type, s->rank, dims));
-	nx_ldview dv = nx_l_dview(c);
+	nx_lview dv = nx_l_view_of(c);
 	nx_status rc = copy(L, &p, &dv);
 	*res = c;
 	return rc;
@@ -595,7 +579,7 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			dim[side][1] *= pv.shape->dims[ca[k]];
 		if (!nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
 			/* materialize [batch, rows, cols] */
-			nx_ldview w = nx_l_dview(V[side]), p = w;
+			nx_lview w = nx_l_view_of(V[side]), p = w;
 			int r = 0;
 			for (int k = 0; k < nb; k++, r++)
 				p.dims[r] = w.dims[k], p.stride[r] = w.stride[k];
@@ -604,7 +588,7 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			for (int k = 0; k < nca; k++, r++)
 				p.dims[r] = w.dims[nb + ca[k]], p.stride[r] = w.stride[nb + ca[k]];
 			made[side] = nx_l_newval(L, V[side]->shape);
-			nx_ldview d = p;
+			nx_lview d = p;
 			d.buf = made[side]->buf, d.dt = made[side]->dt, d.off = 0;
 			int64_t st = 1;
 			for (int k = r - 1; k >= 0; k--)
@@ -685,7 +669,7 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
 	/* update broadcast over D */
 	nx_lval *ub = nx_l_newval(L, nx_shape_with_type(&L->a, s, u->shape->type));
 	{
-		nx_ldview v = nx_l_dview(ub), w = v;
+		nx_lview v = nx_l_view_of(ub), w = v;
 		w.buf = u->buf;
 		w.dt = u->dt;
 		w.rank = 3;
@@ -760,7 +744,7 @@ static nx_status lower_dus(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	if (i->noperands != 2 + xs->rank)
 		return nx_l_err(L, "dynamic-update-slice needs one index per dimension");
 	if (d < 0) { /* the update covers the operand: indices clamp to 0 */
-		nx_ldview s = nx_l_dview(ops[1]), t = nx_l_dview(out);
+		nx_lview s = nx_l_view_of(ops[1]), t = nx_l_view_of(out);
 		return copy(L, &s, &t);
 	}
 	return masked_update(L, ops[0], ops[1], ops[2 + d], 0, d, true, false, out);

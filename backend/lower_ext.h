@@ -8,16 +8,7 @@
 
 #include "backend/lower.h"
 
-/* A strided view of part of an HBM buffer (off, strides in elements). */
-typedef struct nx_ldview {
-	nx_lbuf *buf;
-	nx_dtype dt;
-	int rank;
-	int64_t off;
-	int64_t dims[NX_MAX_RANK], stride[NX_MAX_RANK];
-} nx_ldview;
-nx_ldview nx_l_dview(const nx_lval *v);
-nx_status nx_l_dma_vv(nx_lower *L, const nx_ldview *src, const nx_ldview *dst, const nx_lsync *dwait,
+nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, const nx_lsync *dwait,
                       nx_lsync *done);
 /* nx_l_copy_view for views with a dimension beyond one DMA axis (2^24
  * elements): such dimensions become two axes (nx_l_dma_vv). */

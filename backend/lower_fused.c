@@ -468,8 +468,11 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 		if (nx_l_resident(L, ops[k], 0, 0) && ops[k]->sb_P * ops[k]->sb_F == n &&
 		    nx_shape_elems(ops[k]->shape) == n)
 			Pr = ops[k]->sb_P;
-	if (!(Pr && build(L, f, &p, Pr)) && !plan_fusion(L, f, &p))
+	if (!(Pr && build(L, f, &p, Pr)) && !plan_fusion(L, f, &p)) {
+		if (nx_l_fused_loop_ok(f))
+			return nx_l_fused_loop(L, f, ops, out); /* beyond one SBUF half: a loop nest */
 		return nx_l_err(L, "fusion body is not a single kernel");
+	}
 	nx_status rc;
 	/* bind inputs to HBM values */
 	for (int k = 0; k < p.n; k++) {

@@ -174,7 +174,7 @@ nx_status nx_l_rowprog(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_lv
 nx_status nx_l_bcast_scalar(nx_lower *L, nx_lval *v, const nx_shape *s, nx_lval **res)
 {
 	nx_lval *c = nx_l_newval(L, nx_shape_with_type(&L->a, s, v->shape->type));
-	nx_ldview src = nx_l_dview(c), dst = nx_l_dview(c);
+	nx_lview src = nx_l_view_of(c), dst = nx_l_view_of(c);
 	src.buf = v->buf;
 	src.dt = v->dt;
 	for (int k = 0; k < src.rank; k++)

@@ -99,6 +99,14 @@ if [ -z "${CALLGRIND:-}" ]; then
 "
 fi
 
+if [ -z "${CALLGRIND:-}" ]; then
+	# code size against tensor volume (bench/scaling.sh, issue 9)
+	BUILD="$BUILD" sh bench/scaling.sh > "$OUT/scaling.txt" 2>&1 || fail=1
+	cat "$OUT/scaling.txt"
+	summary="$summary$(printf '%-10s %s' scaling "$(grep -c 'x > 1.2' "$OUT/scaling.txt" | sed 's/$/ kinds above 1.2x at 256x/')")
+"
+fi
+
 echo "== nxcc bench summary (${CALLGRIND:+callgrind, }$(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)) =="
 printf '%s' "$summary"
 exit $fail

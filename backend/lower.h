@@ -280,7 +280,7 @@ nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 /* kernels/fused_loop.c: a fusion of elementwise ops (parameters, one-
  * instruction ops, same-type reshapes/converts, all of one element count)
  * as one loop nest over tiles, for bodies beyond the fused kernel's SBUF. */
-bool nx_l_fused_loop_ok(const nx_inst *f);
+bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f);
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
 
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */

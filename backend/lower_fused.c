@@ -469,7 +469,7 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 		    nx_shape_elems(ops[k]->shape) == n)
 			Pr = ops[k]->sb_P;
 	if (!(Pr && build(L, f, &p, Pr)) && !plan_fusion(L, f, &p)) {
-		if (nx_l_fused_loop_ok(f))
+		if (nx_l_fused_loop_ok(L, f))
 			return nx_l_fused_loop(L, f, ops, out); /* beyond one SBUF half: a loop nest */
 		return nx_l_err(L, "fusion body is not a single kernel");
 	}

@@ -97,7 +97,13 @@ static bool build(fl *x, const nx_inst *f)
 			x->alias[v] = x->alias[a0];
 			continue;
 		}
-		if (i->noperands < 1 || i->noperands > 3 || !nx_l_elem_map(i, &x->m[v]))
+		/* float -> integer converts truncate through a row program
+		 * (lower_math.c), not the engine's cast */
+		if (i->op == NX_OP_CONVERT && a0 >= 0 && nx_type_is_float(i->operands[0]->shape->type) &&
+		    !nx_type_is_float(i->shape->type))
+			return false;
+		if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || i->noperands < 1 || i->noperands > 3 ||
+		    !nx_l_elem_map(i, &x->m[v]))
 			return false;
 		x->nops[v] = i->noperands;
 		for (int j = 0; j < i->noperands; j++)
@@ -115,10 +121,18 @@ static bool build(fl *x, const nx_inst *f)
 	       x->param[x->alias[x->root]] < 0;
 }
 
-bool nx_l_fused_loop_ok(const nx_inst *f)
+bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 {
 	fl x;
-	return build(&x, f);
+	if (!build(&x, f))
+		return false;
+	/* only bodies the fused kernel cannot hold: more than one SBUF half
+	 * per partition over 128 partitions */
+	int64_t per = 0;
+	for (int v = 0; v < x.nv; v++)
+		if (x.alias[v] == v)
+			per += nx_dtype_bytes[x.dt[v]];
+	return (double)x.n * (double)per > 128.0 * (double)L->sbuf_half;
 }
 
 static int64_t al64(int64_t v)
@@ -208,7 +222,7 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0)
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	fl x;
-	if (!build(&x, f))
+	if (!nx_l_fused_loop_ok(L, f) || !build(&x, f))
 		return nx_l_err(L, "fusion outside the loop kernel's subset");
 	x.L = L, x.ext = ops, x.out = out;
 	int64_t per = 0;

@@ -1140,6 +1140,37 @@ out:
 	return rc;
 }
 
+/* An unbounded dynamic dimension (f32[?,784]) has no size to plan memory
+ * or loops with: refused before anything is emitted. */
+static bool shape_unbounded(const nx_shape *s)
+{
+	if (s->type == NX_TUPLE) {
+		for (int k = 0; k < s->ntuple; k++)
+			if (shape_unbounded(s->tuple[k]))
+				return true;
+		return false;
+	}
+	for (int k = 0; s->dynamic && k < s->rank; k++)
+		if (s->dynamic[k] == NX_DIM_UNBOUNDED)
+			return true;
+	return false;
+}
+
+static nx_status refuse_unbounded(nx_lower *L)
+{
+	for (int c = 0; c < L->m->ncomps; c++)
+		for (int k = 0; k < L->m->comps[c]->ninsts; k++) {
+			const nx_inst *i = L->m->comps[c]->insts[k];
+			if (shape_unbounded(i->shape)) {
+				L->cur = i;
+				return nx_l_err(L, "unbounded dynamic dimension in %s: the backend needs "
+				                   "static sizes or bounds (f32[<=N])",
+				                nx_shape_str(&L->a, i->shape, false));
+			}
+		}
+	return NX_OK;
+}
+
 nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
                           uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d)
 {
@@ -1157,6 +1188,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	nx_neff_program p;
 	nx_status rc = !m->entry ? nx_l_err(&L, "module has no entry computation")
 	               : L.nreplicas > 64 ? nx_l_err(&L, "%d replicas: the runtime runs at most 64 ranks", L.nreplicas)
+	               : refuse_unbounded(&L) != NX_OK ? d->status
 	                                  : lower_all(&L, &p);
 	if (rc == NX_OK) {
 		for (int e = 0; e < NX_ENG_COUNT; e++)

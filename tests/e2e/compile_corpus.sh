@@ -6,12 +6,15 @@
 # per-chunk code would pass the per-engine instruction limit — dots do not
 # loop over PSUM chunks yet). A newly failing graph, a known one failing
 # differently (crash, timeout), or a known one that now compiles fails this test.
+# No timing decides the result: --timeout is only a hang guard, far above the
+# slowest graph (llama2, ~20 s on an idle 2-core machine; the report's
+# slowest time is printed for the record).
 set -u
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 C="$NX_CORPUS/hlo/torch-neuronx"
 [ -d "$C" ] || fail "corpus not found at $C"
-"$NXCC" parallel-compile "$C" --jobs 2 --no-cache --timeout 20 --report "$T/r.json" > "$T/log" 2>&1
+"$NXCC" parallel-compile "$C" --jobs 2 --no-cache --timeout 900 --report "$T/r.json" > "$T/log" 2>&1
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 "$PY" - "$T/r.json" <<'PYEOF' || { tail -5 "$T/log"; fail "report"; }
 import json, sys, os
@@ -34,5 +37,7 @@ for g in gs:
     elif not ok:
         bad.append((name, g.get("error") or st))
 assert not bad, "unexpected results: %r" % bad
+slow = max(gs, key=lambda g: g.get("seconds") or 0)
+print("slowest: %s %.1f s" % (os.path.basename(slow.get("path") or ""), slow.get("seconds") or 0))
 PYEOF
 echo "ok: 44 graphs, failures only among the known ones"

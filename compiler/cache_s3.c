@@ -207,6 +207,13 @@ static char *s3_lock_dir(void *be, const char *entry)
 		return NULL;
 	if (mkdir(base, 0700) != 0 && errno != EEXIST)
 		return NULL;
+	/* The name is predictable: another user may have made it first (or a
+	 * symlink by that name). Use it only when it is our own private
+	 * directory, else run without the lock. */
+	struct stat bs;
+	if (lstat(base, &bs) != 0 || !S_ISDIR(bs.st_mode) || bs.st_uid != getuid() ||
+	    (bs.st_mode & 077) != 0)
+		return NULL;
 	size_t n = strlen(c->bucket) + strlen(c->prefix) + strlen(entry) + 4;
 	char *id = malloc(n);
 	if (!id)

@@ -235,6 +235,9 @@ nx_cache_result nx_cache_lookup(nx_cache *c, const nx_cache_key *k, bool retry_f
 	if (strcmp(why, "no model.done") != 0)
 		say(c, 1, "compile cache entry %s/%s/%s is corrupt (%s); recompiling", c->url, VERSION_DIR, k->name,
 		    why);
+	/* a marker that is there but wrong is never a cached failure */
+	if (strcmp(why, "no model.done") != 0)
+		return NX_CACHE_MISS;
 	if (retry_failed)
 		return NX_CACHE_MISS;
 	char *n_log = obj(VERSION_DIR, k->name, "model.log");

@@ -108,6 +108,13 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 	char where[96];
 	s->where = where;
 	nx_status rc = NX_OK;
+	if (n->min_steps > budget) {
+		rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
+		                 "the program executes at least %llu instructions (its loop counts), over the "
+		                 "budget of %llu (nxcc run --max-steps)",
+		                 (unsigned long long)n->min_steps, (unsigned long long)budget);
+		goto out;
+	}
 
 	for (;;) {
 		int be = -1;

@@ -247,9 +247,67 @@ static void bad_programs(void **state)
 	free(b);
 }
 
+/* Issue 15: a DMA in three loops of 2^24 with a 2^40-byte loop stride: its
+ * span (2^40 * (2^24 - 1) per level) overflowed int64 in the loader's check
+ * (UBSan) before the simulator's per-access check caught it. */
+static void loop_span_overflow(void **state)
+{
+	(void)state;
+	tp_streams *s = calloc(1, sizeof *s);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_SP, NX_I_LOOP)->iarg[0] = 1 << 24;
+	nx_insn *dma = tp_add(s, NX_ENG_SP, NX_I_DMA);
+	dma->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	dma->ap[1] = tp_hbm(NX_DT_F32, 0, 1, 1, 0);
+	for (int k = 0; k < 3; k++)
+		dma->ap[1].loop_stride[k] = 1LL << 40;
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_SP, NX_I_ENDLOOP);
+	size_t len;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/sp.bin: instruction 3: operand 1: access span overflows 64 bits");
+	free(b);
+	free(s);
+}
+
+/* Issue 15: 2^48 loop iterations ran ~10 minutes before the budget stopped
+ * them; the loop counts alone exceed any budget, so the run is refused at
+ * once (nxcc run --max-steps sets the budget). */
+static void loop_trips_over_budget(void **state)
+{
+	(void)state;
+	tp_streams *s = calloc(1, sizeof *s);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_DVE, NX_I_LOOP)->iarg[0] = 1 << 16;
+	nx_insn *cp = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	cp->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	cp->ap[1] = tp_sb(NX_DT_F32, 1, 64, 1);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP);
+	size_t len;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(b, len, "x.neff", NULL, &d);
+	assert_non_null(n);
+	assert_true(n->min_steps == 1ULL << 48);
+	nx_rt_opts o = nx_rt_opts_default();
+	nx_rt_stats st;
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &st, &d), NX_ERR_INPUT);
+	char *msg = nx_diag_format(&d);
+	if (!strstr(msg, "executes at least 281474976710656 instructions"))
+		fail_msg("got '%s'", msg);
+	free(msg);
+	nx_diag_clear(&d);
+	nx_neff_free(n);
+	free(b);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(loop_span_overflow),
+		cmocka_unit_test(loop_trips_over_budget),
 		cmocka_unit_test(deterministic_and_tar),
 		cmocka_unit_test(corrupted),
 		cmocka_unit_test(bad_programs),

@@ -38,6 +38,6 @@ for g in gs:
         bad.append((name, g.get("error") or st))
 assert not bad, "unexpected results: %r" % bad
 slow = max(gs, key=lambda g: g.get("seconds") or 0)
-print("slowest: %s %.1f s" % (os.path.basename(slow.get("path") or ""), slow.get("seconds") or 0))
+print("slowest: %s %.1f s" % (os.path.basename(slow.get("file") or ""), slow.get("seconds") or 0))
 PYEOF
 echo "ok: 44 graphs, failures only among the known ones"

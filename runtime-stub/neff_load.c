@@ -553,6 +553,12 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 		return err(c, "payload size field says %llu bytes but the file holds %zu (truncated?)",
 		           (unsigned long long)pl, len - NX_NEFF_HEADER_SIZE);
 	uint8_t sha[32];
+	nx_sha256(h, NX_NEFF_OFF_HEADER_SHA256, sha);
+	if (memcmp(sha, h + NX_NEFF_OFF_HEADER_SHA256, 32) != 0)
+		return err(c, "header sha256 mismatch (file corrupted?)");
+	for (int k = NX_NEFF_OFF_END; k < NX_NEFF_HEADER_SIZE; k++)
+		if (h[k])
+			return err(c, "reserved header byte %d is not zero", k);
 	nx_sha256(h + NX_NEFF_HEADER_SIZE, (size_t)pl, sha);
 	if (memcmp(sha, h + NX_NEFF_OFF_SHA256, 32) != 0)
 		return err(c, "payload sha256 mismatch (file corrupted?)");

@@ -25,6 +25,7 @@ static uint8_t *good(size_t *len)
 static void resign(uint8_t *b, size_t len)
 {
 	nx_sha256(b + NX_NEFF_HEADER_SIZE, len - NX_NEFF_HEADER_SIZE, b + NX_NEFF_OFF_SHA256);
+	nx_neff_seal_header(b);
 }
 
 /* Offset of a tar entry's header inside the file. */
@@ -154,7 +155,21 @@ static void corrupted(void **state)
 	/* 11 unknown target */
 	FRESH();
 	memcpy(b + NX_NEFF_OFF_TARGET, "trn9", 4);
+	expect_error(b, len, "header sha256 mismatch");
+	nx_neff_seal_header(b);
 	expect_error(b, len, "unknown target 'trn9'");
+	/* 11b issue 15: flips in the module name, uuid, core count or a
+	 * reserved byte loaded and ran; the header hash covers them */
+	static const int flips[] = {NX_NEFF_OFF_MODULE, NX_NEFF_OFF_UUID + 3, NX_NEFF_OFF_NCORES,
+	                            NX_NEFF_OFF_COMPILER + 2, NX_NEFF_OFF_HEADER_SHA256 + 7};
+	for (size_t k = 0; k < sizeof flips / sizeof flips[0]; k++) {
+		FRESH();
+		b[flips[k]] ^= 0x02;
+		expect_error(b, len, "header sha256 mismatch");
+	}
+	FRESH();
+	b[700] = 1;
+	expect_error(b, len, "reserved header byte 700 is not zero");
 	/* 12 def.json not JSON */
 	FRESH();
 	e = entry(b, len, "sg00/def.json");

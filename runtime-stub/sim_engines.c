@@ -209,6 +209,8 @@ static double alu_int(int op, double a, double b, nx_dtype dt)
 	case NX_ALU_IMIN: r = (uint64_t)(i < j ? i : j); break;
 	case NX_ALU_IMULHI: r = (((uint64_t)i & 0xffffffffull) * ((uint64_t)j & 0xffffffffull)) >> 32; break;
 	case NX_ALU_IXOR: r = (uint64_t)i ^ (uint64_t)j; break;
+	case NX_ALU_IAND: r = (uint64_t)i & (uint64_t)j; break;
+	case NX_ALU_IOR: r = (uint64_t)i | (uint64_t)j; break;
 	case NX_ALU_IDIV:
 	case NX_ALU_IREM: {
 		/* the operands as values of the destination type */

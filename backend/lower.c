@@ -1315,6 +1315,48 @@ out:
 	return rc;
 }
 
+/* An unbounded dynamic dimension (f32[?,784]) has no size to plan memory
+ * or loops with: refused before anything is emitted. */
+static bool shape_unbounded(const nx_shape *s)
+{
+	if (s->type == NX_TUPLE) {
+		for (int k = 0; k < s->ntuple; k++)
+			if (shape_unbounded(s->tuple[k]))
+				return true;
+		return false;
+	}
+	for (int k = 0; s->dynamic && k < s->rank; k++)
+		if (s->dynamic[k] == NX_DIM_UNBOUNDED)
+			return true;
+	return false;
+}
+
+/* Sizes known before emitting are checked before emitting: a value larger
+ * than the core's HBM (f32[2^40]) is refused at once instead of after
+ * minutes of emitting instructions for it. */
+static nx_status refuse_unplannable(nx_lower *L)
+{
+	for (int c = 0; c < L->m->ncomps; c++)
+		for (int k = 0; k < L->m->comps[c]->ninsts; k++) {
+			const nx_inst *i = L->m->comps[c]->insts[k];
+			if (shape_unbounded(i->shape)) {
+				L->cur = i;
+				return nx_l_err(L, "unbounded dynamic dimension in %s: the backend needs "
+				                   "static sizes or bounds (f32[<=N])",
+				                nx_shape_str(&L->a, i->shape, false));
+			}
+			int64_t b = nx_shape_bytes(i->shape);
+			if (b < 0 || b > L->t->hbm_bytes) {
+				L->cur = i;
+				return nx_l_err(L, "%s needs %s bytes, more than the %lld bytes of HBM of one %s core",
+				                nx_shape_str(&L->a, i->shape, false),
+				                b < 0 ? "over 2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
+				                (long long)L->t->hbm_bytes, L->t->name);
+			}
+		}
+	return NX_OK;
+}
+
 nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
                           uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d)
 {
@@ -1342,6 +1384,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	double t0 = nx_l_now();
 	nx_status rc = !m->entry ? nx_l_err(&L, "module has no entry computation")
 	               : L.nreplicas > 64 ? nx_l_err(&L, "%d replicas: the runtime runs at most 64 ranks", L.nreplicas)
+	               : refuse_unplannable(&L) != NX_OK ? d->status
 	                                  : lower_all(&L, &p);
 	if (rc == NX_OK) {
 		for (int e = 0; e < NX_ENG_COUNT; e++)

@@ -342,6 +342,15 @@ bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm)
 	case NX_OP_MULTIPLY: *func = NX_ALU_IMUL; return true;
 	case NX_OP_MAXIMUM: *func = NX_ALU_IMAX; return true;
 	case NX_OP_MINIMUM: *func = NX_ALU_IMIN; return true;
+	case NX_OP_AND: *func = NX_ALU_IAND; return true;
+	case NX_OP_OR: *func = NX_ALU_IOR; return true;
+	case NX_OP_XOR: *func = NX_ALU_IXOR; return true;
+	case NX_OP_DIVIDE: *func = NX_ALU_IDIV; return true;
+	case NX_OP_REMAINDER: *func = NX_ALU_IREM; return true;
+	case NX_OP_ABS:
+		*op = NX_I_TENSOR_SCALAR;
+		*func = NX_ALU_IABS;
+		return true;
 	case NX_OP_SHIFT_LEFT: *func = NX_ALU_ISHL; return true;
 	case NX_OP_SHIFT_RIGHT_LOGICAL: *func = NX_ALU_ILSHR; return true;
 	case NX_OP_SHIFT_RIGHT_ARITHMETIC: *func = NX_ALU_IASHR; return true;

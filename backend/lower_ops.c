@@ -325,6 +325,16 @@ int nx_l_reduce_alu(const nx_inst *i)
 	if (r->noperands != 2 || r->operands[0]->op != NX_OP_PARAMETER || r->operands[1]->op != NX_OP_PARAMETER)
 		return -1;
 	bool pred = r->shape->type == NX_PRED;
+	if (nx_type_is_int(r->shape->type)) {
+		/* exact and wrapping, with s32 partials (XLA: an s8 sum wraps) */
+		switch (r->op) {
+		case NX_OP_ADD: return NX_ALU_IADD;
+		case NX_OP_MULTIPLY: return NX_ALU_IMUL;
+		case NX_OP_MAXIMUM: return NX_ALU_IMAX;
+		case NX_OP_MINIMUM: return NX_ALU_IMIN;
+		default: return -1;
+		}
+	}
 	switch (r->op) {
 	case NX_OP_ADD: return NX_ALU_ADD;
 	case NX_OP_MULTIPLY: return NX_ALU_MUL;
@@ -445,7 +455,8 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_REDUCE);
 	in->func = (uint8_t)alu;
 	in->iarg[0] = 1;
-	nx_ap part = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_part, 1, s1, c1);
+	nx_dtype pdt = nx_alu_kinds[alu] == 'i' ? NX_DT_S32 : NX_DT_F32; /* partials */
+	nx_ap part = nx_ap_sbuf(pdt, 0, (int)P, base + o_part, 1, s1, c1);
 	part.loop_stride[0] = 4;
 	in->ap[0] = part;
 	in->ap[1] = sin;
@@ -453,7 +464,7 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	if (O == 1) {
 		nx_l_endloop(L, NX_ENG_DVE);
 		done = nx_l_signal(L, NX_ENG_DVE);
-		nx_ap p1 = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_part, 1, s1, c1);
+		nx_ap p1 = nx_ap_sbuf(pdt, 0, (int)P, base + o_part, 1, s1, c1);
 		nx_ap q1 = p1;
 		q1.part_count = 1;
 		nx_l_wait(L, NX_ENG_POOL, &done);

@@ -284,6 +284,7 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 	snprintf((char *)h + NX_NEFF_OFF_COMPILER, 32, "nxcc %s",
 	         p->compiler_version ? p->compiler_version : NX_VERSION);
 	snprintf((char *)h + NX_NEFF_OFF_MODULE, 128, "%s", p->module_name ? p->module_name : "");
+	nx_neff_seal_header(h);
 	*out = h;
 	*len = o.len;
 	return NX_OK;

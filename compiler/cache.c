@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define VERSION_DIR "nxcc-" NX_VERSION
@@ -156,10 +157,14 @@ static char *obj(const char *version, const char *key, const char *file)
 	return nx_xasprintf("%s/%s/%s", version, key, file);
 }
 
-/* Reads model.done: the first 64 chars are the neff's sha256 hex. */
-static bool done_hash(const uint8_t *data, size_t len, char out[65])
+/* Reads model.done: "<sha256 hex of model.neff> <key>\n". The key binds the
+ * entry to its directory: an entry copied under another key (a wrong sync
+ * prefix) is refused, not served. */
+static bool done_hash(const uint8_t *data, size_t len, const char *key, char out[65])
 {
-	if (len < 64)
+	size_t kl = strlen(key);
+	if (len != 64 + 1 + kl + 1 || data[64] != ' ' || memcmp(data + 65, key, kl) != 0 ||
+	    data[len - 1] != '\n')
 		return false;
 	for (int i = 0; i < 64; i++) {
 		char ch = (char)data[i];
@@ -185,10 +190,10 @@ static int read_done_entry(nx_cache *c, const char *version, const char *key, ui
 		return r;
 	}
 	char want[65];
-	bool ok = done_hash(done, done_len, want);
+	bool ok = done_hash(done, done_len, key, want);
 	free(done);
 	if (!ok) {
-		*why = "model.done does not hold a sha256";
+		*why = "model.done does not hold this entry's key and a sha256";
 		return 0;
 	}
 	char *n_neff = obj(version, key, "model.neff");
@@ -230,6 +235,9 @@ nx_cache_result nx_cache_lookup(nx_cache *c, const nx_cache_key *k, bool retry_f
 	if (strcmp(why, "no model.done") != 0)
 		say(c, 1, "compile cache entry %s/%s/%s is corrupt (%s); recompiling", c->url, VERSION_DIR, k->name,
 		    why);
+	/* a marker that is there but wrong is never a cached failure */
+	if (strcmp(why, "no model.done") != 0)
+		return NX_CACHE_MISS;
 	if (retry_failed)
 		return NX_CACHE_MISS;
 	char *n_log = obj(VERSION_DIR, k->name, "model.log");
@@ -275,7 +283,14 @@ nx_status nx_cache_lock_key(nx_cache *c, const nx_cache_key *k, nx_cache_lock *l
 	 * and our flock; then we would hold a lock nobody else can see. After
 	 * locking, check the path still names our inode, else start over. */
 	for (;;) {
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		/* O_NOFOLLOW: a symlink planted as model.lock is not followed */
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+		struct stat ls;
+		if (fd >= 0 && (fstat(fd, &ls) != 0 || !S_ISREG(ls.st_mode))) {
+			close(fd);
+			fd = -1;
+			errno = EINVAL;
+		}
 		if (fd < 0) {
 			nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open lock: %s", strerror(errno));
 			free(path);
@@ -365,13 +380,13 @@ nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb,
 	if (st == NX_OK && nx_cache_test_before_done)
 		nx_cache_test_before_done();
 	if (st == NX_OK) {
-		char hex[66];
+		char hex[65];
 		nx_sha256_hex(neff, neff_len, hex);
-		hex[64] = '\n';
-		hex[65] = 0;
+		char *line = nx_xasprintf("%s %s\n", hex, k->name);
 		char *n = obj(VERSION_DIR, k->name, "model.done");
-		st = c->be->put(c->impl, n, hex, 65, d);
+		st = c->be->put(c->impl, n, line, strlen(line), d);
 		free(n);
+		free(line);
 	}
 	if (st == NX_OK)
 		st = del_quiet(c, k, "model.log", d);
@@ -558,4 +573,13 @@ int nx_cache_clear_locks(nx_cache *c)
 	}
 	nx_cache_entries_free(e, n);
 	return removed;
+}
+
+int nx_cache_sweep_orphans(nx_cache *c)
+{
+	if (!c || !c->be->sweep)
+		return 0;
+	const char *age = getenv("NX_CACHE_ORPHAN_AGE"); /* tests: 0 = every temporary */
+	int64_t a = age && *age ? strtoll(age, NULL, 10) : NX_CACHE_ORPHAN_AGE;
+	return c->be->sweep(c->impl, (int64_t)time(NULL) - a);
 }

@@ -128,6 +128,11 @@ bool nx_cache_entry_busy(nx_cache *c, const char *version, const char *key);
 /* Removes lock files nobody holds (directory caches and the local S3 lock
  * directory). Returns how many were removed. Never needed for correctness. */
 int nx_cache_clear_locks(nx_cache *c);
+/* Removes temporaries that writers killed mid-store left behind (older than
+ * NX_CACHE_ORPHAN_AGE seconds, so a live writer's file is never touched);
+ * returns how many. */
+#define NX_CACHE_ORPHAN_AGE 3600
+int nx_cache_sweep_orphans(nx_cache *c);
 
 /* Test hook: called by nx_cache_store after model.neff and before
  * model.done is written (crash-safety tests stall or die there). */
@@ -151,6 +156,9 @@ typedef struct nx_cache_backend {
 	nx_status (*list)(void *be, const char *prefix, nx_cache_obj **objs, int *n, nx_diag *d);
 	/* The local directory holding lock files for name's entry (malloc'd). */
 	char *(*lock_dir)(void *be, const char *entry);
+	/* Removes orphaned temporaries older than `before` (Unix time); returns
+	 * how many. NULL when the store has none (S3 puts are whole objects). */
+	int (*sweep)(void *be, int64_t before);
 	void (*close)(void *be);
 } nx_cache_backend;
 

@@ -59,11 +59,35 @@ static nx_status fail(nx_diag *d, const char *what, const char *name, const nx_s
 	return st;
 }
 
+/* The largest body each kind of object may have, and extra time a GET of
+ * it may take beyond the per-request budget: a server that sends an endless
+ * model.done is cut off at 4 KiB, not read into memory at 70 MB/s. */
+static void object_limits(const char *name, int64_t *max, long *extra_ms)
+{
+	const char *b = strrchr(name, '/');
+	b = b ? b + 1 : name;
+	*extra_ms = 0;
+	if (strcmp(b, "model.done") == 0)
+		*max = 4096;
+	else if (strcmp(b, "compile_flags.json") == 0)
+		*max = 64 << 10;
+	else if (strcmp(b, "model.log") == 0)
+		*max = 16 << 20;
+	else {
+		*max = (int64_t)4 << 30; /* model.neff, model.hlo_module.pb */
+		*extra_ms = 25000;
+	}
+}
+
 static int s3_get(void *be, const char *name, uint8_t **data, size_t *len, nx_diag *d)
 {
 	s3_cache *c = be;
 	char *key = nx_xasprintf("%s%s", c->prefix, name);
 	nx_s3_resp r;
+	int64_t max;
+	long extra;
+	object_limits(name, &max, &extra);
+	nx_s3_set_limits(c->s3, max, extra);
 	nx_status st = nx_s3_request(c->s3, "GET", key, NULL, NULL, 0, &r, d);
 	free(key);
 	if (st != NX_OK)
@@ -89,6 +113,8 @@ static nx_status s3_put(void *be, const char *name, const void *data, size_t len
 	s3_cache *c = be;
 	char *key = nx_xasprintf("%s%s", c->prefix, name);
 	nx_s3_resp r;
+	/* uploads get 1 s per 8 MiB on top of the budget */
+	nx_s3_set_limits(c->s3, 0, (long)(len >> 23) * 1000);
 	/* a non-NULL body even when empty: it selects the PUT-with-payload path */
 	nx_status st = nx_s3_request(c->s3, "PUT", key, NULL, data ? data : "", len, &r, d);
 	free(key);
@@ -206,6 +232,13 @@ static char *s3_lock_dir(void *be, const char *entry)
 	if (snprintf(base, sizeof(base), "%s/nxcc-locks-%ld", tmp, (long)getuid()) >= (int)sizeof(base))
 		return NULL;
 	if (mkdir(base, 0700) != 0 && errno != EEXIST)
+		return NULL;
+	/* The name is predictable: another user may have made it first (or a
+	 * symlink by that name). Use it only when it is our own private
+	 * directory, else run without the lock. */
+	struct stat bs;
+	if (lstat(base, &bs) != 0 || !S_ISDIR(bs.st_mode) || bs.st_uid != getuid() ||
+	    (bs.st_mode & 077) != 0)
 		return NULL;
 	size_t n = strlen(c->bucket) + strlen(c->prefix) + strlen(entry) + 4;
 	char *id = malloc(n);

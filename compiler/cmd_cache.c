@@ -218,6 +218,9 @@ static int cmd_prune(nx_cache *c, uint64_t max)
 	human(freed, a, sizeof(a));
 	human(total, b, sizeof(b));
 	printf("pruned %d entries (%s); %s left\n", removed, a, b);
+	int orphans = nx_cache_sweep_orphans(c);
+	if (orphans)
+		printf("removed %d orphaned temporaries\n", orphans);
 	nx_cache_entries_free(e, n);
 	return total > max ? NX_EXIT_USER : 0;
 }

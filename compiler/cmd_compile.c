@@ -4,6 +4,7 @@
 #include "compiler/cli.h"
 #include "compiler/compile_cached.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,11 @@ int nx_cmd_compile(int argc, char **argv)
 		rc = nx_compile_cached(&f, stats, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "compile %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
-	nx_log_close(&log);
+	if (!nx_log_close(&log)) {
+		fprintf(stderr, "%s: error: cannot write the log file: %s\n", f.logfile, strerror(errno));
+		if (!rc)
+			rc = NX_EXIT_USER;
+	}
 	nx_diag_clear(&d);
 	nx_flags_free(&f);
 	free(rest);

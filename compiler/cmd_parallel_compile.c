@@ -60,6 +60,18 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
 
 /* Runs the training command once with XLA dumping into dir. Its exit status
  * only warns: a trial run is often stopped after the first steps. */
+/* XLA splits XLA_FLAGS at whitespace and takes a double-quoted value whole
+ * (parse_flags_from_env). A dump directory with a space is quoted; one with
+ * a quote, backslash or control character cannot be passed safely (it
+ * could inject other flags) and is refused before anything runs. */
+static bool dump_dir_ok(const char *dir)
+{
+	for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+		if (*p == '"' || *p == '\\' || *p == '\'' || *p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
 static void run_trial(char **cmd, const char *dir)
 {
 	const char *old = getenv("XLA_FLAGS");
@@ -67,8 +79,9 @@ static void run_trial(char **cmd, const char *dir)
 	char *flags = malloc(n);
 	if (!flags)
 		abort();
-	snprintf(flags, n, "%s%s--xla_dump_to=%s --xla_dump_hlo_as_proto", old ? old : "", old && *old ? " " : "",
-	         dir);
+	bool quote = strpbrk(dir, " \t") != NULL;
+	snprintf(flags, n, "%s%s--xla_dump_to=%s%s%s --xla_dump_hlo_as_proto", old ? old : "", old && *old ? " " : "",
+	         quote ? "\"" : "", dir, quote ? "\"" : "");
 	fprintf(stderr, "nxcc parallel-compile: running %s with XLA_FLAGS=\"%s\"\n", cmd[0], flags);
 	fflush(stdout);
 	fflush(stderr);
@@ -209,6 +222,13 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 	}
 	if (!cmd && !ninputs) {
 		usage(stderr);
+		goto done;
+	}
+	if (cmd && dump_dir && !dump_dir_ok(dump_dir)) {
+		rc = nx_cli_usage_error("parallel-compile",
+		                        "--xla-dump-dir '%s': a quote, backslash or control character cannot be "
+		                        "passed in XLA_FLAGS safely; choose another directory",
+		                        dump_dir);
 		goto done;
 	}
 	if (cmd) {

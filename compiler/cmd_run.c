@@ -15,7 +15,8 @@
 static void help(void)
 {
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
-	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n\n"
+	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n"
+	       "                [--max-steps N]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
@@ -24,7 +25,9 @@ static void help(void)
 	       "Writes DIR/out<k>.npy. s64 values travel as s32 on the device.\n"
 	       "--ranks N (default: the .neff's replica count) runs N simulated ranks that\n"
 	       "exchange data in collectives; every rank gets the same inputs unless\n"
-	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n");
+	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n"
+	       "--max-steps N (default 10^9) bounds the instructions simulated; a program\n"
+	       "whose loop counts alone need more is refused before it starts.\n");
 }
 
 static void summarize(const char *name, const nx_literal *l)
@@ -49,7 +52,7 @@ int nx_cmd_run(int argc, char **argv)
 	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int ninputs = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
-	uint64_t seed = 0;
+	uint64_t seed = 0, max_steps = 0;
 	for (int i = 1; i < argc; i++) {
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -83,6 +86,12 @@ int nx_cmd_run(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			profile = v;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--max-steps", &v)) != 0) {
+			char *end;
+			if (r < 0 || (max_steps = strtoull(v, &end, 10), *end || !*v || max_steps == 0 || *v == '-')) {
+				nx_cli_inputs_free(inputs, ninputs);
+				return nx_cli_usage_error("run", "--max-steps needs a positive count of instructions");
+			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "unknown flag '%s'", argv[i]);
@@ -167,6 +176,8 @@ int nx_cmd_run(int argc, char **argv)
 		outs[r] = nx_arena_alloc(&a, sizeof **outs * (size_t)(n->noutputs + 1));
 	nx_rt_opts o = nx_rt_opts_default();
 	o.profile_path = profile;
+	if (max_steps)
+		o.max_steps = max_steps;
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)in, NULL, &a, outs, &o, st, &d) != NX_OK)
 		goto fail;

@@ -540,8 +540,9 @@ char *nx_flags_canonical_json(const nx_compile_flags *f)
 		abort();
 	b[0] = 0;
 	char tmp[128];
-	/* trn1n is trn1's chip with more network: same program */
-	nx_target_kind t = f->target == NX_TARGET_TRN1N ? NX_TARGET_TRN1 : f->target;
+	/* trn1n runs trn1's program, but its .neff names trn1n: one key per
+	 * distinct output, so each target has its own key. */
+	nx_target_kind t = f->target;
 	/* The compiler build is part of the key: another build may emit other code. */
 	append(&b, &len, &cap, "{\"compiler\":\"" NX_VERSION "+" NX_BUILD_ID "\",\"framework\":");
 	json_str(&b, &len, &cap, f->framework ? f->framework : "XLA");

@@ -26,11 +26,15 @@ nx_status nx_log_open(nx_log *l, const nx_compile_flags *f, nx_diag *d)
 	return NX_OK;
 }
 
-void nx_log_close(nx_log *l)
+bool nx_log_close(nx_log *l)
 {
-	if (l->file)
-		fclose(l->file);
+	bool ok = true;
+	if (l->file) {
+		ok = !ferror(l->file);
+		ok &= fclose(l->file) == 0;
+	}
 	l->file = NULL;
+	return ok;
 }
 
 bool nx_log_on(const nx_log *l, nx_log_level lvl)

@@ -24,7 +24,9 @@ typedef struct nx_log {
 /* Sets the thresholds from f and opens f->logfile (truncated) when given.
  * A log file that cannot be opened is an error (the user asked for it). */
 nx_status nx_log_open(nx_log *l, const nx_compile_flags *f, nx_diag *d);
-void nx_log_close(nx_log *l);
+/* false when a write to the log file failed (a full disk): the caller
+ * reports it, a silently empty log is not a log. */
+bool nx_log_close(nx_log *l);
 
 /* Whether a message at lvl goes anywhere (to skip building costly ones). */
 bool nx_log_on(const nx_log *l, nx_log_level lvl);

@@ -100,7 +100,30 @@ static size_t dump_stem_len(const char *name)
 	return xla_dump_rest(name) && b ? (size_t)(b - name) : 0;
 }
 
-static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_diag *d)
+/* Directories already scanned, by device and inode: a bind mount or a
+ * hard-linked loop is scanned once. */
+typedef struct {
+	dev_t *dev;
+	ino_t *ino;
+	int n;
+} dir_set;
+
+static bool dir_seen(dir_set *v, const struct stat *sb)
+{
+	for (int i = 0; i < v->n; i++)
+		if (v->dev[i] == sb->st_dev && v->ino[i] == sb->st_ino)
+			return true;
+	v->dev = nx_xrealloc(v->dev, sizeof(dev_t) * (size_t)(v->n + 1));
+	v->ino = nx_xrealloc(v->ino, sizeof(ino_t) * (size_t)(v->n + 1));
+	v->dev[v->n] = sb->st_dev;
+	v->ino[v->n++] = sb->st_ino;
+	return false;
+}
+
+/* Symlinks to directories are never followed (they could lead out of the
+ * tree or back into it: a few loops made the scan exponential); symlinks
+ * to files are taken. */
+static nx_status scan_dir(const char *dir, int depth, dir_set *seen, char ***files, int *n, nx_diag *d)
 {
 	if (depth > 16)
 		return NX_OK;
@@ -126,8 +149,12 @@ static nx_status scan_dir(const char *dir, int depth, char ***files, int *n, nx_
 			abort();
 		snprintf(path, len, "%s/%s", dir, names[i]);
 		struct stat sb;
-		if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-			st = scan_dir(path, depth + 1, files, n, d);
+		bool link = lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode);
+		if (link && stat(path, &sb) != 0)
+			memset(&sb, 0, sizeof sb); /* dangling: skipped below */
+		if (S_ISDIR(sb.st_mode)) {
+			if (!link && !dir_seen(seen, &sb))
+				st = scan_dir(path, depth + 1, seen, files, n, d);
 			free(path);
 			continue;
 		}
@@ -164,7 +191,11 @@ nx_status nx_pc_collect(const char *path, char ***files, int *n, nx_diag *d)
 		char *p = nx_xstrdup(path);
 		while (len > 1 && p[len - 1] == '/')
 			p[--len] = 0;
-		nx_status st = scan_dir(p, 0, files, n, d);
+		dir_set seen = {0};
+		dir_seen(&seen, &sb);
+		nx_status st = scan_dir(p, 0, &seen, files, n, d);
+		free(seen.dev);
+		free(seen.ino);
 		free(p);
 		return st;
 	}

@@ -16,6 +16,9 @@ struct nx_s3 {
 	char *userpwd;    /* "key:secret", or NULL for unsigned */
 	char *token;      /* session token or NULL */
 	int backoff_ms;
+	long budget_ms;   /* NXCC_S3_TIMEOUT: total time for one request, retries included */
+	int64_t max_body; /* for the next request only (nx_s3_set_limits); 0 = default */
+	long extra_ms;    /* for the next request only: added to the budget */
 };
 
 static const char *env(const char *name)
@@ -75,6 +78,9 @@ nx_s3 *nx_s3_new(const char *bucket, nx_diag *d)
 		s->token = nx_xstrdup(tok);
 	const char *bo = env("NXCC_S3_BACKOFF_MS");
 	s->backoff_ms = bo ? atoi(bo) : 100;
+	const char *to = env("NXCC_S3_TIMEOUT");
+	double sec = to ? atof(to) : 5.0;
+	s->budget_ms = sec > 0 && sec < 86400 ? (long)(sec * 1000) : 5000;
 	if (s->backoff_ms < 0)
 		s->backoff_ms = 0;
 	return s;
@@ -164,12 +170,18 @@ char *nx_s3_error_text(const nx_s3_resp *r)
 typedef struct {
 	uint8_t *p;
 	size_t n, cap;
+	size_t max; /* a longer body is refused (an endless body must not grow RSS) */
+	bool over;
 } sink;
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	sink *s = ud;
 	size_t k = size * nmemb;
+	if (s->n + k > s->max) {
+		s->over = true;
+		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+	}
 	if (s->n + k + 1 > s->cap) {
 		size_t cap = s->cap ? s->cap : 4096;
 		while (s->n + k + 1 > cap)
@@ -210,9 +222,9 @@ static bool retryable_http(long status, const uint8_t *body)
 }
 
 /* Full jitter (AWS architecture blog): sleep uniform(0, min(cap, base·2^try)). */
-static void backoff(const nx_s3 *s, int attempt)
+static void backoff(const nx_s3 *s, int attempt, long left_ms)
 {
-	long cap = 5000, ms = (long)s->backoff_ms << attempt;
+	long cap = left_ms < 5000 ? left_ms / 2 : 5000, ms = (long)s->backoff_ms << attempt;
 	if (ms > cap)
 		ms = cap;
 	static unsigned seed;
@@ -225,9 +237,50 @@ static void backoff(const nx_s3 *s, int attempt)
 	nanosleep(&ts, NULL);
 }
 
+void nx_s3_set_limits(nx_s3 *s, int64_t max_body, long extra_ms)
+{
+	s->max_body = max_body;
+	s->extra_ms = extra_ms;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A 200 whose body is an S3 XML error document (a broken proxy or store) is
+ * not the object; neither is a body whose length differs from the
+ * Content-Length the server announced. NULL when the response is usable. */
+static const char *invalid_response(CURL *c, const char *method, long status, const sink *out)
+{
+	if (status != 200 || strcmp(method, "GET") != 0)
+		return NULL;
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl >= 0 &&
+	    (size_t)cl != out->n)
+		return "body length differs from Content-Length";
+	char *ct = NULL;
+	curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+	bool xml_type = ct && (strstr(ct, "/xml") != NULL);
+	const char *b = out->p ? (const char *)out->p : "";
+	while (*b == ' ' || *b == '\n' || *b == '\r' || *b == '\t')
+		b++;
+	if (xml_type && (strncmp(b, "<?xml", 5) == 0 || strncmp(b, "<Error>", 7) == 0) && strstr(b, "<Error>"))
+		return "200 OK with an XML error body";
+	return NULL;
+}
+
 nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const char *query, const void *body,
                         size_t len, nx_s3_resp *r, nx_diag *d)
 {
+	/* Limits of this request; the defaults suit listings and markers. */
+	size_t max_body = s->max_body > 0 ? (size_t)s->max_body : (size_t)64 << 20;
+	long deadline = now_ms() + s->budget_ms + s->extra_ms;
+	s->max_body = 0;
+	s->extra_ms = 0;
+	const char *bad = NULL;
 	memset(r, 0, sizeof(*r));
 	char *ekey = nx_s3_encode(key, true);
 	size_t ulen = strlen(s->base) + strlen(ekey) + (query ? strlen(query) : 0) + 8;
@@ -260,9 +313,18 @@ nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const cha
 	char errbuf[CURL_ERROR_SIZE];
 	CURLcode last = CURLE_OK;
 	for (int attempt = 0; attempt < NX_S3_TRIES; attempt++) {
-		if (attempt)
-			backoff(s, attempt - 1);
-		sink out = {0};
+		long left = deadline - now_ms();
+		if (attempt && left > 0)
+			backoff(s, attempt - 1, left);
+		left = deadline - now_ms();
+		if (left <= 0) {
+			if (last == CURLE_OK)
+				last = CURLE_OPERATION_TIMEDOUT;
+			snprintf(errbuf, sizeof errbuf, "no answer within the %.1f s budget (NXCC_S3_TIMEOUT)",
+			         (double)(s->budget_ms) / 1000);
+			break;
+		}
+		sink out = {.max = max_body};
 		CURL *c = s->curl;
 		curl_easy_reset(c);
 		errbuf[0] = 0;
@@ -270,11 +332,11 @@ nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const cha
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-		/* a stalled transfer (under 1 KiB/s for 30 s) is a failure, a slow one is not */
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
-		curl_easy_setopt(c, CURLOPT_TIMEOUT, 900L);
+		/* the whole request, retries included, ends by the deadline: a
+		 * stalled or dripping server costs the budget, not 5 x 900 s */
+		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < 5000 ? left : 5000L);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+		curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
 		if (s->userpwd) {
@@ -296,12 +358,22 @@ nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const cha
 		r->tries = attempt + 1;
 		if (last != CURLE_OK) {
 			free(out.p);
+			if (out.over || last == CURLE_FILESIZE_EXCEEDED) {
+				snprintf(errbuf, sizeof errbuf, "response body over %zu bytes", max_body);
+				break;
+			}
 			if (retryable_curl(last))
 				continue;
 			break;
 		}
 		long status = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		bad = invalid_response(c, method, status, &out);
+		if (bad) {
+			free(out.p);
+			snprintf(errbuf, sizeof errbuf, "invalid response: %s", bad);
+			continue; /* retried like a transport error */
+		}
 		if (retryable_http(status, out.p) && attempt + 1 < NX_S3_TRIES) {
 			free(out.p);
 			continue;

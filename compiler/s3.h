@@ -9,7 +9,10 @@
  *
  * Every request retries on transport errors, 500/502/503/504, 429 and
  * SlowDown, at most NX_S3_TRIES times with exponential backoff and full
- * jitter (base NXCC_S3_BACKOFF_MS, default 100 ms, capped at 5 s). */
+ * jitter (base NXCC_S3_BACKOFF_MS, default 100 ms, capped at 5 s), all within
+ * one time budget (NXCC_S3_TIMEOUT seconds, default 5). A GET answered 200
+ * with an XML error body or a body that disagrees with its Content-Length is
+ * retried like a transport error, never returned as the object. */
 #ifndef NX_S3_H
 #define NX_S3_H
 
@@ -35,6 +38,11 @@ void nx_s3_free(nx_s3 *s);
  * (any status; see r->status), NX_ERR_IO when none did. Free r->body. */
 nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const char *query,
                         const void *body, size_t len, nx_s3_resp *r, nx_diag *d);
+
+/* Limits for the next request only: a body over max_body bytes (0: the
+ * 64 MiB default) fails it, and extra_ms is added to its time budget
+ * (NXCC_S3_TIMEOUT seconds, default 5, for the request and all its retries). */
+void nx_s3_set_limits(nx_s3 *s, int64_t max_body, long extra_ms);
 
 /* Percent-encodes s as SigV4 wants (unreserved kept; '/' kept when
  * keep_slash). Caller frees. */

@@ -82,8 +82,18 @@ void nx_comp_add_param(nx_comp *c, nx_inst *param)
 	int64_t k = param->a.parameter_number;
 	NX_ASSERT(k >= 0);
 	if (k >= c->nparams) {
-		c->params = nx_arena_grow(&c->module->arena, c->params, (size_t)c->nparams,
-		                          (size_t)k + 1, sizeof(nx_inst *));
+		/* The array's capacity is the power of two >= nparams (implicit):
+		 * growing by doubling keeps 10^4 parameters linear, not quadratic. */
+		size_t cap = 1;
+		while (cap < (size_t)c->nparams)
+			cap *= 2;
+		if (!c->params || (size_t)k >= cap) {
+			size_t nc = cap;
+			while (nc <= (size_t)k)
+				nc *= 2;
+			c->params = nx_arena_grow(&c->module->arena, c->params, (size_t)c->nparams, nc,
+			                          sizeof(nx_inst *));
+		}
 		c->nparams = (int)k + 1;
 	}
 	c->params[k] = param;

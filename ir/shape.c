@@ -36,8 +36,9 @@ nx_shape *nx_shape_tuple(nx_arena *a, int n, nx_shape *const *elems)
 
 nx_shape *nx_shape_token(nx_arena *a)
 {
-	nx_shape *s = nx_arena_alloc(a, sizeof(*s));
-	s->type = NX_TOKEN;
+	/* A token is a rank-0 non-array shape; it gets the same one-entry dims
+	 * and layout a scalar has, so every walker may treat it like one. */
+	nx_shape *s = nx_shape_scalar(a, NX_TOKEN);
 	return s;
 }
 
@@ -51,8 +52,11 @@ nx_shape *nx_shape_copy(nx_arena *a, const nx_shape *s)
 		return c;
 	}
 	size_t r = (size_t)(s->rank ? s->rank : 1);
-	c->dims = nx_arena_dup(a, s->dims, sizeof(int64_t) * r);
-	c->minor_to_major = nx_arena_dup(a, s->minor_to_major, sizeof(int64_t) * r);
+	c->dims = s->dims ? nx_arena_dup(a, s->dims, sizeof(int64_t) * r)
+	                  : nx_arena_alloc(a, sizeof(int64_t) * r);
+	c->minor_to_major = s->minor_to_major
+	                        ? nx_arena_dup(a, s->minor_to_major, sizeof(int64_t) * r)
+	                        : nx_arena_alloc(a, sizeof(int64_t) * r);
 	if (s->dynamic)
 		c->dynamic = nx_arena_dup(a, s->dynamic, r);
 	return c;
@@ -179,8 +183,10 @@ static void shape_print(char *buf, size_t n, size_t *pos, const nx_shape *s, boo
 		return;
 	}
 	put(buf, n, pos, "%s", nx_type_name(s->type));
-	if (!nx_shape_is_array(s))
+	if (!nx_shape_is_array(s)) {
+		put(buf, n, pos, "[]"); /* token[], opaque[]: as XLA prints them */
 		return;
+	}
 	put(buf, n, pos, "[");
 	for (int i = 0; i < s->rank; i++) {
 		uint8_t dyn = s->dynamic ? s->dynamic[i] : NX_DIM_STATIC;

@@ -88,9 +88,20 @@ nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 		table t = {0};
 		bool *keep = malloc(sizeof(bool) * (size_t)(comp->ninsts ? comp->ninsts : 1));
 		bool removed = false;
+		/* aux = the instruction a removed one forwards to; users come later
+		 * in topological order and take it as they are reached (one sweep,
+		 * linear, instead of a scan of the computation per merge). */
+		for (int i = 0; i < comp->ninsts; i++)
+			comp->insts[i]->aux = NULL;
 		for (int i = 0; i < comp->ninsts; i++) {
 			nx_inst *in = comp->insts[i];
 			keep[i] = true;
+			for (int k = 0; k < in->noperands; k++)
+				if (in->operands[k]->aux)
+					in->operands[k] = in->operands[k]->aux;
+			for (int k = 0; k < in->a.ncontrol_predecessors; k++)
+				if (in->a.control_predecessors[k]->aux)
+					in->a.control_predecessors[k] = in->a.control_predecessors[k]->aux;
 			if (!mergeable(in) || in == comp->root)
 				continue;
 			/* Operands were already canonicalized (topological order), so
@@ -103,7 +114,7 @@ nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 			if (!prev)
 				continue;
 			nx_pass_log(ctx, 2, "cse: %s -> %s", in->name, prev->name);
-			nx_comp_replace_uses(comp, in, prev);
+			in->aux = prev;
 			keep[i] = false;
 			removed = true;
 		}

@@ -427,11 +427,16 @@ static void sibling_merge(fstate *s)
 	const nx_pass_ctx *ctx = g->ctx;
 	sib *c = NULL;
 	int nc = 0, capc = 0;
+	/* plain_loop per group, computed once: a value with 10^4 users in one
+	 * long group must not rescan that group per use (quadratic). */
+	signed char *pl = calloc((size_t)s->ngrp + 1, 1); /* 0 unknown, 1 yes, 2 no */
 	for (int p = 0; p < g->n; p++) {
 		int first = -1;
 		for (int k = g->uoff[p]; k < g->uoff[p + 1]; k++) {
 			int gu = g->group[g->users[k]];
-			if (gu < 0 || !plain_loop(s, gu))
+			if (gu >= 0 && pl && !pl[gu])
+				pl[gu] = plain_loop(s, gu) ? 1 : 2;
+			if (gu < 0 || (pl ? pl[gu] != 1 : !plain_loop(s, gu)))
 				continue;
 			if (first < 0) {
 				first = gu;
@@ -447,6 +452,7 @@ static void sibling_merge(fstate *s)
 			nc++;
 		}
 	}
+	free(pl);
 	if (ctx->opt_level >= 3 && nc > 1)
 		qsort(c, (size_t)nc, sizeof(sib), sib_cmp);
 	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));

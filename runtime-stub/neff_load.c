@@ -316,27 +316,21 @@ static nx_status replica_groups(ctx *c, nx_neff *n, const nx_json *def)
 
 /* ---------------------------------------------------- instruction checks */
 
-static int64_t span(const nx_ap *a, int64_t *lo, int64_t *hi, const int64_t *loop_max, int depth)
+/* The byte range [lo, hi) an access pattern touches over all iterations of
+ * its enclosing loops. false when that range does not fit in int64 (a stride
+ * of 2^40 times 2^24 iterations): every step is overflow-checked. */
+static bool span(const nx_ap *a, int64_t *lo, int64_t *hi, const int64_t *loop_max, int depth)
 {
-	int esz = nx_dtype_bytes[a->dtype];
-	int64_t mn = 0, mx = 0;
-	for (int d = 0; d < a->ndims; d++) {
-		int64_t s = (int64_t)a->stride[d] * esz * ((int64_t)a->count[d] - 1);
-		if (s < 0)
-			mn += s;
-		else
-			mx += s;
+	int64_t esz = nx_dtype_bytes[a->dtype];
+	int64_t mn = 0, mx = 0, s;
+	for (int d = 0; d < a->ndims + depth; d++) {
+		bool ov = d < a->ndims ? __builtin_mul_overflow((int64_t)a->stride[d] * esz, (int64_t)a->count[d] - 1, &s)
+		                       : __builtin_mul_overflow(a->loop_stride[d - a->ndims], loop_max[d - a->ndims], &s);
+		if (ov || (s < 0 ? __builtin_add_overflow(mn, s, &mn) : __builtin_add_overflow(mx, s, &mx)))
+			return false;
 	}
-	for (int d = 0; d < depth; d++) {
-		int64_t s = a->loop_stride[d] * loop_max[d];
-		if (s < 0)
-			mn += s;
-		else
-			mx += s;
-	}
-	*lo = a->offset + mn;
-	*hi = a->offset + mx + esz;
-	return 0;
+	return !__builtin_add_overflow(a->offset, mn, lo) && !__builtin_add_overflow(a->offset, mx, hi) &&
+	       !__builtin_add_overflow(*hi, esz, hi);
 }
 
 static nx_status check_ap(ctx *c, const nx_neff *n, const char *sec, size_t i, int k,
@@ -358,13 +352,12 @@ static nx_status check_ap(ctx *c, const nx_neff *n, const char *sec, size_t i, i
 	    a->part_stride < -(1LL << 40))
 		return err(c, "%s: instruction %zu: operand %d: offset out of range", sec, i, k);
 	int64_t lo, hi;
-	span(a, &lo, &hi, loop_max, depth);
+	if (!span(a, &lo, &hi, loop_max, depth))
+		return err(c, "%s: instruction %zu: operand %d: access span overflows 64 bits", sec, i, k);
 	if (a->space == NX_MEM_HBM) {
 		int64_t ps = a->part_stride * nx_dtype_bytes[a->dtype] * (a->part_count - 1);
-		if (ps < 0)
-			lo += ps;
-		else
-			hi += ps;
+		if (ps < 0 ? __builtin_add_overflow(lo, ps, &lo) : __builtin_add_overflow(hi, ps, &hi))
+			return err(c, "%s: instruction %zu: operand %d: access span overflows 64 bits", sec, i, k);
 		if (lo < 0 || hi > n->hbm_size)
 			return err(c, "%s: instruction %zu: hbm access [%lld, %lld) outside the program's %lld HBM bytes",
 			           sec, i, (long long)lo, (long long)hi, (long long)n->hbm_size);
@@ -495,6 +488,7 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 	size_t cnt = n->nstream[e];
 	n->loop_match[e] = calloc(cnt + 1, sizeof(int32_t));
 	int64_t loop_max[NX_LOOP_DEPTH] = {0};
+	uint64_t trips[NX_LOOP_DEPTH + 1] = {1}; /* product of enclosing static counts */
 	size_t open[NX_LOOP_DEPTH];
 	int depth = 0;
 	if (cnt > (1u << 24))
@@ -510,6 +504,8 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 				return err(c, "%s: instruction %zu: loop count %d out of range", sec, i, in->iarg[0]);
 			/* register counts are checked while running */
 			loop_max[depth] = in->iarg[1] ? 0 : in->iarg[0] - 1;
+			if (__builtin_mul_overflow(trips[depth], (uint64_t)loop_max[depth] + 1, &trips[depth + 1]))
+				trips[depth + 1] = UINT64_MAX;
 			open[depth++] = i;
 			continue;
 		}
@@ -521,6 +517,10 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 			n->loop_match[e][i] = (int32_t)b;
 			continue;
 		}
+		/* a lower bound of the steps a run takes: nx_rt_run refuses a
+		 * program that cannot finish within its budget before it starts */
+		if (__builtin_add_overflow(n->min_steps, trips[depth], &n->min_steps))
+			n->min_steps = UINT64_MAX;
 		nx_status st = check_semantics(c, n, sec, i, in);
 		if (st != NX_OK)
 			return st;
@@ -555,6 +555,12 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 		return err(c, "payload size field says %llu bytes but the file holds %zu (truncated?)",
 		           (unsigned long long)pl, len - NX_NEFF_HEADER_SIZE);
 	uint8_t sha[32];
+	nx_sha256(h, NX_NEFF_OFF_HEADER_SHA256, sha);
+	if (memcmp(sha, h + NX_NEFF_OFF_HEADER_SHA256, 32) != 0)
+		return err(c, "header sha256 mismatch (file corrupted?)");
+	for (int k = NX_NEFF_OFF_END; k < NX_NEFF_HEADER_SIZE; k++)
+		if (h[k])
+			return err(c, "reserved header byte %d is not zero", k);
 	nx_sha256(h + NX_NEFF_HEADER_SIZE, (size_t)pl, sha);
 	if (memcmp(sha, h + NX_NEFF_OFF_SHA256, 32) != 0)
 		return err(c, "payload sha256 mismatch (file corrupted?)");

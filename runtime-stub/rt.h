@@ -48,6 +48,7 @@ typedef struct nx_neff {
 	nx_insn *stream[NX_ENG_COUNT];
 	size_t nstream[NX_ENG_COUNT];
 	int32_t *loop_match[NX_ENG_COUNT]; /* loop <-> endloop pc */
+	uint64_t min_steps; /* instructions any run executes at least (static loop counts) */
 	int ndebug;
 	char **debug_names;
 	int nreplicas;         /* def.json "replicas" (the header's NeuronCore count) */
@@ -69,7 +70,8 @@ typedef struct nx_rt_opts {
 	bool stochastic_rounding; /* NEURON_RT_STOCHASTIC_ROUNDING_EN=1 */
 	uint64_t sr_seed;         /* NEURON_RT_STOCHASTIC_ROUNDING_SEED */
 	const char *profile_path; /* Chrome trace JSON, or NULL */
-	uint64_t max_steps;       /* instruction budget (0: 1e9) against endless loops */
+	uint64_t max_steps;       /* instruction budget (0: 1e9) against endless loops;
+	                             a program whose min_steps exceed it is refused at once */
 } nx_rt_opts;
 
 /* Defaults, with the NEURON_RT_* environment variables applied. */

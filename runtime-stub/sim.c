@@ -60,7 +60,10 @@ static void trace_add(trace *tr, int track, double start, double dur, const nx_i
 
 static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path, nx_diag *d)
 {
-	FILE *f = fopen(path, "w");
+	/* built in memory, then written whole: never a truncated trace */
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
 	if (!f)
 		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the profile");
 	fprintf(f, "{\"traceEvents\": [\n");
@@ -87,9 +90,13 @@ static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path
 		fprintf(f, "},\n");
 	}
 	fprintf(f, "{\"name\": \"end\", \"ph\": \"i\", \"pid\": 1, \"tid\": 0, \"ts\": 0, \"s\": \"g\"}\n]}\n");
-	if (fclose(f) != 0)
+	if (fclose(f) != 0) {
+		free(buf);
 		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the profile");
-	return NX_OK;
+	}
+	nx_status st = nx_write_file_atomic(path, buf, blen, false, d);
+	free(buf);
+	return st;
 }
 
 static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
@@ -108,6 +115,13 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 	char where[96];
 	s->where = where;
 	nx_status rc = NX_OK;
+	if (n->min_steps > budget) {
+		rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
+		                 "the program executes at least %llu instructions (its loop counts), over the "
+		                 "budget of %llu (nxcc run --max-steps)",
+		                 (unsigned long long)n->min_steps, (unsigned long long)budget);
+		goto out;
+	}
 
 	for (;;) {
 		int be = -1;

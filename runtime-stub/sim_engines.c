@@ -209,6 +209,27 @@ static double alu_int(int op, double a, double b, nx_dtype dt)
 	case NX_ALU_IMIN: r = (uint64_t)(i < j ? i : j); break;
 	case NX_ALU_IMULHI: r = (((uint64_t)i & 0xffffffffull) * ((uint64_t)j & 0xffffffffull)) >> 32; break;
 	case NX_ALU_IXOR: r = (uint64_t)i ^ (uint64_t)j; break;
+	case NX_ALU_IAND: r = (uint64_t)i & (uint64_t)j; break;
+	case NX_ALU_IOR: r = (uint64_t)i | (uint64_t)j; break;
+	case NX_ALU_IDIV:
+	case NX_ALU_IREM: {
+		/* the operands as values of the destination type */
+		int64_t x = sgn ? (int64_t)((uint64_t)i << (64 - w)) >> (64 - w) : (int64_t)((uint64_t)i & mask);
+		int64_t y = sgn ? (int64_t)((uint64_t)j << (64 - w)) >> (64 - w) : (int64_t)((uint64_t)j & mask);
+		int64_t mn = sgn ? -((int64_t)1 << (w - 1)) : 0;
+		if (y == 0)
+			r = op == NX_ALU_IDIV ? ~0ull : (uint64_t)x;
+		else if (sgn && x == mn && y == -1)
+			r = op == NX_ALU_IDIV ? (uint64_t)x : 0;
+		else
+			r = (uint64_t)(op == NX_ALU_IDIV ? x / y : x % y);
+		break;
+	}
+	case NX_ALU_IABS: {
+		int64_t x = sgn ? (int64_t)((uint64_t)i << (64 - w)) >> (64 - w) : (int64_t)((uint64_t)i & mask);
+		r = (uint64_t)(x < 0 ? -x : x);
+		break;
+	}
 	case NX_ALU_ISHL: r = amt >= (uint64_t)w ? 0 : (uint64_t)i << amt; break;
 	case NX_ALU_ILSHR: r = amt >= (uint64_t)w ? 0 : ((uint64_t)i & mask) >> amt; break;
 	case NX_ALU_IASHR: {
@@ -379,7 +400,7 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 		for (uint64_t i = 0; i < n; i++) {
 			double acc = x[i * inner];
 			for (uint64_t j = 1; j < inner; j++)
-				acc = alu(in->func, acc, x[i * inner + j]);
+				acc = alu_dt(in->func, acc, x[i * inner + j], in->ap[0].dtype);
 			o[i] = acc;
 		}
 		scatter(s, &v[0], o);
@@ -445,7 +466,7 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 			double acc = x[f];
 			if (in->op == NX_I_PARTITION_REDUCE)
 				for (uint64_t p = 1; p < v[1].np; p++)
-					acc = alu(in->func, acc, x[p * F + f]);
+					acc = alu_dt(in->func, acc, x[p * F + f], in->ap[0].dtype);
 			for (uint64_t p = 0; p < P; p++)
 				o[p * F + f] = acc;
 		}

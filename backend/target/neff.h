@@ -15,6 +15,7 @@
 #define NX_NEFF_H
 
 #include "backend/target/isa.h"
+#include "ir/ir.h" /* nx_sha256 */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,7 +38,8 @@ enum {
 	NX_NEFF_OFF_TARGET = 80,      /* 16 bytes */
 	NX_NEFF_OFF_COMPILER = 96,    /* 32 bytes compiler version */
 	NX_NEFF_OFF_MODULE = 128,     /* 128 bytes module name */
-	NX_NEFF_OFF_END = 256,        /* the rest is zero */
+	NX_NEFF_OFF_HEADER_SHA256 = 256, /* 32 bytes: sha256 of header bytes [0, 256) */
+	NX_NEFF_OFF_END = 288,        /* the rest is zero (checked) */
 };
 enum {
 	NX_NEFF_FEAT_COLLECTIVES = 1 << 0, /* streams hold collective instructions */
@@ -95,5 +97,13 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 int nx_neff_write_file(const nx_neff_program *p, const char *path, struct nx_diag *d);
 /* Bytes of a tensor (elements x dtype size); -1 on overflow. */
 int64_t nx_neff_tensor_bytes(const nx_neff_tensor *t);
+
+/* Seals the header after every other field is written: the header hash
+ * covers magic, sizes, the payload hash, uuid, core count, features,
+ * target, compiler and module name, so no header bit flips unnoticed. */
+static inline void nx_neff_seal_header(uint8_t *h)
+{
+	nx_sha256(h, NX_NEFF_OFF_HEADER_SHA256, h + NX_NEFF_OFF_HEADER_SHA256);
+}
 
 #endif

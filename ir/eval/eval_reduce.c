@@ -5,8 +5,10 @@
  * acc = f(acc, x). The fast path (one operand, to_apply a single add /
  * multiply / maximum / minimum / and / or of its two parameters) keeps that
  * order by walking the input once in row-major order and folding into an
- * accumulator per output element; accumulators are rounded to the result
- * type after every step, as the called computation would. Everything else
+ * accumulator per output element. Narrow floats (f16, bf16, f8) accumulate
+ * in f32 and round once to the result type at the end, as the device does
+ * (docs/numerics.md); XLA's backends promote such reductions the same way
+ * rather than rounding after every add. Everything else
  * calls to_apply through nx_eval_call per element. */
 #include "ir/eval/eval_impl.h"
 
@@ -67,24 +69,13 @@ static void out_strides(const nx_shape *in, const nx_shape *outs, const bool *re
 		}                                                                                 \
 	} while (0)
 
-static void fold_f32(nx_opcode op, nx_type t, const float *x, float *acc, int64_t n, int r,
+static void fold_f32(nx_opcode op, const float *x, float *acc, int64_t n, int r,
                      const int64_t *dims, const int64_t *os)
 {
 	int64_t idx[NX_MAX_RANK] = {0}, o = 0;
-	bool narrow = t != NX_F32;
 	switch (op) {
-	case NX_OP_ADD:
-		if (!narrow)
-			FOLD_F(float, a_ + x_);
-		else
-			FOLD_F(float, (float)nx_round_to_type(t, a_ + x_));
-		break;
-	case NX_OP_MULTIPLY:
-		if (!narrow)
-			FOLD_F(float, a_ * x_);
-		else
-			FOLD_F(float, (float)nx_round_to_type(t, a_ * x_));
-		break;
+	case NX_OP_ADD: FOLD_F(float, a_ + x_); break;
+	case NX_OP_MULTIPLY: FOLD_F(float, a_ * x_); break;
 	case NX_OP_MAXIMUM: FOLD_F(float, isnan(a_) ? a_ : isnan(x_) ? x_ : a_ < x_ ? x_ : a_); break;
 	case NX_OP_MINIMUM: FOLD_F(float, isnan(a_) ? a_ : isnan(x_) ? x_ : x_ < a_ ? x_ : a_); break;
 	default: NX_UNREACHABLE();
@@ -158,7 +149,7 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 			((float *)acc)[k] = iv;
 		if (xs != x->data && n > 0)
 			nx_load_f32(x, 0, n, xs);
-		fold_f32(op, t, xs, acc, n, r, x->shape->dims, os);
+		fold_f32(op, xs, acc, n, r, x->shape->dims, os);
 		nx_store_f32(o, 0, m, acc);
 		break;
 	}

@@ -2,15 +2,18 @@
 # Every torch-neuronx corpus graph through `nxcc parallel-compile --no-cache`:
 # the report lists all 44, and only the graphs known not to lower yet fail,
 # each with its known message (bert_dp_graph_4/5: an s64[2048,30522] iota row
-# beyond one SBUF half; llama2_dp1_tp1_pp1: terabyte-scale tensors, refused
-# by the HBM plan check before any code is emitted). A newly failing graph, a known one failing
+# beyond one SBUF half; llama2_dp1_tp1_pp1: a fused pred[1024,4096,32000]
+# value of 134 GB, larger than one core's HBM, refused before emitting). A newly failing graph, a known one failing
 # differently (crash, timeout), or a known one that now compiles fails this test.
+# No timing decides the result: --timeout is only a hang guard, far above the
+# slowest graph (llama2, ~20 s on an idle 2-core machine; the report's
+# slowest time is printed for the record).
 set -u
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 C="$NX_CORPUS/hlo/torch-neuronx"
 [ -d "$C" ] || fail "corpus not found at $C"
-"$NXCC" parallel-compile "$C" --jobs 2 --no-cache --timeout 20 --report "$T/r.json" > "$T/log" 2>&1
+"$NXCC" parallel-compile "$C" --jobs 2 --no-cache --timeout 900 --report "$T/r.json" > "$T/log" 2>&1
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 "$PY" - "$T/r.json" <<'PYEOF' || { tail -5 "$T/log"; fail "report"; }
 import json, sys, os
@@ -19,7 +22,7 @@ gs = r.get("graphs") or r.get("results") or []
 assert len(gs) == 44, "report lists %d graphs" % len(gs)
 sbuf = "SBUF bytes per partition"
 known = {"bert__bert_dp_graph_4.hlo": sbuf, "bert__bert_dp_graph_5.hlo": sbuf,
-         "llama2__llama2_dp1_tp1_pp1.hlo": "HBM plan needs at least"}
+         "llama2__llama2_dp1_tp1_pp1.hlo": ("HBM plan needs at least", "bytes of HBM of one trn1 core")}
 bad = []
 for g in gs:
     name = os.path.basename(g.get("path") or g.get("file") or "")
@@ -28,10 +31,12 @@ for g in gs:
     if name in known:
         if ok:
             bad.append((name, "now compiles: remove it from the known list"))
-        elif known[name] not in (g.get("error") or ""):
+        elif not any(k in (g.get("error") or "") for k in (known[name] if isinstance(known[name], tuple) else (known[name],))):
             bad.append((name, g.get("error")))
     elif not ok:
         bad.append((name, g.get("error") or st))
 assert not bad, "unexpected results: %r" % bad
+slow = max(gs, key=lambda g: g.get("seconds") or 0)
+print("slowest: %s %.1f s" % (os.path.basename(slow.get("file") or ""), slow.get("seconds") or 0))
 PYEOF
 echo "ok: 44 graphs, failures only among the known ones"

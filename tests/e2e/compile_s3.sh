@@ -39,7 +39,7 @@ assert names == ["compile_flags.json", "model.done", "model.hlo_module.pb", "mod
 neff = s3.get_object(Bucket="nxcc-compile", Key=entry + "/model.neff")["Body"].read()
 assert neff == open(sys.argv[1], "rb").read()
 done = s3.get_object(Bucket="nxcc-compile", Key=entry + "/model.done")["Body"].read().decode().strip()
-assert done == hashlib.sha256(neff).hexdigest(), done
+assert done == hashlib.sha256(neff).hexdigest() + " " + entry.split("/")[-1], done
 flags = json.loads(s3.get_object(Bucket="nxcc-compile", Key=entry + "/compile_flags.json")["Body"].read())
 assert flags["target"] == "trn1", flags
 PYEOF

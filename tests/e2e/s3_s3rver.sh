@@ -40,7 +40,7 @@ entry = one[0].rsplit("/", 1)[0]
 assert entry.startswith("team/cache/nxcc-"), entry
 neff = s3.get_object(Bucket="nxcc-bucket", Key=entry + "/model.neff")["Body"].read()
 done = s3.get_object(Bucket="nxcc-bucket", Key=entry + "/model.done")["Body"].read().decode()
-assert done.strip() == hashlib.sha256(neff).hexdigest(), (done, hashlib.sha256(neff).hexdigest())
+assert done == hashlib.sha256(neff).hexdigest() + " " + entry.split("/")[-1] + "\n", (done, hashlib.sha256(neff).hexdigest())
 assert neff == open(sys.argv[1], "rb").read()
 flags = s3.get_object(Bucket="nxcc-bucket", Key=entry + "/compile_flags.json")["Body"].read()
 assert b'"target":"trn1"' in flags, flags

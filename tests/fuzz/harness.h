@@ -157,6 +157,7 @@ static inline void fz_neff_fixup(uint8_t *b, size_t len)
 		off += 512 + (size_t)(n + 511) / 512 * 512;
 	}
 	nx_sha256(b + NX_NEFF_HEADER_SIZE, (size_t)pl, b + NX_NEFF_OFF_SHA256);
+	nx_neff_seal_header(b);
 }
 
 /* Load (with the integrity fields recomputed unless the first byte after the

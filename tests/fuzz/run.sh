@@ -3,6 +3,8 @@
 # FUZZ_SECONDS (default 60) each. Exits non-zero when any target finds a crash,
 # a leak, a timeout or a round-trip mismatch; the input is left in
 # build-fuzz/artifacts/<target>/ (add it to tests/fuzz/regress/ once fixed).
+# Then the differential campaign (tests/fuzz/diff.sh: random valid modules
+# through eval, opt -O1/-O2/-O3 and check on trn1/trn2) for FUZZ_SECONDS.
 #   FUZZ_SECONDS=300 FUZZ_TARGETS="text proto" sh tests/fuzz/run.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
@@ -58,4 +60,6 @@ for t in $TARGETS; do
 		grep -E 'ERROR|SUMMARY|fuzz:|Test unit written' $B/fuzz_$t.log | head -10
 	fi
 done
+echo "fuzz: differential campaign for ${SECS}s"
+FUZZ_SECONDS=$SECS sh tests/fuzz/diff.sh || fail=1
 exit $fail

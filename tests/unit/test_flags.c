@@ -219,7 +219,7 @@ static void test_canonical(void **state)
 	same("a.hlo --output x.neff --verbose info --logfile l", "b.hlo");
 	same("--enable-fast-context-switch --dump-after all --verify-each --no-cache", "");
 	same("--auto-cast-type fp16", ""); /* no auto-cast: the type is moot */
-	same("--target trn1n", "--target trn1");
+	differ("--target trn1n", "--target trn1"); /* the .neff names its target */
 	same("--target trn2 --enable-saturate-infinity", "--target trn2");
 	same("--target trn2", "--target trn2 -lnc 2");
 	same("--disable-pass b,a --disable-pass a", "--disable-pass=a --disable-pass=b");

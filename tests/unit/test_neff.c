@@ -25,6 +25,7 @@ static uint8_t *good(size_t *len)
 static void resign(uint8_t *b, size_t len)
 {
 	nx_sha256(b + NX_NEFF_HEADER_SIZE, len - NX_NEFF_HEADER_SIZE, b + NX_NEFF_OFF_SHA256);
+	nx_neff_seal_header(b);
 }
 
 /* Offset of a tar entry's header inside the file. */
@@ -154,7 +155,21 @@ static void corrupted(void **state)
 	/* 11 unknown target */
 	FRESH();
 	memcpy(b + NX_NEFF_OFF_TARGET, "trn9", 4);
+	expect_error(b, len, "header sha256 mismatch");
+	nx_neff_seal_header(b);
 	expect_error(b, len, "unknown target 'trn9'");
+	/* 11b issue 15: flips in the module name, uuid, core count or a
+	 * reserved byte loaded and ran; the header hash covers them */
+	static const int flips[] = {NX_NEFF_OFF_MODULE, NX_NEFF_OFF_UUID + 3, NX_NEFF_OFF_NCORES,
+	                            NX_NEFF_OFF_COMPILER + 2, NX_NEFF_OFF_HEADER_SHA256 + 7};
+	for (size_t k = 0; k < sizeof flips / sizeof flips[0]; k++) {
+		FRESH();
+		b[flips[k]] ^= 0x02;
+		expect_error(b, len, "header sha256 mismatch");
+	}
+	FRESH();
+	b[700] = 1;
+	expect_error(b, len, "reserved header byte 700 is not zero");
 	/* 12 def.json not JSON */
 	FRESH();
 	e = entry(b, len, "sg00/def.json");
@@ -247,9 +262,67 @@ static void bad_programs(void **state)
 	free(b);
 }
 
+/* Issue 15: a DMA in three loops of 2^24 with a 2^40-byte loop stride: its
+ * span (2^40 * (2^24 - 1) per level) overflowed int64 in the loader's check
+ * (UBSan) before the simulator's per-access check caught it. */
+static void loop_span_overflow(void **state)
+{
+	(void)state;
+	tp_streams *s = calloc(1, sizeof *s);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_SP, NX_I_LOOP)->iarg[0] = 1 << 24;
+	nx_insn *dma = tp_add(s, NX_ENG_SP, NX_I_DMA);
+	dma->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	dma->ap[1] = tp_hbm(NX_DT_F32, 0, 1, 1, 0);
+	for (int k = 0; k < 3; k++)
+		dma->ap[1].loop_stride[k] = 1LL << 40;
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_SP, NX_I_ENDLOOP);
+	size_t len;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/sp.bin: instruction 3: operand 1: access span overflows 64 bits");
+	free(b);
+	free(s);
+}
+
+/* Issue 15: 2^48 loop iterations ran ~10 minutes before the budget stopped
+ * them; the loop counts alone exceed any budget, so the run is refused at
+ * once (nxcc run --max-steps sets the budget). */
+static void loop_trips_over_budget(void **state)
+{
+	(void)state;
+	tp_streams *s = calloc(1, sizeof *s);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_DVE, NX_I_LOOP)->iarg[0] = 1 << 16;
+	nx_insn *cp = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	cp->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	cp->ap[1] = tp_sb(NX_DT_F32, 1, 64, 1);
+	for (int k = 0; k < 3; k++)
+		tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP);
+	size_t len;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(b, len, "x.neff", NULL, &d);
+	assert_non_null(n);
+	assert_true(n->min_steps == 1ULL << 48);
+	nx_rt_opts o = nx_rt_opts_default();
+	nx_rt_stats st;
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &st, &d), NX_ERR_INPUT);
+	char *msg = nx_diag_format(&d);
+	if (!strstr(msg, "executes at least 281474976710656 instructions"))
+		fail_msg("got '%s'", msg);
+	free(msg);
+	nx_diag_clear(&d);
+	nx_neff_free(n);
+	free(b);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(loop_span_overflow),
+		cmocka_unit_test(loop_trips_over_budget),
 		cmocka_unit_test(deterministic_and_tar),
 		cmocka_unit_test(corrupted),
 		cmocka_unit_test(bad_programs),

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 nx_type nx_rundev_type(nx_dtype t)
 {
@@ -126,4 +128,64 @@ void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st)
 	for (int r = 0; r < nranks; r++)
 		printf("  rank %-3d %10.3f us; cc %10.3f us in %llu collectives, %llu bytes\n", r, st[r].total_ns / 1000.0,
 		       st[r].cc_ns / 1000.0, (unsigned long long)st[r].cc_count, (unsigned long long)st[r].cc_bytes);
+}
+
+static void json_rank(FILE *f, const nx_neff *n, const nx_rt_stats *st)
+{
+	fprintf(f, "{\"simulated_ns\": %.3f, \"engines\": {", st->total_ns);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		fprintf(f, "%s\"%s\": {\"busy_ns\": %.3f, \"instructions\": %llu}", e ? ", " : "", nx_engine_names[e],
+		        st->busy_ns[e], (unsigned long long)st->insns[e]);
+	fprintf(f,
+	        "},\n    \"dma\": {\"transfers\": %llu, \"bytes\": %llu, \"partition_rows\": %llu, \"busy_ns\": %.3f, "
+	        "\"hbm_read_bytes\": %llu, \"hbm_write_bytes\": %llu, \"queue_busy_ns\": [",
+	        (unsigned long long)st->dma_count, (unsigned long long)st->dma_bytes, (unsigned long long)st->dma_rows,
+	        st->dma_busy_ns, (unsigned long long)st->hbm_read_bytes, (unsigned long long)st->hbm_write_bytes);
+	for (int q = 0; q < n->tgt->dma_engines && q < NX_RT_MAX_QUEUES; q++)
+		fprintf(f, "%s%.3f", q ? ", " : "", st->queue_busy_ns[q]);
+	fprintf(f, "]},\n    \"pe_flops\": %.0f, \"pe_peak_ns\": %.3f, \"cc\": {\"count\": %llu, \"bytes\": %llu, \"ns\": %.3f}}",
+	        st->pe_flops, st->pe_peak_ns, (unsigned long long)st->cc_count, (unsigned long long)st->cc_bytes,
+	        st->cc_ns);
+}
+
+nx_status nx_rundev_write_stats_json(const char *path, const nx_neff *n, int nranks, const nx_rt_stats *st,
+                                     bool timing_only, nx_diag *d)
+{
+	size_t len = strlen(path) + 32;
+	char *tmp = malloc(len);
+	snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		free(tmp);
+		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the statistics");
+	}
+	double mx = 0;
+	int64_t io = 0;
+	for (int r = 0; r < nranks; r++)
+		mx = st[r].total_ns > mx ? st[r].total_ns : mx;
+	for (int k = 0; k < n->ninputs; k++)
+		io += n->inputs[k].bytes;
+	for (int k = 0; k < n->noutputs; k++)
+		io += n->outputs[k].bytes;
+	fprintf(f, "{\"format\": \"nxcc-run-stats/1\", \"target\": \"%s\", \"module\": \"", n->tgt->name);
+	for (const char *p = n->module; *p; p++)
+		if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	fprintf(f, "\", \"timing_only\": %s, \"simulated_ns\": %.3f, \"io_bytes\": %lld,\n  \"dma_queues\": %d, \"ranks\": [\n    ",
+	        timing_only ? "true" : "false", mx, (long long)io, n->tgt->dma_engines);
+	for (int r = 0; r < nranks; r++) {
+		if (r)
+			fprintf(f, ",\n    ");
+		json_rank(f, n, &st[r]);
+	}
+	fprintf(f, "\n  ]\n}\n");
+	bool ok = !ferror(f);
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		remove(tmp);
+		free(tmp);
+		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the statistics");
+	}
+	free(tmp);
+	return NX_OK;
 }

@@ -20,4 +20,9 @@ void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st);
 /* Several ranks: the slowest rank's time, then time and CC time per rank. */
 void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st);
 
+/* Writes the ranks' statistics as a JSON object to path (written to a
+ * temporary name, then renamed: never a partial file). */
+nx_status nx_rundev_write_stats_json(const char *path, const nx_neff *n, int nranks, const nx_rt_stats *st,
+                                     bool timing_only, nx_diag *d);
+
 #endif

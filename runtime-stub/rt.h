@@ -70,10 +70,15 @@ typedef struct nx_rt_opts {
 	uint64_t sr_seed;         /* NEURON_RT_STOCHASTIC_ROUNDING_SEED */
 	const char *profile_path; /* Chrome trace JSON, or NULL */
 	uint64_t max_steps;       /* instruction budget (0: 1e9) against endless loops */
+	bool timing_only;         /* time the instruction streams without data: no HBM,
+	                           * SBUF or PSUM, inputs and outputs unused (may be NULL);
+	                           * the same simulated time and statistics as a full run */
 } nx_rt_opts;
 
 /* Defaults, with the NEURON_RT_* environment variables applied. */
 nx_rt_opts nx_rt_opts_default(void);
+
+#define NX_RT_MAX_QUEUES 32 /* DMA queues a target may have */
 
 typedef struct nx_rt_stats {
 	double total_ns;
@@ -83,6 +88,12 @@ typedef struct nx_rt_stats {
 	uint64_t dma_bytes;
 	double cc_ns;         /* collectives: arrival to completion, summed */
 	uint64_t cc_count, cc_bytes;
+	uint64_t dma_count;   /* transfers (dma, dma_gather) */
+	uint64_t dma_rows;    /* partition rows they moved (SBUF/PSUM side; HBM to HBM: source rows) */
+	uint64_t hbm_read_bytes, hbm_write_bytes; /* DMA traffic from and to HBM */
+	double queue_busy_ns[NX_RT_MAX_QUEUES];    /* per DMA queue: transfers and collectives */
+	double pe_flops;      /* matmul: 2*K*M*N each */
+	double pe_peak_ns;    /* those FLOPs at the TensorE peak of each one's moving dtype */
 } nx_rt_stats;
 
 /* inputs[i]: neff->inputs[i].bytes bytes; outputs[i]: room for

@@ -35,6 +35,49 @@ typedef struct {
 	int sem, inc;
 } event;
 
+/* Pending semaphore signals, a binary min-heap on t. Events with equal t
+ * may leave in any order: all of them are applied before any engine at that
+ * time runs, so the order does not change the timing. */
+typedef struct {
+	event *v;
+	size_t n, cap;
+} evheap;
+
+static void ev_push(evheap *h, event x)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap ? h->cap * 2 : 64;
+		h->v = realloc(h->v, sizeof *h->v * h->cap);
+		NX_ASSERT(h->v);
+	}
+	size_t i = h->n++;
+	while (i > 0 && h->v[(i - 1) / 2].t > x.t) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = x;
+}
+
+static event ev_pop(evheap *h)
+{
+	event top = h->v[0], x = h->v[--h->n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
+			c++;
+		if (!(h->v[c].t < x.t))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = x;
+	return top;
+}
+
 typedef struct {
 	int track; /* engine, or NX_ENG_COUNT + DMA queue */
 	double start, dur;
@@ -92,6 +135,38 @@ static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path
 	return NX_OK;
 }
 
+/* Statistics of one data instruction that do not need its data: DMA
+ * traffic (HBM bytes each way, partition rows) and TensorE FLOPs with their
+ * time at the peak rate of the moving operand's dtype. */
+static void count_insn(const nx_target *t, const nx_insn *in, nx_rt_stats *st)
+{
+	if (in->op == NX_I_MATMUL) {
+		double k = in->ap[1].part_count, m = (double)nx_ap_free_elems(&in->ap[1]);
+		double fl = 2.0 * k * m * (double)nx_ap_free_elems(&in->ap[2]);
+		int dt = in->ap[2].dtype;
+		double tf = dt == NX_DT_F32 ? t->pe_tflops_fp32
+		            : dt == NX_DT_FP8E4M3 || dt == NX_DT_FP8E5M2 ? t->pe_tflops_fp8
+		                                                         : t->pe_tflops_bf16;
+		st->pe_flops += fl;
+		st->pe_peak_ns += fl / (tf * 1e3);
+		return;
+	}
+	if (in->op != NX_I_DMA && in->op != NX_I_DMA_GATHER)
+		return;
+	const nx_ap *dst = &in->ap[0], *src = &in->ap[1];
+	uint64_t n = (uint64_t)src->part_count * nx_ap_free_elems(src);
+	if (in->op == NX_I_DMA_GATHER) /* one source row per index */
+		n *= (uint64_t)in->ap[2].part_count * nx_ap_free_elems(&in->ap[2]);
+	uint64_t bytes = n * nx_dtype_bytes[src->dtype];
+	st->dma_count++;
+	st->dma_bytes += bytes;
+	st->dma_rows += dst->space != NX_MEM_HBM ? dst->part_count : src->part_count;
+	if (src->space == NX_MEM_HBM)
+		st->hbm_read_bytes += bytes;
+	if (dst->space == NX_MEM_HBM)
+		st->hbm_write_bytes += (uint64_t)dst->part_count * nx_ap_free_elems(dst) * nx_dtype_bytes[dst->dtype];
+}
+
 static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 {
 	const nx_neff *n = s->n;
@@ -100,25 +175,24 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 	memset(E, 0, sizeof E);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		E[e].wait_sem = -1;
+	if (t->dma_engines > NX_RT_MAX_QUEUES)
+		return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "target %s has %d DMA queues; the simulator keeps %d",
+		                   t->name, t->dma_engines, NX_RT_MAX_QUEUES);
 	int64_t *sem = calloc((size_t)n->nsems + 1, sizeof *sem);
 	double *qclock = calloc((size_t)t->dma_engines, sizeof *qclock);
-	event *ev = NULL;
-	size_t nev = 0, evcap = 0;
+	evheap ev = {0};
 	uint64_t steps = 0, budget = o->max_steps ? o->max_steps : 1000000000ULL;
 	char where[96];
 	s->where = where;
 	nx_status rc = NX_OK;
+	NX_ASSERT(sem && qclock);
 
 	for (;;) {
 		int be = -1;
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			if (!E[e].done && E[e].wait_sem < 0 && (be < 0 || E[e].clock < E[be].clock))
 				be = e;
-		size_t bi = nev;
-		for (size_t i = 0; i < nev; i++)
-			if (bi == nev || ev[i].t < ev[bi].t)
-				bi = i;
-		if (be < 0 && bi == nev) {
+		if (be < 0 && ev.n == 0) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (!E[e].done) {
 					rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
@@ -129,9 +203,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				}
 			break;
 		}
-		if (bi < nev && (be < 0 || ev[bi].t <= E[be].clock)) {
-			event x = ev[bi];
-			ev[bi] = ev[--nev];
+		if (ev.n && (be < 0 || ev.v[0].t <= E[be].clock)) {
+			event x = ev_pop(&ev);
 			sem[x.sem] += x.inc;
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (E[e].wait_sem == x.sem && sem[x.sem] >= n->stream[e][E[e].pc].iarg[1]) {
@@ -203,9 +276,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			break;
 		case NX_I_SIGNAL:
 			g->clock += ctrl;
-			if (nev == evcap)
-				ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-			ev[nev++] = (event){g->clock, in->iarg[0], in->iarg[1]};
+			ev_push(&ev, (event){g->clock, in->iarg[0], in->iarg[1]});
 			break;
 		default: {
 			if (nx_isa_table[in->op].cost == NX_COST_CC) {
@@ -221,17 +292,16 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				st->cc_count++;
 				st->cc_bytes += (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]) *
 				                nx_dtype_bytes[in->ap[1].dtype];
+				st->queue_busy_ns[q] += end - arrive;
 				trace_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in);
-				if (in->iarg[1] >= 0) {
-					if (nev == evcap)
-						ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-					ev[nev++] = (event){end, in->iarg[1], 1};
-				}
+				if (in->iarg[1] >= 0)
+					ev_push(&ev, (event){end, in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 				break;
 			}
-			if ((rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
+			if (!s->timing_only && (rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
+			count_insn(t, in, st);
 			double ns = nx_target_ns(t, in);
 			if (nx_isa_table[in->op].cost == NX_COST_DMA) {
 				int q = in->iarg[0];
@@ -239,12 +309,10 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				double start = qclock[q] > g->clock ? qclock[q] : g->clock;
 				qclock[q] = start + ns;
 				st->dma_busy_ns += ns;
+				st->queue_busy_ns[q] += ns;
 				trace_add(tr, NX_ENG_COUNT + q, start, ns, in);
-				if (in->iarg[1] >= 0) {
-					if (nev == evcap)
-						ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-					ev[nev++] = (event){qclock[q], in->iarg[1], 1};
-				}
+				if (in->iarg[1] >= 0)
+					ev_push(&ev, (event){qclock[q], in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 			} else {
 				trace_add(tr, be, g->clock, ns, in);
@@ -265,7 +333,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 out:
 	free(sem);
 	free(qclock);
-	free(ev);
+	free(ev.v);
 	return rc;
 }
 
@@ -302,30 +370,35 @@ static void *run_rank(void *arg)
 	s.rng = o->sr_seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL + (uint64_t)j->rank * 0x632be59bd9b4e019ULL;
 	if (!s.rng)
 		s.rng = 1;
-	s.hbm = calloc((size_t)n->hbm_size + 1, 1);
-	s.sbuf = calloc((size_t)(s.t->partitions * s.t->sbuf_partition_bytes), 1);
-	s.psum = calloc((size_t)(s.t->partitions * s.t->psum_partition_bytes), 1);
-	if (!s.hbm || !s.sbuf || !s.psum) {
-		free(s.hbm);
-		free(s.sbuf);
-		free(s.psum);
-		j->rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "cannot allocate %lld bytes of simulated HBM",
-		                    (long long)n->hbm_size);
-		nx_cc_halt(j->w, j->rank, true);
-		return NULL;
+	s.timing_only = o->timing_only;
+	if (!s.timing_only) {
+		/* HBM pages are touched only where the program writes them */
+		s.hbm = calloc((size_t)n->hbm_size + 1, 1);
+		s.sbuf = calloc((size_t)(s.t->partitions * s.t->sbuf_partition_bytes), 1);
+		s.psum = calloc((size_t)(s.t->partitions * s.t->psum_partition_bytes), 1);
+		if (!s.hbm || !s.sbuf || !s.psum) {
+			free(s.hbm);
+			free(s.sbuf);
+			free(s.psum);
+			j->rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+			                    "cannot allocate %lld bytes of simulated HBM on the host (nxcc run "
+			                    "--timing-only simulates the timing without it)",
+			                    (long long)n->hbm_size);
+			nx_cc_halt(j->w, j->rank, true);
+			return NULL;
+		}
+		for (int i = 0; i < n->nconsts; i++)
+			memcpy(s.hbm + n->consts[i].hbm_offset, n->consts[i].data, (size_t)n->consts[i].bytes);
+		for (int i = 0; i < n->ninputs; i++)
+			if (n->inputs[i].bytes)
+				memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
+		if (n->rank_id_offset >= 0)
+			nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	}
-	for (int i = 0; i < n->nconsts; i++)
-		memcpy(s.hbm + n->consts[i].hbm_offset, n->consts[i].data, (size_t)n->consts[i].bytes);
-	for (int i = 0; i < n->ninputs; i++)
-		if (n->inputs[i].bytes)
-			memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
-	if (n->rank_id_offset >= 0)
-		nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	trace tr = {0};
 	nx_status rc = run(&s, o, st, &tr);
 	nx_cc_halt(j->w, j->rank, rc != NX_OK);
-	st->dma_bytes = s.dma_bytes;
-	if (rc == NX_OK)
+	if (rc == NX_OK && !s.timing_only)
 		for (int i = 0; i < n->noutputs; i++)
 			if (n->outputs[i].bytes)
 				memcpy(j->outputs[i], s.hbm + n->outputs[i].hbm_offset, (size_t)n->outputs[i].bytes);
@@ -334,6 +407,8 @@ static void *run_rank(void *arg)
 	free(tr.v);
 	for (int i = 0; i < 5; i++)
 		free(s.tmp[i]);
+	for (int i = 0; i < 4; i++)
+		free(s.ftmp[i]);
 	free(s.hbm);
 	free(s.sbuf);
 	free(s.psum);
@@ -357,7 +432,7 @@ nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const
 	nx_cc_world *w = nx_cc_world_new(nranks);
 	pthread_t *th = calloc((size_t)nranks, sizeof *th);
 	for (int r = 0; r < nranks; r++)
-		jobs[r] = (rank_job){n[r], inputs[r], outputs[r], o, st ? &st[r] : &dummy[r], {0}, w, r, NX_OK};
+		jobs[r] = (rank_job){n[r], inputs ? inputs[r] : NULL, outputs ? outputs[r] : NULL, o, st ? &st[r] : &dummy[r], {0}, w, r, NX_OK};
 	if (nranks == 1) {
 		run_rank(&jobs[0]);
 	} else {

@@ -206,9 +206,9 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 		return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: rank %d is in none of the replica groups", s->where,
 		                   me);
 	}
-	double *mine;
-	uint64_t cnt;
-	if (nx_sim_get(s, &in->ap[1], li, depth, &mine, &cnt) != NX_OK) {
+	double *mine = NULL;
+	uint64_t cnt = (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]);
+	if (!s->timing_only && nx_sim_get(s, &in->ap[1], li, depth, &mine, &cnt) != NX_OK) {
 		free(parts);
 		return s->d->status;
 	}
@@ -245,7 +245,7 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 	/* compute this rank's result from the posted data (stable until departure) */
 	uint64_t nres = cnt;
 	double *res = NULL;
-	if (rc == NX_OK) {
+	if (rc == NX_OK && !s->timing_only) {
 		if (in->op == NX_I_ALL_GATHER)
 			nres = cnt * (uint64_t)np;
 		else if (in->op == NX_I_REDUCE_SCATTER)
@@ -294,7 +294,7 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 	pthread_mutex_unlock(&w->mu);
 	free(src);
 	free(parts);
-	if (rc == NX_OK)
+	if (rc == NX_OK && !s->timing_only)
 		rc = nx_sim_put(s, &in->ap[0], li, depth, res, nres);
 	free(res);
 	int gs = g->pairs ? 2 : np;

@@ -171,8 +171,14 @@ nx_status nx_rundev_write_stats_json(const char *path, const nx_neff *n, int nra
 	for (const char *p = n->module; *p; p++)
 		if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
 			fputc(*p, f);
-	fprintf(f, "\", \"timing_only\": %s, \"simulated_ns\": %.3f, \"io_bytes\": %lld,\n  \"dma_queues\": %d, \"ranks\": [\n    ",
-	        timing_only ? "true" : "false", mx, (long long)io, n->tgt->dma_engines);
+	const nx_target *t = n->tgt;
+	fprintf(f, "\", \"timing_only\": %s, \"simulated_ns\": %.3f, \"io_bytes\": %lld,\n", timing_only ? "true" : "false",
+	        mx, (long long)io);
+	fprintf(f,
+	        "  \"peak\": {\"pe_tflops_bf16\": %g, \"pe_tflops_fp8\": %g, \"pe_tflops_fp32\": %g, \"hbm_gbps\": %g, "
+	        "\"dma_gibps\": %g, \"dma_fixed_ns\": %g},\n  \"dma_queues\": %d, \"ranks\": [\n    ",
+	        t->pe_tflops_bf16, t->pe_tflops_fp8, t->pe_tflops_fp32, t->hbm_gbps, t->dma_gibps, t->dma_fixed_ns,
+	        t->dma_engines);
 	for (int r = 0; r < nranks; r++) {
 		if (r)
 			fprintf(f, ",\n    ");

@@ -73,6 +73,8 @@ typedef struct nx_rt_opts {
 	bool timing_only;         /* time the instruction streams without data: no HBM,
 	                           * SBUF or PSUM, inputs and outputs unused (may be NULL);
 	                           * the same simulated time and statistics as a full run */
+	bool generic_only;        /* NXCC_SIM_GENERIC=1: never the host-speed paths of
+	                           * sim_fast.c (tests compare both; results are identical) */
 } nx_rt_opts;
 
 /* Defaults, with the NEURON_RT_* environment variables applied. */

@@ -16,6 +16,8 @@ nx_rt_opts nx_rt_opts_default(void)
 	o.stochastic_rounding = e && strcmp(e, "1") == 0;
 	const char *seed = getenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
 	o.sr_seed = seed ? strtoull(seed, NULL, 0) : 0;
+	const char *g = getenv("NXCC_SIM_GENERIC");
+	o.generic_only = g && strcmp(g, "1") == 0;
 	return o;
 }
 
@@ -371,6 +373,7 @@ static void *run_rank(void *arg)
 	if (!s.rng)
 		s.rng = 1;
 	s.timing_only = o->timing_only;
+	s.generic_only = o->generic_only;
 	if (!s.timing_only) {
 		/* HBM pages are touched only where the program writes them */
 		s.hbm = calloc((size_t)n->hbm_size + 1, 1);

@@ -19,6 +19,7 @@ typedef struct nx_sim {
 	float *ftmp[4]; /* sim_fast.c: tiles as floats */
 	size_t ftmpcap[4];
 	bool timing_only; /* no memories: instructions are timed, not executed */
+	bool generic_only; /* never sim_fast.c */
 	/* collectives */
 	nx_cc_world *w;
 	int rank;

@@ -307,7 +307,7 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 	for (int k = 0; k < info->nap; k++)
 		if (in->ap[k].space != NX_MEM_NONE && resolve(s, &in->ap[k], li, depth, &v[k]) != NX_OK)
 			return s->d->status;
-	if (nx_sim_fast(s, in, v))
+	if (!s->generic_only && nx_sim_fast(s, in, v))
 		return NX_OK;
 	for (int k = 0; k < 4; k++)
 		if (reserve(s, k, v[k].np * v[k].nf + 1) != NX_OK)

@@ -9,7 +9,8 @@
  * tile is loaded into a float buffer, computed with blocked loops, stored
  * back. Each step does the same fp32 operations in the same order as the
  * generic path (matmul sums K in ascending order per output element), so the
- * results are bit-identical; tests/e2e/sim_fast.sh compares whole programs. */
+ * results are bit-identical (NaNs included: every store writes the canonical
+ * NaN); tests/unit/test_sim.c and tests/e2e/sim_fast.sh compare the paths. */
 #include "runtime-stub/sim.h"
 
 #include <math.h>
@@ -32,14 +33,6 @@ static bool falu_ok(int op)
 	return op < NX_ALU_COUNT && (nx_alu_kinds[op] == 'a' || nx_alu_kinds[op] == 'c');
 }
 
-/* A signaling NaN becomes quiet, as it does on its way through a double. */
-static inline uint32_t quiet(uint32_t u)
-{
-	if ((u & 0x7fc00000u) == 0x7f800000u && (u & 0x3fffffu))
-		u |= 0x400000u;
-	return u;
-}
-
 static inline float from_bits(uint32_t u)
 {
 	float f;
@@ -49,24 +42,23 @@ static inline float from_bits(uint32_t u)
 
 static inline float ld_f32(const uint8_t *p)
 {
-	uint32_t u;
-	memcpy(&u, p, 4);
-	return from_bits(quiet(u));
+	float f;
+	memcpy(&f, p, 4);
+	return f;
 }
 
 static inline float ld_bf16(const uint8_t *p)
 {
-	uint32_t b = (uint32_t)p[0] | (uint32_t)p[1] << 8;
-	if ((b & 0x7f80u) == 0x7f80u && (b & 0x7fu)) /* NaN: the default NaN, sign kept */
-		return from_bits((b & 0x8000u) << 16 | 0x7fc00000u);
-	return from_bits(b << 16);
+	return from_bits((uint32_t)p[0] << 16 | (uint32_t)p[1] << 24);
 }
 
+/* Stores write the canonical quiet NaN for every NaN, like nx_rt_store_elem. */
 static inline void st_f32(uint8_t *p, float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, 4);
-	u = quiet(u);
+	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu))
+		u = 0x7fc00000u;
 	memcpy(p, &u, 4);
 }
 
@@ -76,7 +68,7 @@ static inline void st_bf16(uint8_t *p, float f)
 	memcpy(&u, &f, 4);
 	uint32_t r;
 	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu))
-		r = (u >> 16 & 0x8000u) | 0x7fc0u;
+		r = 0x7fc0u;
 	else
 		r = (u + 0x7fffu + (u >> 16 & 1u)) >> 16; /* nearest even; overflow gives inf */
 	p[0] = (uint8_t)r;

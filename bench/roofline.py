@@ -17,6 +17,7 @@ Usage: bench/roofline.py [--nxcc build/nxcc] [--target trn1] [-O2]
 NX_BENCH_LIMIT_S (default 900) limits each compile and each run.
 docs/benchmarks.md describes the columns and keeps the recorded numbers."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -165,8 +166,21 @@ def main(argv):
                 x["wall_s"] = time.time() - t0
         if not keep and os.path.exists(neff):
             os.remove(neff)
+        x["kernel"] = os.path.basename(os.path.dirname(os.path.abspath(f))) == "kernels"
         rows.append(x)
         print("  ".join(str(v).ljust(w) for v, w in zip(cells(x), widths)), flush=True)
+    summary = []
+    for label, sel in (("kernels", True), ("corpus graphs", False)):
+        rs = sorted(x["ratio"] for x in rows if "ratio" in x and x["kernel"] == sel and x["ratio"] > 0)
+        if rs:
+            gm = math.exp(sum(math.log(r) for r in rs) / len(rs))
+            med = (rs[(len(rs) - 1) // 2] + rs[len(rs) // 2]) / 2
+            summary.append("%s: %d run, ratio median %.1fx, geometric mean %.1fx, worst %.1fx" %
+                           (label, len(rs), med, gm, rs[-1]))
+    failed = [x["name"] for x in rows if "error" in x]
+    if failed:
+        summary.append("not run: " + ", ".join(failed))
+    print("\n" + "\n".join(summary))
     print("\nDMA queue busy % (q0..q15):")
     for x in rows:
         if "queues" in x:
@@ -179,6 +193,7 @@ def main(argv):
             fh.write("| " + " | ".join(HEAD) + " |\n|" + "---|" * len(HEAD) + "\n")
             for x in rows:
                 fh.write("| " + " | ".join(cells(x)) + " |\n")
+            fh.write("\n" + "".join("- %s\n" % l for l in summary))
             fh.write("\nDMA queue busy % (q0..q15):\n\n")
             for x in rows:
                 if "queues" in x:

@@ -139,6 +139,8 @@ int nx_cmd_run(int argc, char **argv)
 			goto fail;
 		goto done;
 	}
+	if (nx_rundev_check_memory(n, nranks, &d) != NX_OK) /* before making inputs */
+		goto fail;
 	nx_literal ***in = nx_arena_alloc(&a, sizeof *in * (size_t)nranks);
 	for (int r = 0; r < nranks; r++)
 		in[r] = nx_arena_alloc(&a, sizeof **in * (size_t)(n->ninputs + 1));

@@ -31,6 +31,9 @@ static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx
 	for (int k = 0; k < n->ninputs; k++) {
 		const nx_rt_tensor *t = &n->inputs[k];
 		ib[k] = calloc((size_t)t->bytes + 1, 1);
+		if (!ib[k])
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): cannot allocate %lld bytes on the host",
+			                   k, t->name, (long long)t->bytes);
 		int dt;
 		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
@@ -58,10 +61,23 @@ static nx_literal *from_bytes(const nx_rt_tensor *t, nx_type ty, const uint8_t *
 	return l;
 }
 
+nx_status nx_rundev_check_memory(const nx_neff *n, int nranks, nx_diag *d)
+{
+	/* per rank: the input and output bytes, plus their literals (about as much) */
+	int64_t io = 0;
+	for (int k = 0; k < n->ninputs; k++)
+		io += n->inputs[k].bytes;
+	for (int k = 0; k < n->noutputs; k++)
+		io += n->outputs[k].bytes;
+	return nx_rt_check_host_memory(n, nranks, 2 * nranks * io, d);
+}
+
 nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const *in, const nx_type *out_types,
                           nx_arena *a, nx_literal **const *outs, const nx_rt_opts *o, nx_rt_stats *st,
                           nx_diag *d)
 {
+	if ((!o || !o->timing_only) && nx_rundev_check_memory(n, nranks, d) != NX_OK)
+		return d->status;
 	nx_status rc = NX_OK;
 	void ***ib = calloc((size_t)nranks, sizeof *ib), ***ob = calloc((size_t)nranks, sizeof *ob);
 	const nx_neff **ns = calloc((size_t)nranks, sizeof *ns);
@@ -71,8 +87,12 @@ nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const
 		ob[r] = calloc((size_t)n->noutputs + 1, sizeof **ob);
 		if (rc == NX_OK)
 			rc = to_bytes(n, in[r], ib[r], d);
-		for (int k = 0; k < n->noutputs; k++)
+		for (int k = 0; k < n->noutputs; k++) {
 			ob[r][k] = calloc((size_t)n->outputs[k].bytes + 1, 1);
+			if (!ob[r][k] && rc == NX_OK)
+				rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "output %d (%s): cannot allocate %lld bytes on the host",
+				                 k, n->outputs[k].name, (long long)n->outputs[k].bytes);
+		}
 	}
 	if (rc == NX_OK)
 		rc = nx_rt_run_ranks(nranks, ns, (const void *const *const *)ib, (void *const *const *)ob, o, st, d);

@@ -103,6 +103,13 @@ typedef struct nx_rt_stats {
 nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *outputs,
                     const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
 
+/* A full run of nranks ranks holds nranks simulated HBMs (touched where the
+ * program writes) plus `extra` host bytes: an error naming the sizes when
+ * that exceeds the host's memory (physical, or the cgroup's limit), so a
+ * large program is refused instead of being killed by the OOM killer.
+ * nx_rt_run_ranks checks it (extra 0) unless timing_only. */
+nx_status nx_rt_check_host_memory(const nx_neff *n, int nranks, int64_t extra, nx_diag *d);
+
 /* Runs nranks ranks, rank r the program n[r] (usually all the same .neff)
  * on inputs[r] into outputs[r], st[r] its statistics (st may be NULL). A
  * CC instruction blocks its rank until every member of its replica group

@@ -8,6 +8,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#define GIB_D 1073741824.0
 
 nx_rt_opts nx_rt_opts_default(void)
 {
@@ -90,10 +93,13 @@ typedef struct {
 typedef struct {
 	trace_ev *v;
 	size_t n, cap;
+	bool on; /* a profile was asked for */
 } trace;
 
 static void trace_add(trace *tr, int track, double start, double dur, const nx_insn *in)
 {
+	if (!tr->on)
+		return;
 	if (tr->n == tr->cap) {
 		if (tr->cap >= (1u << 22))
 			return; /* keep profiles bounded */
@@ -135,6 +141,12 @@ static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path
 	if (fclose(f) != 0)
 		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the profile");
 	return NX_OK;
+}
+
+const char *nx_sim_where(nx_sim *s)
+{
+	snprintf(s->where, sizeof s->where, "sg00/%s.bin: instruction %zu", nx_engine_names[s->where_eng], s->where_pc);
+	return s->where;
 }
 
 /* Statistics of one data instruction that do not need its data: DMA
@@ -184,8 +196,6 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 	double *qclock = calloc((size_t)t->dma_engines, sizeof *qclock);
 	evheap ev = {0};
 	uint64_t steps = 0, budget = o->max_steps ? o->max_steps : 1000000000ULL;
-	char where[96];
-	s->where = where;
 	nx_status rc = NX_OK;
 	NX_ASSERT(sem && qclock);
 
@@ -227,7 +237,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			goto out;
 		}
 		const nx_insn *in = &n->stream[be][g->pc];
-		snprintf(where, sizeof where, "sg00/%s.bin: instruction %zu", nx_engine_names[be], g->pc);
+		s->where_eng = be;
+		s->where_pc = g->pc;
 		double ctrl = t->ctrl_cycles / t->freq_ghz[be];
 		st->insns[be]++;
 		switch (in->op) {
@@ -399,6 +410,7 @@ static void *run_rank(void *arg)
 			nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	}
 	trace tr = {0};
+	tr.on = o->profile_path && j->rank == 0;
 	nx_status rc = run(&s, o, st, &tr);
 	nx_cc_halt(j->w, j->rank, rc != NX_OK);
 	if (rc == NX_OK && !s.timing_only)
@@ -419,6 +431,35 @@ static void *run_rank(void *arg)
 	return NULL;
 }
 
+/* The host's memory: physical, or the cgroup v2 limit when lower. */
+static int64_t host_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	int64_t mem = pages > 0 && psz > 0 ? (int64_t)pages * psz : INT64_MAX;
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+	if (f) {
+		long long lim;
+		if (fscanf(f, "%lld", &lim) == 1 && lim > 0 && lim < mem)
+			mem = lim;
+		fclose(f);
+	}
+	return mem;
+}
+
+nx_status nx_rt_check_host_memory(const nx_neff *n, int nranks, int64_t extra, nx_diag *d)
+{
+	double need = (double)nranks * (double)n->hbm_size + (double)extra;
+	int64_t have = host_memory_bytes();
+	if (need > (double)have)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+		                   "a full run needs %.2f GiB of host memory (%d rank%s x %.2f GiB of simulated HBM, "
+		                   "%.2f GiB of inputs and outputs); this host has %.2f GiB (nxcc run --timing-only "
+		                   "simulates the timing without data)",
+		                   need / GIB_D, nranks, nranks == 1 ? "" : "s", (double)n->hbm_size / GIB_D,
+		                   (double)extra / GIB_D, (double)have / GIB_D);
+	return NX_OK;
+}
+
 nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const *const *inputs,
                           void *const *const *outputs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d)
 {
@@ -430,6 +471,8 @@ nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const
 	for (int r = 0; r < nranks; r++)
 		if (nx_cc_check_program(n[r], nranks, d) != NX_OK)
 			return d->status;
+	if (!o->timing_only && nx_rt_check_host_memory(n[0], nranks, 0, d) != NX_OK)
+		return d->status;
 	rank_job *jobs = calloc((size_t)nranks, sizeof *jobs);
 	nx_rt_stats *dummy = st ? NULL : calloc((size_t)nranks, sizeof *dummy);
 	nx_cc_world *w = nx_cc_world_new(nranks);

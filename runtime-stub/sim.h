@@ -13,7 +13,9 @@ typedef struct nx_sim {
 	bool sr;
 	uint64_t rng;
 	nx_diag *d;
-	const char *where; /* "sg00/pe.bin: instruction 12" for messages */
+	int where_eng;      /* the instruction executing, for messages: nx_sim_where */
+	size_t where_pc;
+	char where[96];
 	double *tmp[5];
 	size_t tmpcap[5];
 	float *ftmp[4]; /* sim_fast.c: tiles as floats */
@@ -26,6 +28,10 @@ typedef struct nx_sim {
 	uint64_t ccseq; /* collectives this rank entered */
 	size_t pc;      /* SP instruction index, for messages */
 } nx_sim;
+
+/* "sg00/pe.bin: instruction 12": the instruction executing (formatted only
+ * when a message needs it). */
+const char *nx_sim_where(nx_sim *s);
 
 /* An access pattern resolved with the loop indices: element (p, free index
  * 0) of partition p is at base + p * pstep. */

@@ -17,7 +17,7 @@ static nx_status fail(nx_sim *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
-	return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s", s->where, m);
+	return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s", nx_sim_where(s), m);
 }
 
 static double draw(nx_sim *s)

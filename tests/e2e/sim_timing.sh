@@ -58,8 +58,10 @@ compare() {
 		NXCC_SIM_GENERIC=1 "$NXCC" run "$tmp/a.neff" --random-inputs 1 --output-dir "$tmp/gen" >"$tmp/gen.txt" 2>&1 ||
 			fail "$name: generic run: $(tail -n 2 "$tmp/gen.txt")"
 		cmp -s "$tmp/full.txt" "$tmp/gen.txt" || fail "$name: summaries differ: $(diff "$tmp/full.txt" "$tmp/gen.txt" | head -4)"
-		for o in "$tmp"/full/*.npy; do
-			cmp -s "$o" "$tmp/gen/$(basename "$o")" || fail "$name: $(basename "$o") differs from the generic path"
+		outs=$(cd "$tmp/full" && find . -name '*.npy' | sort) # DIR/rank<i>/ with several ranks
+		[ -n "$outs" ] || fail "$name: no outputs written"
+		for o in $outs; do
+			cmp -s "$tmp/full/$o" "$tmp/gen/$o" || fail "$name: $o differs from the generic path"
 		done
 	fi
 	rm -rf "$tmp/full" "$tmp/gen"

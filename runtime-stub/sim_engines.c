@@ -2,7 +2,10 @@
  * PSUM. Operands are gathered into double arrays [partition][free element],
  * computed in fp32 like the engines, and scattered back with rounding to the
  * destination dtype. Every access is bounds-checked with the actual loop
- * indices, so a program that passed the loader still cannot escape memory. */
+ * indices, so a program that passed the loader still cannot escape memory.
+ * Instructions that sim_fast.c can run at host speed (bit-identical) go
+ * there after their operands are resolved; the rest, and every one under
+ * NXCC_SIM_GENERIC=1, take the element path below. */
 #include "runtime-stub/sim.h"
 
 #include <math.h>

@@ -88,6 +88,14 @@ asan:
 bench: all
 	@BUILD=$(BUILD) sh bench/run.sh
 
+# Code quality against the roofline: bench/kernels/*.hlo and the torch-neuronx
+# corpus graphs that compile (trn1 -O2, nxcc run --timing-only); see
+# docs/benchmarks.md. BENCH_MD=FILE also writes the table as Markdown.
+bench-roofline: all
+	@python3 bench/roofline.py --nxcc $(BUILD)/nxcc $(if $(BENCH_MD),--markdown $(BENCH_MD)) \
+	  bench/kernels/*.hlo $(wildcard $(or $(NX_CORPUS),../shared/corpus)/hlo/torch-neuronx/*.hlo)
+.PHONY: bench-roofline
+
 # Simulated time / roofline per example graph and -O level (bench/lower.sh).
 bench-lower: all
 	@BUILD=$(BUILD) sh bench/lower.sh

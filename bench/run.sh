@@ -105,6 +105,13 @@ if [ -z "${CALLGRIND:-}" ]; then
 	cat "$OUT/scaling.txt"
 	summary="$summary$(printf '%-10s %s' scaling "$(grep -c 'x > 1.2' "$OUT/scaling.txt" | sed 's/$/ kinds above 1.2x at 256x/')")
 "
+	# code quality against the roofline: kernels at real size and the corpus
+	# (docs/benchmarks.md keeps the recorded table)
+	python3 bench/roofline.py --nxcc "$BUILD/nxcc" bench/kernels/*.hlo "$CORPUS"/hlo/torch-neuronx/*.hlo \
+		> "$OUT/roofline.txt" 2>&1 || fail=1
+	cat "$OUT/roofline.txt"
+	summary="$summary$(printf '%-10s %s' roofline "$(awk '$1=="dot_bf16" {print "dot_bf16: " $5 " " $6 " simulated, " $7 " the roofline"}' "$OUT/roofline.txt")")
+"
 fi
 
 echo "== nxcc bench summary (${CALLGRIND:+callgrind, }$(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)) =="

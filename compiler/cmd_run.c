@@ -16,7 +16,7 @@ static void help(void)
 {
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
 	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n"
-	       "                [--max-steps N]\n\n"
+	       "                [--max-steps N] [--timing-only] [--stats-json FILE]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
@@ -27,7 +27,14 @@ static void help(void)
 	       "exchange data in collectives; every rank gets the same inputs unless\n"
 	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n"
 	       "--max-steps N (default 10^9) bounds the instructions simulated; a program\n"
-	       "whose loop counts alone need more is refused before it starts.\n");
+	       "whose loop counts alone need more is refused before it starts.\n"
+	       "--timing-only times the instruction streams without data (no inputs, no\n"
+	       "outputs, no simulated memories): the same simulated time and statistics as\n"
+	       "a full run, for programs too large or slow to execute.\n"
+	       "--stats-json FILE writes the run's statistics as JSON: simulated time, per\n"
+	       "engine busy time and instructions, DMA transfers, bytes, partition rows,\n"
+	       "HBM bytes read and written, busy time per DMA queue, TensorE FLOPs and\n"
+	       "their time at the dtype's peak (docs/benchmarks.md describes the fields).\n");
 }
 
 static void summarize(const char *name, const nx_literal *l)
@@ -48,7 +55,8 @@ static void summarize(const char *name, const nx_literal *l)
 
 int nx_cmd_run(int argc, char **argv)
 {
-	const char *file = NULL, *outdir = NULL, *profile = NULL, *v;
+	const char *file = NULL, *outdir = NULL, *profile = NULL, *stats_json = NULL, *v;
+	bool timing_only = false;
 	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int ninputs = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
@@ -92,6 +100,12 @@ int nx_cmd_run(int argc, char **argv)
 				nx_cli_inputs_free(inputs, ninputs);
 				return nx_cli_usage_error("run", "--max-steps needs a positive count of instructions");
 			}
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--stats-json", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			stats_json = v;
+		} else if (!strcmp(argv[i], "--timing-only")) {
+			timing_only = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "unknown flag '%s'", argv[i]);
@@ -106,6 +120,10 @@ int nx_cmd_run(int argc, char **argv)
 		nx_cli_inputs_free(inputs, ninputs);
 		return nx_cli_usage_error("run", "no .neff file (see nxcc run --help)");
 	}
+	if (timing_only && (ninputs || have_seed || outdir)) {
+		nx_cli_inputs_free(inputs, ninputs);
+		return nx_cli_usage_error("run", "--timing-only runs without data: no --input, --random-inputs or --output-dir");
+	}
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
@@ -114,6 +132,23 @@ int nx_cmd_run(int argc, char **argv)
 		goto fail;
 	if (!nranks)
 		nranks = n->nreplicas;
+	if (timing_only) {
+		nx_rt_opts o = nx_rt_opts_default();
+		o.profile_path = profile;
+		o.timing_only = true;
+		nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
+		const nx_neff **ns = nx_arena_alloc(&a, sizeof *ns * (size_t)nranks);
+		for (int r = 0; r < nranks; r++)
+			ns[r] = n;
+		if (nx_rt_run_ranks(nranks, ns, NULL, NULL, &o, st, &d) != NX_OK)
+			goto fail;
+		nx_rundev_print_ranks(n, nranks, st);
+		if (stats_json && nx_rundev_write_stats_json(stats_json, n, nranks, st, true, &d) != NX_OK)
+			goto fail;
+		goto done;
+	}
+	if (nx_rundev_check_memory(n, nranks, &d) != NX_OK) /* before making inputs */
+		goto fail;
 	nx_literal ***in = nx_arena_alloc(&a, sizeof *in * (size_t)nranks);
 	for (int r = 0; r < nranks; r++)
 		in[r] = nx_arena_alloc(&a, sizeof **in * (size_t)(n->ninputs + 1));
@@ -207,6 +242,8 @@ int nx_cmd_run(int argc, char **argv)
 		}
 	}
 	nx_rundev_print_ranks(n, nranks, st);
+	if (stats_json && nx_rundev_write_stats_json(stats_json, n, nranks, st, false, &d) != NX_OK)
+		goto fail;
 	goto done;
 fail:
 	rc = nx_cli_report(&d);

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 nx_type nx_rundev_type(nx_dtype t)
 {
@@ -29,6 +31,9 @@ static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx
 	for (int k = 0; k < n->ninputs; k++) {
 		const nx_rt_tensor *t = &n->inputs[k];
 		ib[k] = calloc((size_t)t->bytes + 1, 1);
+		if (!ib[k])
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): cannot allocate %lld bytes on the host",
+			                   k, t->name, (long long)t->bytes);
 		int dt;
 		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
@@ -56,10 +61,23 @@ static nx_literal *from_bytes(const nx_rt_tensor *t, nx_type ty, const uint8_t *
 	return l;
 }
 
+nx_status nx_rundev_check_memory(const nx_neff *n, int nranks, nx_diag *d)
+{
+	/* per rank: the input and output bytes, plus their literals (about as much) */
+	int64_t io = 0;
+	for (int k = 0; k < n->ninputs; k++)
+		io += n->inputs[k].bytes;
+	for (int k = 0; k < n->noutputs; k++)
+		io += n->outputs[k].bytes;
+	return nx_rt_check_host_memory(n, nranks, 2 * nranks * io, d);
+}
+
 nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const *in, const nx_type *out_types,
                           nx_arena *a, nx_literal **const *outs, const nx_rt_opts *o, nx_rt_stats *st,
                           nx_diag *d)
 {
+	if ((!o || !o->timing_only) && nx_rundev_check_memory(n, nranks, d) != NX_OK)
+		return d->status;
 	nx_status rc = NX_OK;
 	void ***ib = calloc((size_t)nranks, sizeof *ib), ***ob = calloc((size_t)nranks, sizeof *ob);
 	const nx_neff **ns = calloc((size_t)nranks, sizeof *ns);
@@ -69,8 +87,12 @@ nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const
 		ob[r] = calloc((size_t)n->noutputs + 1, sizeof **ob);
 		if (rc == NX_OK)
 			rc = to_bytes(n, in[r], ib[r], d);
-		for (int k = 0; k < n->noutputs; k++)
+		for (int k = 0; k < n->noutputs; k++) {
 			ob[r][k] = calloc((size_t)n->outputs[k].bytes + 1, 1);
+			if (!ob[r][k] && rc == NX_OK)
+				rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "output %d (%s): cannot allocate %lld bytes on the host",
+				                 k, n->outputs[k].name, (long long)n->outputs[k].bytes);
+		}
 	}
 	if (rc == NX_OK)
 		rc = nx_rt_run_ranks(nranks, ns, (const void *const *const *)ib, (void *const *const *)ob, o, st, d);
@@ -126,4 +148,70 @@ void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st)
 	for (int r = 0; r < nranks; r++)
 		printf("  rank %-3d %10.3f us; cc %10.3f us in %llu collectives, %llu bytes\n", r, st[r].total_ns / 1000.0,
 		       st[r].cc_ns / 1000.0, (unsigned long long)st[r].cc_count, (unsigned long long)st[r].cc_bytes);
+}
+
+static void json_rank(FILE *f, const nx_neff *n, const nx_rt_stats *st)
+{
+	fprintf(f, "{\"simulated_ns\": %.3f, \"engines\": {", st->total_ns);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		fprintf(f, "%s\"%s\": {\"busy_ns\": %.3f, \"instructions\": %llu}", e ? ", " : "", nx_engine_names[e],
+		        st->busy_ns[e], (unsigned long long)st->insns[e]);
+	fprintf(f,
+	        "},\n    \"dma\": {\"transfers\": %llu, \"bytes\": %llu, \"partition_rows\": %llu, \"busy_ns\": %.3f, "
+	        "\"hbm_read_bytes\": %llu, \"hbm_write_bytes\": %llu, \"queue_busy_ns\": [",
+	        (unsigned long long)st->dma_count, (unsigned long long)st->dma_bytes, (unsigned long long)st->dma_rows,
+	        st->dma_busy_ns, (unsigned long long)st->hbm_read_bytes, (unsigned long long)st->hbm_write_bytes);
+	for (int q = 0; q < n->tgt->dma_engines && q < NX_RT_MAX_QUEUES; q++)
+		fprintf(f, "%s%.3f", q ? ", " : "", st->queue_busy_ns[q]);
+	fprintf(f, "]},\n    \"pe_flops\": %.0f, \"pe_peak_ns\": %.3f, \"cc\": {\"count\": %llu, \"bytes\": %llu, \"ns\": %.3f}}",
+	        st->pe_flops, st->pe_peak_ns, (unsigned long long)st->cc_count, (unsigned long long)st->cc_bytes,
+	        st->cc_ns);
+}
+
+nx_status nx_rundev_write_stats_json(const char *path, const nx_neff *n, int nranks, const nx_rt_stats *st,
+                                     bool timing_only, nx_diag *d)
+{
+	size_t len = strlen(path) + 32;
+	char *tmp = malloc(len);
+	snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		free(tmp);
+		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the statistics");
+	}
+	double mx = 0;
+	int64_t io = 0;
+	for (int r = 0; r < nranks; r++)
+		mx = st[r].total_ns > mx ? st[r].total_ns : mx;
+	for (int k = 0; k < n->ninputs; k++)
+		io += n->inputs[k].bytes;
+	for (int k = 0; k < n->noutputs; k++)
+		io += n->outputs[k].bytes;
+	fprintf(f, "{\"format\": \"nxcc-run-stats/1\", \"target\": \"%s\", \"module\": \"", n->tgt->name);
+	for (const char *p = n->module; *p; p++)
+		if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	const nx_target *t = n->tgt;
+	fprintf(f, "\", \"timing_only\": %s, \"simulated_ns\": %.3f, \"io_bytes\": %lld,\n", timing_only ? "true" : "false",
+	        mx, (long long)io);
+	fprintf(f,
+	        "  \"peak\": {\"pe_tflops_bf16\": %g, \"pe_tflops_fp8\": %g, \"pe_tflops_fp32\": %g, \"hbm_gbps\": %g, "
+	        "\"dma_gbps\": %g, \"dma_fixed_ns\": %g},\n  \"dma_queues\": %d, \"ranks\": [\n    ",
+	        t->pe_tflops_bf16, t->pe_tflops_fp8, t->pe_tflops_fp32, t->hbm_gbps, t->dma_gbps, t->dma_fixed_ns,
+	        t->dma_engines);
+	for (int r = 0; r < nranks; r++) {
+		if (r)
+			fprintf(f, ",\n    ");
+		json_rank(f, n, &st[r]);
+	}
+	fprintf(f, "\n  ]\n}\n");
+	bool ok = !ferror(f);
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		remove(tmp);
+		free(tmp);
+		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the statistics");
+	}
+	free(tmp);
+	return NX_OK;
 }

@@ -10,6 +10,9 @@ nx_type nx_rundev_type(nx_dtype t);
  * type). outs[k] gets a literal of out_types[k] (NULL: the device types) in a. */
 nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,
                     nx_literal **outs, const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
+/* Whether the host can hold a full run of nranks ranks of n (simulated
+ * HBMs, inputs, outputs): an error suggesting --timing-only if not. */
+nx_status nx_rundev_check_memory(const nx_neff *n, int nranks, nx_diag *d);
 /* nranks ranks of n: in[r][k] rank r's inputs, outs[r][k] its outputs,
  * st[r] its statistics. */
 nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const *in, const nx_type *out_types,
@@ -19,5 +22,10 @@ nx_status nx_rundev_ranks(const nx_neff *n, int nranks, nx_literal *const *const
 void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st);
 /* Several ranks: the slowest rank's time, then time and CC time per rank. */
 void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st);
+
+/* Writes the ranks' statistics as a JSON object to path (written to a
+ * temporary name, then renamed: never a partial file). */
+nx_status nx_rundev_write_stats_json(const char *path, const nx_neff *n, int nranks, const nx_rt_stats *st,
+                                     bool timing_only, nx_diag *d);
 
 #endif

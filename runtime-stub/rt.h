@@ -72,10 +72,17 @@ typedef struct nx_rt_opts {
 	const char *profile_path; /* Chrome trace JSON, or NULL */
 	uint64_t max_steps;       /* instruction budget (0: 1e9) against endless loops;
 	                             a program whose min_steps exceed it is refused at once */
+	bool timing_only;         /* time the instruction streams without data: no HBM,
+	                           * SBUF or PSUM, inputs and outputs unused (may be NULL);
+	                           * the same simulated time and statistics as a full run */
+	bool generic_only;        /* NXCC_SIM_GENERIC=1: never the host-speed paths of
+	                           * sim_fast.c (tests compare both; results are identical) */
 } nx_rt_opts;
 
 /* Defaults, with the NEURON_RT_* environment variables applied. */
 nx_rt_opts nx_rt_opts_default(void);
+
+#define NX_RT_MAX_QUEUES 32 /* DMA queues a target may have */
 
 typedef struct nx_rt_stats {
 	double total_ns;
@@ -85,12 +92,25 @@ typedef struct nx_rt_stats {
 	uint64_t dma_bytes;
 	double cc_ns;         /* collectives: arrival to completion, summed */
 	uint64_t cc_count, cc_bytes;
+	uint64_t dma_count;   /* transfers (dma, dma_gather) */
+	uint64_t dma_rows;    /* partition rows they moved (SBUF/PSUM side; HBM to HBM: source rows) */
+	uint64_t hbm_read_bytes, hbm_write_bytes; /* DMA traffic from and to HBM */
+	double queue_busy_ns[NX_RT_MAX_QUEUES];    /* per DMA queue: transfers and collectives */
+	double pe_flops;      /* matmul: 2*K*M*N each */
+	double pe_peak_ns;    /* those FLOPs at the TensorE peak of each one's moving dtype */
 } nx_rt_stats;
 
 /* inputs[i]: neff->inputs[i].bytes bytes; outputs[i]: room for
  * neff->outputs[i].bytes. */
 nx_status nx_rt_run(const nx_neff *n, const void *const *inputs, void *const *outputs,
                     const nx_rt_opts *o, nx_rt_stats *st, nx_diag *d);
+
+/* A full run of nranks ranks holds nranks simulated HBMs (touched where the
+ * program writes) plus `extra` host bytes: an error naming the sizes when
+ * that exceeds the host's memory (physical, or the cgroup's limit), so a
+ * large program is refused instead of being killed by the OOM killer.
+ * nx_rt_run_ranks checks it (extra 0) unless timing_only. */
+nx_status nx_rt_check_host_memory(const nx_neff *n, int nranks, int64_t extra, nx_diag *d);
 
 /* Runs nranks ranks, rank r the program n[r] (usually all the same .neff)
  * on inputs[r] into outputs[r], st[r] its statistics (st may be NULL). A

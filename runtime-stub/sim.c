@@ -8,6 +8,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#define GIB_D 1073741824.0
 
 nx_rt_opts nx_rt_opts_default(void)
 {
@@ -16,6 +19,8 @@ nx_rt_opts nx_rt_opts_default(void)
 	o.stochastic_rounding = e && strcmp(e, "1") == 0;
 	const char *seed = getenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
 	o.sr_seed = seed ? strtoull(seed, NULL, 0) : 0;
+	const char *g = getenv("NXCC_SIM_GENERIC");
+	o.generic_only = g && strcmp(g, "1") == 0;
 	return o;
 }
 
@@ -35,6 +40,49 @@ typedef struct {
 	int sem, inc;
 } event;
 
+/* Pending semaphore signals, a binary min-heap on t. Events with equal t
+ * may leave in any order: all of them are applied before any engine at that
+ * time runs, so the order does not change the timing. */
+typedef struct {
+	event *v;
+	size_t n, cap;
+} evheap;
+
+static void ev_push(evheap *h, event x)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap ? h->cap * 2 : 64;
+		h->v = realloc(h->v, sizeof *h->v * h->cap);
+		NX_ASSERT(h->v);
+	}
+	size_t i = h->n++;
+	while (i > 0 && h->v[(i - 1) / 2].t > x.t) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = x;
+}
+
+static event ev_pop(evheap *h)
+{
+	event top = h->v[0], x = h->v[--h->n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
+			c++;
+		if (!(h->v[c].t < x.t))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = x;
+	return top;
+}
+
 typedef struct {
 	int track; /* engine, or NX_ENG_COUNT + DMA queue */
 	double start, dur;
@@ -45,10 +93,13 @@ typedef struct {
 typedef struct {
 	trace_ev *v;
 	size_t n, cap;
+	bool on; /* a profile was asked for */
 } trace;
 
 static void trace_add(trace *tr, int track, double start, double dur, const nx_insn *in)
 {
+	if (!tr->on)
+		return;
 	if (tr->n == tr->cap) {
 		if (tr->cap >= (1u << 22))
 			return; /* keep profiles bounded */
@@ -99,6 +150,44 @@ static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path
 	return st;
 }
 
+const char *nx_sim_where(nx_sim *s)
+{
+	snprintf(s->where, sizeof s->where, "sg00/%s.bin: instruction %zu", nx_engine_names[s->where_eng], s->where_pc);
+	return s->where;
+}
+
+/* Statistics of one data instruction that do not need its data: DMA
+ * traffic (HBM bytes each way, partition rows) and TensorE FLOPs with their
+ * time at the peak rate of the moving operand's dtype. */
+static void count_insn(const nx_target *t, const nx_insn *in, nx_rt_stats *st)
+{
+	if (in->op == NX_I_MATMUL) {
+		double k = in->ap[1].part_count, m = (double)nx_ap_free_elems(&in->ap[1]);
+		double fl = 2.0 * k * m * (double)nx_ap_free_elems(&in->ap[2]);
+		int dt = in->ap[2].dtype;
+		double tf = dt == NX_DT_F32 ? t->pe_tflops_fp32
+		            : dt == NX_DT_FP8E4M3 || dt == NX_DT_FP8E5M2 ? t->pe_tflops_fp8
+		                                                         : t->pe_tflops_bf16;
+		st->pe_flops += fl;
+		st->pe_peak_ns += fl / (tf * 1e3);
+		return;
+	}
+	if (in->op != NX_I_DMA && in->op != NX_I_DMA_GATHER)
+		return;
+	const nx_ap *dst = &in->ap[0], *src = &in->ap[1];
+	uint64_t n = (uint64_t)src->part_count * nx_ap_free_elems(src);
+	if (in->op == NX_I_DMA_GATHER) /* one source row per index */
+		n *= (uint64_t)in->ap[2].part_count * nx_ap_free_elems(&in->ap[2]);
+	uint64_t bytes = n * nx_dtype_bytes[src->dtype];
+	st->dma_count++;
+	st->dma_bytes += bytes;
+	st->dma_rows += dst->space != NX_MEM_HBM ? dst->part_count : src->part_count;
+	if (src->space == NX_MEM_HBM)
+		st->hbm_read_bytes += bytes;
+	if (dst->space == NX_MEM_HBM)
+		st->hbm_write_bytes += (uint64_t)dst->part_count * nx_ap_free_elems(dst) * nx_dtype_bytes[dst->dtype];
+}
+
 static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 {
 	const nx_neff *n = s->n;
@@ -107,13 +196,13 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 	memset(E, 0, sizeof E);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		E[e].wait_sem = -1;
+	if (t->dma_engines > NX_RT_MAX_QUEUES)
+		return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "target %s has %d DMA queues; the simulator keeps %d",
+		                   t->name, t->dma_engines, NX_RT_MAX_QUEUES);
 	int64_t *sem = calloc((size_t)n->nsems + 1, sizeof *sem);
 	double *qclock = calloc((size_t)t->dma_engines, sizeof *qclock);
-	event *ev = NULL;
-	size_t nev = 0, evcap = 0;
+	evheap ev = {0};
 	uint64_t steps = 0, budget = o->max_steps ? o->max_steps : 1000000000ULL;
-	char where[96];
-	s->where = where;
 	nx_status rc = NX_OK;
 	if (n->min_steps > budget) {
 		rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
@@ -122,17 +211,14 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 		                 (unsigned long long)n->min_steps, (unsigned long long)budget);
 		goto out;
 	}
+	NX_ASSERT(sem && qclock);
 
 	for (;;) {
 		int be = -1;
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			if (!E[e].done && E[e].wait_sem < 0 && (be < 0 || E[e].clock < E[be].clock))
 				be = e;
-		size_t bi = nev;
-		for (size_t i = 0; i < nev; i++)
-			if (bi == nev || ev[i].t < ev[bi].t)
-				bi = i;
-		if (be < 0 && bi == nev) {
+		if (be < 0 && ev.n == 0) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (!E[e].done) {
 					rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
@@ -143,9 +229,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				}
 			break;
 		}
-		if (bi < nev && (be < 0 || ev[bi].t <= E[be].clock)) {
-			event x = ev[bi];
-			ev[bi] = ev[--nev];
+		if (ev.n && (be < 0 || ev.v[0].t <= E[be].clock)) {
+			event x = ev_pop(&ev);
 			sem[x.sem] += x.inc;
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (E[e].wait_sem == x.sem && sem[x.sem] >= nx_isa_wait_target(&n->stream[e][E[e].pc], E[e].reg)) {
@@ -166,7 +251,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			goto out;
 		}
 		const nx_insn *in = &n->stream[be][g->pc];
-		snprintf(where, sizeof where, "sg00/%s.bin: instruction %zu", nx_engine_names[be], g->pc);
+		s->where_eng = be;
+		s->where_pc = g->pc;
 		double ctrl = t->ctrl_cycles / t->freq_ghz[be];
 		st->insns[be]++;
 		switch (in->op) {
@@ -217,9 +303,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			break;
 		case NX_I_SIGNAL:
 			g->clock += ctrl;
-			if (nev == evcap)
-				ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-			ev[nev++] = (event){g->clock, in->iarg[0], in->iarg[1]};
+			ev_push(&ev, (event){g->clock, in->iarg[0], in->iarg[1]});
 			break;
 		default: {
 			if (nx_isa_table[in->op].cost == NX_COST_CC) {
@@ -235,17 +319,16 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				st->cc_count++;
 				st->cc_bytes += (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]) *
 				                nx_dtype_bytes[in->ap[1].dtype];
+				st->queue_busy_ns[q] += end - arrive;
 				trace_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in);
-				if (in->iarg[1] >= 0) {
-					if (nev == evcap)
-						ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-					ev[nev++] = (event){end, in->iarg[1], 1};
-				}
+				if (in->iarg[1] >= 0)
+					ev_push(&ev, (event){end, in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 				break;
 			}
-			if ((rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
+			if (!s->timing_only && (rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
+			count_insn(t, in, st);
 			double ns = nx_target_ns(t, in);
 			if (nx_isa_table[in->op].cost == NX_COST_DMA) {
 				int q = in->iarg[0];
@@ -253,12 +336,10 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				double start = qclock[q] > g->clock ? qclock[q] : g->clock;
 				qclock[q] = start + ns;
 				st->dma_busy_ns += ns;
+				st->queue_busy_ns[q] += ns;
 				trace_add(tr, NX_ENG_COUNT + q, start, ns, in);
-				if (in->iarg[1] >= 0) {
-					if (nev == evcap)
-						ev = realloc(ev, sizeof *ev * (evcap = evcap ? evcap * 2 : 16));
-					ev[nev++] = (event){qclock[q], in->iarg[1], 1};
-				}
+				if (in->iarg[1] >= 0)
+					ev_push(&ev, (event){qclock[q], in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 			} else {
 				trace_add(tr, be, g->clock, ns, in);
@@ -279,7 +360,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 out:
 	free(sem);
 	free(qclock);
-	free(ev);
+	free(ev.v);
 	return rc;
 }
 
@@ -316,30 +397,37 @@ static void *run_rank(void *arg)
 	s.rng = o->sr_seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL + (uint64_t)j->rank * 0x632be59bd9b4e019ULL;
 	if (!s.rng)
 		s.rng = 1;
-	s.hbm = calloc((size_t)n->hbm_size + 1, 1);
-	s.sbuf = calloc((size_t)(s.t->partitions * s.t->sbuf_partition_bytes), 1);
-	s.psum = calloc((size_t)(s.t->partitions * s.t->psum_partition_bytes), 1);
-	if (!s.hbm || !s.sbuf || !s.psum) {
-		free(s.hbm);
-		free(s.sbuf);
-		free(s.psum);
-		j->rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "cannot allocate %lld bytes of simulated HBM",
-		                    (long long)n->hbm_size);
-		nx_cc_halt(j->w, j->rank, true);
-		return NULL;
+	s.timing_only = o->timing_only;
+	s.generic_only = o->generic_only;
+	if (!s.timing_only) {
+		/* HBM pages are touched only where the program writes them */
+		s.hbm = calloc((size_t)n->hbm_size + 1, 1);
+		s.sbuf = calloc((size_t)(s.t->partitions * s.t->sbuf_partition_bytes), 1);
+		s.psum = calloc((size_t)(s.t->partitions * s.t->psum_partition_bytes), 1);
+		if (!s.hbm || !s.sbuf || !s.psum) {
+			free(s.hbm);
+			free(s.sbuf);
+			free(s.psum);
+			j->rc = nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+			                    "cannot allocate %lld bytes of simulated HBM on the host (nxcc run "
+			                    "--timing-only simulates the timing without it)",
+			                    (long long)n->hbm_size);
+			nx_cc_halt(j->w, j->rank, true);
+			return NULL;
+		}
+		for (int i = 0; i < n->nconsts; i++)
+			memcpy(s.hbm + n->consts[i].hbm_offset, n->consts[i].data, (size_t)n->consts[i].bytes);
+		for (int i = 0; i < n->ninputs; i++)
+			if (n->inputs[i].bytes)
+				memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
+		if (n->rank_id_offset >= 0)
+			nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	}
-	for (int i = 0; i < n->nconsts; i++)
-		memcpy(s.hbm + n->consts[i].hbm_offset, n->consts[i].data, (size_t)n->consts[i].bytes);
-	for (int i = 0; i < n->ninputs; i++)
-		if (n->inputs[i].bytes)
-			memcpy(s.hbm + n->inputs[i].hbm_offset, j->inputs[i], (size_t)n->inputs[i].bytes);
-	if (n->rank_id_offset >= 0)
-		nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	trace tr = {0};
+	tr.on = o->profile_path && j->rank == 0;
 	nx_status rc = run(&s, o, st, &tr);
 	nx_cc_halt(j->w, j->rank, rc != NX_OK);
-	st->dma_bytes = s.dma_bytes;
-	if (rc == NX_OK)
+	if (rc == NX_OK && !s.timing_only)
 		for (int i = 0; i < n->noutputs; i++)
 			if (n->outputs[i].bytes)
 				memcpy(j->outputs[i], s.hbm + n->outputs[i].hbm_offset, (size_t)n->outputs[i].bytes);
@@ -348,11 +436,42 @@ static void *run_rank(void *arg)
 	free(tr.v);
 	for (int i = 0; i < 5; i++)
 		free(s.tmp[i]);
+	for (int i = 0; i < 4; i++)
+		free(s.ftmp[i]);
 	free(s.hbm);
 	free(s.sbuf);
 	free(s.psum);
 	j->rc = rc;
 	return NULL;
+}
+
+/* The host's memory: physical, or the cgroup v2 limit when lower. */
+static int64_t host_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	int64_t mem = pages > 0 && psz > 0 ? (int64_t)pages * psz : INT64_MAX;
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+	if (f) {
+		long long lim;
+		if (fscanf(f, "%lld", &lim) == 1 && lim > 0 && lim < mem)
+			mem = lim;
+		fclose(f);
+	}
+	return mem;
+}
+
+nx_status nx_rt_check_host_memory(const nx_neff *n, int nranks, int64_t extra, nx_diag *d)
+{
+	double need = (double)nranks * (double)n->hbm_size + (double)extra;
+	int64_t have = host_memory_bytes();
+	if (need > (double)have)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+		                   "a full run needs %.2f GiB of host memory (%d rank%s x %.2f GiB of simulated HBM, "
+		                   "%.2f GiB of inputs and outputs); this host has %.2f GiB (nxcc run --timing-only "
+		                   "simulates the timing without data)",
+		                   need / GIB_D, nranks, nranks == 1 ? "" : "s", (double)n->hbm_size / GIB_D,
+		                   (double)extra / GIB_D, (double)have / GIB_D);
+	return NX_OK;
 }
 
 nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const *const *inputs,
@@ -366,12 +485,14 @@ nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const
 	for (int r = 0; r < nranks; r++)
 		if (nx_cc_check_program(n[r], nranks, d) != NX_OK)
 			return d->status;
+	if (!o->timing_only && nx_rt_check_host_memory(n[0], nranks, 0, d) != NX_OK)
+		return d->status;
 	rank_job *jobs = calloc((size_t)nranks, sizeof *jobs);
 	nx_rt_stats *dummy = st ? NULL : calloc((size_t)nranks, sizeof *dummy);
 	nx_cc_world *w = nx_cc_world_new(nranks);
 	pthread_t *th = calloc((size_t)nranks, sizeof *th);
 	for (int r = 0; r < nranks; r++)
-		jobs[r] = (rank_job){n[r], inputs[r], outputs[r], o, st ? &st[r] : &dummy[r], {0}, w, r, NX_OK};
+		jobs[r] = (rank_job){n[r], inputs ? inputs[r] : NULL, outputs ? outputs[r] : NULL, o, st ? &st[r] : &dummy[r], {0}, w, r, NX_OK};
 	if (nranks == 1) {
 		run_rank(&jobs[0]);
 	} else {

@@ -13,16 +13,43 @@ typedef struct nx_sim {
 	bool sr;
 	uint64_t rng;
 	nx_diag *d;
-	const char *where; /* "sg00/pe.bin: instruction 12" for messages */
+	int where_eng;      /* the instruction executing, for messages: nx_sim_where */
+	size_t where_pc;
+	char where[96];
 	double *tmp[5];
 	size_t tmpcap[5];
-	uint64_t dma_bytes;
+	float *ftmp[4]; /* sim_fast.c: tiles as floats */
+	size_t ftmpcap[4];
+	bool timing_only; /* no memories: instructions are timed, not executed */
+	bool generic_only; /* never sim_fast.c */
 	/* collectives */
 	nx_cc_world *w;
 	int rank;
 	uint64_t ccseq; /* collectives this rank entered */
 	size_t pc;      /* SP instruction index, for messages */
 } nx_sim;
+
+/* "sg00/pe.bin: instruction 12": the instruction executing (formatted only
+ * when a message needs it). */
+const char *nx_sim_where(nx_sim *s);
+
+/* An access pattern resolved with the loop indices: element (p, free index
+ * 0) of partition p is at base + p * pstep. */
+typedef struct nx_sim_view {
+	uint8_t *base;
+	int64_t pstep;
+	int esz;
+	const nx_ap *a;
+	uint64_t np, nf; /* partitions, elements per partition */
+} nx_sim_view;
+
+/* sim_fast.c: executes in at host speed when its dtypes and operators
+ * allow (bit-identical to the generic path). False: not handled, nothing
+ * written; the generic path runs it (and reports any error). */
+bool nx_sim_fast(nx_sim *s, const nx_insn *in, const nx_sim_view *v);
+/* The engines' fp32 ALU operators and activation functions (sim_engines.c). */
+double nx_sim_alu(int op, double a, double b);
+double nx_sim_act(int f, double v);
 
 /* Executes the data effect of one instruction with the given loop indices.
  * Returns NX_OK or an input error in s->d. */

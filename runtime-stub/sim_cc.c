@@ -104,13 +104,13 @@ static nx_status wait_for(nx_sim *s, int phase, const char *what)
 			me->waiting = 0;
 			if (p->failed) {
 				me->secondary = true;
-				return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s: rank %d failed", s->where, what,
+				return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s: rank %d failed", nx_sim_where(s), what,
 				                   me->parts[k]);
 			}
 			return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
 			                   "deadlock: rank %d waits in %s (collective #%llu, %s) for rank %d, which "
 			                   "halted after %llu collectives",
-			                   s->rank, what, (unsigned long long)me->seq, s->where, me->parts[k],
+			                   s->rank, what, (unsigned long long)me->seq, nx_sim_where(s), me->parts[k],
 			                   (unsigned long long)p->seq);
 		}
 		bool stuck = true;
@@ -121,7 +121,7 @@ static nx_status wait_for(nx_sim *s, int phase, const char *what)
 			return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
 			                   "deadlock: every running rank waits in a collective (rank %d in %s, "
 			                   "collective #%llu, %s)",
-			                   s->rank, what, (unsigned long long)me->seq, s->where);
+			                   s->rank, what, (unsigned long long)me->seq, nx_sim_where(s));
 		}
 		pthread_cond_wait(&w->cv, &w->mu);
 	}
@@ -203,12 +203,12 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 	}
 	if (pos < 0 || np == 0) {
 		free(parts);
-		return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: rank %d is in none of the replica groups", s->where,
-		                   me);
+		return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: rank %d is in none of the replica groups",
+		                   nx_sim_where(s), me);
 	}
-	double *mine;
-	uint64_t cnt;
-	if (nx_sim_get(s, &in->ap[1], li, depth, &mine, &cnt) != NX_OK) {
+	double *mine = NULL;
+	uint64_t cnt = (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]);
+	if (!s->timing_only && nx_sim_get(s, &in->ap[1], li, depth, &mine, &cnt) != NX_OK) {
 		free(parts);
 		return s->d->status;
 	}
@@ -234,7 +234,7 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 			rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
 			                 "%s: ranks diverged: collective #%llu is %s over %llu elements (table %d) on rank "
 			                 "%d but %s over %llu (table %d) on rank %d",
-			                 s->where, (unsigned long long)sl->seq, what, (unsigned long long)sl->n, sl->table,
+			                 nx_sim_where(s), (unsigned long long)sl->seq, what, (unsigned long long)sl->n, sl->table,
 			                 me, nx_isa_table[p->op].name, (unsigned long long)p->n, p->table, parts[k]);
 		src[k] = p->data;
 		if (p->arrive > last)
@@ -245,7 +245,7 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 	/* compute this rank's result from the posted data (stable until departure) */
 	uint64_t nres = cnt;
 	double *res = NULL;
-	if (rc == NX_OK) {
+	if (rc == NX_OK && !s->timing_only) {
 		if (in->op == NX_I_ALL_GATHER)
 			nres = cnt * (uint64_t)np;
 		else if (in->op == NX_I_REDUCE_SCATTER)
@@ -294,7 +294,7 @@ nx_status nx_sim_cc(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, 
 	pthread_mutex_unlock(&w->mu);
 	free(src);
 	free(parts);
-	if (rc == NX_OK)
+	if (rc == NX_OK && !s->timing_only)
 		rc = nx_sim_put(s, &in->ap[0], li, depth, res, nres);
 	free(res);
 	int gs = g->pairs ? 2 : np;

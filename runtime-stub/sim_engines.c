@@ -2,7 +2,10 @@
  * PSUM. Operands are gathered into double arrays [partition][free element],
  * computed in fp32 like the engines, and scattered back with rounding to the
  * destination dtype. Every access is bounds-checked with the actual loop
- * indices, so a program that passed the loader still cannot escape memory. */
+ * indices, so a program that passed the loader still cannot escape memory.
+ * Instructions that sim_fast.c can run at host speed (bit-identical) go
+ * there after their operands are resolved; the rest, and every one under
+ * NXCC_SIM_GENERIC=1, take the element path below. */
 #include "runtime-stub/sim.h"
 
 #include <math.h>
@@ -17,7 +20,7 @@ static nx_status fail(nx_sim *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
-	return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s", s->where, m);
+	return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: %s", nx_sim_where(s), m);
 }
 
 static double draw(nx_sim *s)
@@ -31,13 +34,7 @@ static double draw(nx_sim *s)
 	return (double)((s->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-typedef struct {
-	uint8_t *base;     /* address of element (p=0, free index 0) */
-	int64_t pstep;     /* bytes between partitions */
-	int esz;
-	const nx_ap *a;
-	uint64_t np, nf;
-} view;
+typedef nx_sim_view view;
 
 static nx_status resolve(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, view *v)
 {
@@ -101,14 +98,27 @@ static nx_status resolve(nx_sim *s, const nx_ap *a, const int64_t *li, int depth
 		}                                                                              \
 	} while (0)
 
+/* Scratch slot i; reserve() made room for every operand before. */
 static double *tmp(nx_sim *s, int i, size_t n)
 {
-	if (s->tmpcap[i] < n) {
-		free(s->tmp[i]);
-		s->tmp[i] = malloc(sizeof(double) * n);
-		s->tmpcap[i] = n;
-	}
+	NX_ASSERT(s->tmpcap[i] >= n);
 	return s->tmp[i];
+}
+
+/* Room in slot i for n elements, or a clear error (an access pattern too
+ * large for the host, not a crash). */
+static nx_status reserve(nx_sim *s, int i, uint64_t n)
+{
+	if (s->tmpcap[i] >= n)
+		return NX_OK;
+	double *p = n < (SIZE_MAX / sizeof(double)) ? malloc(sizeof(double) * n) : NULL;
+	if (!p)
+		return fail(s, "cannot allocate %llu elements of host memory for an operand",
+		            (unsigned long long)n);
+	free(s->tmp[i]);
+	s->tmp[i] = p;
+	s->tmpcap[i] = n;
+	return NX_OK;
 }
 
 static double *gather(nx_sim *s, int slot, const view *v)
@@ -131,6 +141,9 @@ nx_status nx_sim_get(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, do
 	if (resolve(s, a, li, depth, &v) != NX_OK)
 		return s->d->status;
 	double *o = malloc(sizeof(double) * (v.np * v.nf + 1));
+	if (!o)
+		return fail(s, "cannot allocate %llu elements of host memory for an operand",
+		            (unsigned long long)(v.np * v.nf));
 	FOR_EACH(&v, o[k_] = nx_rt_load_elem(ptr, (nx_dtype)v.a->dtype));
 	*out = o;
 	*n = v.np * v.nf;
@@ -251,6 +264,11 @@ static double alu_dt(int op, double a, double b, nx_dtype dt)
 	return nx_alu_kinds[op] == 'i' ? alu_int(op, a, b, dt) : alu(op, a, b);
 }
 
+double nx_sim_alu(int op, double a, double b)
+{
+	return alu(op, a, b);
+}
+
 static double act(int f, double v)
 {
 	float x = (float)v;
@@ -282,6 +300,11 @@ static double act(int f, double v)
 	return x;
 }
 
+double nx_sim_act(int f, double v)
+{
+	return act(f, v);
+}
+
 static nx_status same(nx_sim *s, const view *a, const view *b, const char *what)
 {
 	if (a->np != b->np || a->nf != b->nf)
@@ -304,8 +327,14 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 {
 	const nx_isa_info *info = &nx_isa_table[in->op];
 	view v[4];
+	memset(v, 0, sizeof v);
 	for (int k = 0; k < info->nap; k++)
 		if (in->ap[k].space != NX_MEM_NONE && resolve(s, &in->ap[k], li, depth, &v[k]) != NX_OK)
+			return s->d->status;
+	if (!s->generic_only && nx_sim_fast(s, in, v))
+		return NX_OK;
+	for (int k = 0; k < 4; k++)
+		if (reserve(s, k, v[k].np * v[k].nf + 1) != NX_OK)
 			return s->d->status;
 	uint64_t P = v[0].np, F = v[0].nf, n = P * F;
 	switch (in->op) {
@@ -514,14 +543,12 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 			memcpy(o + r * row, x, row * sizeof *o);
 		}
 		scatter(s, &v[0], o);
-		s->dma_bytes += R * row * (uint64_t)v[1].esz;
 		return NX_OK;
 	}
 	case NX_I_DMA: {
 		if (v[0].np * v[0].nf != v[1].np * v[1].nf)
 			return fail(s, "%s: source and destination sizes differ", info->name);
 		scatter(s, &v[0], gather(s, 1, &v[1]));
-		s->dma_bytes += v[1].np * v[1].nf * (uint64_t)v[1].esz;
 		return NX_OK;
 	}
 	default:

@@ -1,5 +1,6 @@
 /* runtime-stub/sim_num.c — element loads and rounding stores. Narrow floats
- * go through one generic encoder (exponent bits, mantissa bits). */
+ * go through one generic encoder (exponent bits, mantissa bits); every NaN
+ * is stored as the canonical quiet NaN. */
 #include "runtime-stub/rt.h"
 
 #include <math.h>
@@ -93,6 +94,11 @@ static int64_t to_int(double v, double lo, double hi)
 
 void nx_rt_store_elem(uint8_t *p, nx_dtype t, double v, double u01)
 {
+	/* One NaN in memory: which operand's NaN an engine passes on depends on
+	 * the order the host evaluates it, so the simulator stores the
+	 * canonical quiet NaN (positive, payload 0) for every NaN. */
+	if (isnan(v))
+		v = (double)NAN;
 	switch (t) {
 	case NX_DT_F32: {
 		float f;

@@ -264,12 +264,158 @@ static void profile_written(void **state)
 	free(s);
 }
 
+/* f32 -> bf16 and bf16 -> f32 conversions (DMA and tensor_copy), a mixed
+ * tensor_tensor and a bf16 matmul: the host-speed path of sim_fast.c gives
+ * the same bytes as the generic element encoder (NXCC_SIM_GENERIC's path),
+ * for NaN payloads, signaling NaNs, infinities, subnormals and ties. */
+static void run_conv(nx_neff *n, const void *const *ins, void *const *outs, bool generic, nx_rt_stats *st)
+{
+	nx_diag d = {0};
+	nx_rt_opts o = {0};
+	o.generic_only = generic;
+	if (nx_rt_run(n, ins, outs, &o, st, &d) != NX_OK)
+		fail_msg("%s", d.msg);
+}
+
+static void fast_path_identical(void **state)
+{
+	(void)state;
+	enum { F = 64, B = 512 };
+	int64_t i0 = 0, i1 = i0 + 128 * F * 4, o0 = i1 + 128 * B * 2, o1 = o0 + 128 * F * 2, o2 = o1 + 128 * F * 4,
+	        o3 = o2 + 128 * B * 4, o4 = o3 + 128 * F * 2, end = o4 + 64 * B * 4;
+	tp_streams *s = calloc(1, sizeof *s);
+	tp_dma(s, tp_sb(NX_DT_F32, 128, 0, F), tp_hbm(NX_DT_F32, i0, 128, F, F), 0, 0);
+	tp_dma(s, tp_sb(NX_DT_BF16, 128, 512, B), tp_hbm(NX_DT_BF16, i1, 128, B, B), 1, 0);
+	tp_wait(s, NX_ENG_SP, 1, 2);
+	tp_dma(s, tp_hbm(NX_DT_BF16, o0, 128, F, F), tp_sb(NX_DT_BF16, 128, 256, F), 2, -1);
+	tp_dma(s, tp_hbm(NX_DT_F32, o1, 128, F, F), tp_sb(NX_DT_F32, 128, 0, F), 3, -1);
+	tp_dma(s, tp_hbm(NX_DT_F32, o2, 128, B, B), tp_sb(NX_DT_F32, 128, 2048, B), 4, -1);
+	tp_dma(s, tp_hbm(NX_DT_BF16, o3, 128, F, F), tp_sb(NX_DT_BF16, 128, 4096, F), 5, -1);
+	tp_dma(s, tp_hbm(NX_DT_F32, o4, 64, B, B), tp_sb(NX_DT_F32, 64, 8192, B), 6, -1); /* the f32 DMA cast */
+
+	tp_wait(s, NX_ENG_DVE, 0, 2);
+	nx_insn *c = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	c->ap[0] = tp_sb(NX_DT_BF16, 128, 256, F);
+	c->ap[1] = tp_sb(NX_DT_F32, 128, 0, F);
+	c = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	c->ap[0] = tp_sb(NX_DT_F32, 128, 2048, B);
+	c->ap[1] = tp_sb(NX_DT_BF16, 128, 512, B);
+	nx_insn *t = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_TENSOR); /* bf16 = f32 * bf16 */
+	t->func = NX_ALU_MUL;
+	t->ap[0] = tp_sb(NX_DT_BF16, 128, 4096, F);
+	t->ap[1] = tp_sb(NX_DT_F32, 128, 0, F);
+	t->ap[2] = tp_sb(NX_DT_BF16, 128, 512, F);
+	tp_signal(s, NX_ENG_DVE, 1, 1);
+
+	tp_wait(s, NX_ENG_PE, 0, 2); /* [64,B] = in0[:, :64]^T . in1 (bf16 x bf16) */
+	nx_insn *mm = tp_add(s, NX_ENG_PE, NX_I_MATMUL);
+	mm->flags = NX_IF_START;
+	mm->ap[0] = tp_ps(64, 0, B);
+	mm->ap[1] = tp_sb(NX_DT_BF16, 128, 256, 64);
+	mm->ap[2] = tp_sb(NX_DT_BF16, 128, 512, B);
+	tp_wait(s, NX_ENG_PE, 1, 1); /* after the copy wrote the bf16 tile */
+	nx_insn *m2 = tp_add(s, NX_ENG_PE, NX_I_MATMUL);
+	*m2 = *mm;
+	m2->flags = 0; /* accumulate a second time */
+	tp_signal(s, NX_ENG_PE, 2, 1);
+	tp_wait(s, NX_ENG_ACT, 2, 1);
+	nx_insn *ac = tp_add(s, NX_ENG_ACT, NX_I_ACTIVATE);
+	ac->func = NX_ACT_EXP;
+	ac->fimm[0] = 0.25f;
+	ac->ap[0] = tp_sb(NX_DT_F32, 64, 8192, B);
+	ac->ap[1] = tp_ps(64, 0, B);
+	tp_signal(s, NX_ENG_ACT, 1, 1);
+
+	nx_neff_tensor in[2] = {tp_tensor("a", NX_DT_F32, 128, F, i0), tp_tensor("b", NX_DT_BF16, 128, B, i1)};
+	nx_neff_tensor out[5] = {tp_tensor("c", NX_DT_BF16, 128, F, o0), tp_tensor("d", NX_DT_F32, 128, F, o1),
+	                         tp_tensor("e", NX_DT_F32, 128, B, o2), tp_tensor("f", NX_DT_BF16, 128, F, o3),
+	                         tp_tensor("g", NX_DT_F32, 64, B, o4)};
+	size_t len;
+	uint8_t *bytes = tp_neff(s, in, 2, out, 5, end, 3, &len);
+	assert_non_null(bytes);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(bytes, len, "conv.neff", NULL, &d);
+	if (!n)
+		fail_msg("%s", d.msg);
+
+	uint32_t *a = malloc(128 * F * 4);
+	uint16_t *b = malloc(128 * B * 2);
+	static const uint32_t special[] = {
+		0x7fc00001, 0xffa00000, 0x7f800001 /* sNaN */, 0xff800000, 0x7f800000, 0x80000000, 0x00000000,
+		0x00000001, 0x807fffff, 0x00008000, 0x00018000 /* subnormal ties */, 0x3f808000, 0x3f818000 /* ties */,
+		0x7f7fffff /* rounds to inf */, 0x7f7f7fff, 0xff7f8000, 0x3f80ffff, 0x0080ffff};
+	uint64_t r = 88172645463325252ULL;
+	for (int i = 0; i < 128 * F; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		a[i] = i < (int)(sizeof special / 4) ? special[i] : (uint32_t)r;
+		if (i % 3 == 0 && i >= (int)(sizeof special / 4)) /* ordinary magnitudes too */
+			a[i] = (a[i] & 0x807fffff) | (uint32_t)(120 + i % 16) << 23;
+	}
+	for (int i = 0; i < 128 * B; i++)
+		b[i] = (uint16_t)i; /* every bf16 pattern */
+	const void *ins[2] = {a, b};
+	uint8_t *res[2][5];
+	for (int g = 0; g < 2; g++) {
+		for (int k = 0; k < 5; k++)
+			res[g][k] = calloc(1, (size_t)n->outputs[k].bytes);
+		nx_rt_stats st;
+		run_conv(n, ins, (void *const *)res[g], g == 1, &st);
+	}
+	for (int k = 0; k < 5; k++) {
+		if (memcmp(res[0][k], res[1][k], (size_t)n->outputs[k].bytes))
+			print_message("output %d differs\n", k);
+		assert_memory_equal(res[0][k], res[1][k], (size_t)n->outputs[k].bytes);
+	}
+	for (int i = 0; i < 128 * F; i++) { /* and both equal the element encoder */
+		uint8_t want[2];
+		float f;
+		memcpy(&f, &a[i], 4);
+		nx_rt_store_elem(want, NX_DT_BF16, (double)f, -1);
+		assert_memory_equal(res[0][0] + 2 * i, want, 2);
+	}
+	for (int g = 0; g < 2; g++)
+		for (int k = 0; k < 5; k++)
+			free(res[g][k]);
+	free(a), free(b);
+	nx_neff_free(n);
+	free(bytes);
+	free(s);
+}
+
+/* --timing-only: no memories, the same time and statistics as a full run. */
+static void timing_only_same(void **state)
+{
+	(void)state;
+	size_t len;
+	tp_streams *s = malloc(sizeof *s);
+	int64_t offs[4];
+	uint8_t *bytes = build(8, &len, s, offs);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(bytes, len, "p.neff", NULL, &d);
+	assert_non_null(n);
+	static float A[128 * 64], B[128 * 128], E[64 * 128], R[64];
+	const void *ins[2] = {A, B};
+	void *outs[2] = {E, R};
+	nx_rt_stats full, fast;
+	nx_rt_opts o = {0};
+	assert_int_equal(nx_rt_run(n, ins, outs, &o, &full, &d), NX_OK);
+	o.timing_only = true;
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &fast, &d), NX_OK);
+	assert_memory_equal(&full, &fast, sizeof full);
+	assert_true(full.dma_count == 1 + 8 + 2 && full.pe_flops == 2.0 * 128 * 64 * 128);
+	assert_true(full.hbm_read_bytes == (128 * 64 + 128 * 128) * 4 && full.hbm_write_bytes == (64 * 128 + 64) * 4);
+	nx_neff_free(n);
+	free(bytes);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(matmul_exp_reduce), cmocka_unit_test(overlap_and_serialize),
 		cmocka_unit_test(dma_queues),        cmocka_unit_test(deadlock_reported),
 		cmocka_unit_test(rounding),          cmocka_unit_test(profile_written),
+		cmocka_unit_test(fast_path_identical), cmocka_unit_test(timing_only_same),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,8 @@ static void help(void)
 	       "flags that change the output: a hit prints 'cache hit (WHERE)' and writes\n"
 	       "the cached .neff; a failed compile is cached and reported again until\n"
 	       "--retry-failed. --stats prints instruction counts per engine, HBM and SBUF\n"
-	       "use. Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n");
+	       "use. Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n"
+	       "--list-flags prints every flag the parser knows (docs/cli.md explains them).\n");
 }
 
 int nx_cmd_compile(int argc, char **argv)
@@ -44,6 +45,11 @@ int nx_cmd_compile(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			help();
+			free(rest);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--list-flags")) {
+			nx_flags_print_list(stdout);
 			free(rest);
 			return 0;
 		}

@@ -131,6 +131,7 @@ int nx_log_report(nx_log *l, const nx_diag *d)
 
 void nx_log_flags(nx_log *l, const char *cmd, int argc, char **argv, const nx_compile_flags *f)
 {
+	nx_flags_warn_unknown(l, f);
 	if (!nx_log_on(l, NX_LOG_INFO))
 		return;
 	char *line = NULL;
@@ -160,4 +161,21 @@ void nx_log_flags(nx_log *l, const char *cmd, int argc, char **argv, const nx_co
 	        f->optlevel, nx_flags_lnc(f));
 	for (int i = 0; i < f->n_accepted_no_effect; i++)
 		nx_logf(l, NX_LOG_INFO, "%s accepted; it does not change nxcc's output", f->accepted_no_effect[i]);
+}
+
+void nx_flags_warn_unknown(nx_log *l, const nx_compile_flags *f)
+{
+	if (!f->n_unknown_env)
+		return;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (!m)
+		abort();
+	for (int i = 0; i < f->n_unknown_env; i++)
+		fprintf(m, "%s'%s'", i ? ", " : "", f->unknown_env[i]);
+	fclose(m);
+	nx_logf(l, NX_LOG_WARNING, "ignoring unknown flag%s %s from NEURON_CC_FLAGS (--strict-flags makes this an error)",
+	        f->n_unknown_env > 1 ? "s" : "", line);
+	free(line);
 }

@@ -90,7 +90,10 @@ class H(BaseHTTPRequestHandler):
             nth = count["n"]
         if args.log:
             with open(args.log, "a") as f:
-                f.write(f"{nth} {self.command} {self.path}\n")
+                auth = self.headers.get("Authorization") or ""
+                akid = auth.split("Credential=", 1)[1].split("/", 1)[0] if "Credential=" in auth else "-"
+                tok = self.headers.get("x-amz-security-token") or "-"
+                f.write(f"{nth} {self.command} {self.path} key={akid} token={tok}\n")
         if nth <= args.fail_first:
             return self.err(503, "SlowDown", "Please reduce your request rate.")
         if args.forbid:

@@ -3,7 +3,9 @@
 #include "compiler/compile_cached.h"
 #include "compiler/cache.h"
 #include "compiler/cli.h"
+#include "compiler/errors.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -135,7 +137,23 @@ nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_comp
 	return st;
 }
 
-int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
+/* The result line: stdout, or (neuronx-cc mode, which prints its own
+ * status line) the log at info. */
+static void result(nx_log *log, bool to_log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void result(nx_log *log, bool to_log, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (to_log)
+		nx_logf(log, NX_LOG_INFO, "%s", buf);
+	else
+		printf("%s\n", buf);
+}
+
+int nx_compile_cached(const nx_compile_flags *f, bool stats, bool result_to_log, nx_log *log)
 {
 	const char *file = f->inputs[0];
 	nx_compile_opts o;
@@ -210,8 +228,8 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		if (nx_cli_write_file_nosync(o.output, neff, len, &d) != NX_OK) {
 			rc = nx_log_report(log, &d);
 		} else {
-			printf("cache hit (%s)%s: %s in %.3f s\n", where, waited ? " after waiting for another compile" : "",
-			       o.output, now_s() - t0);
+			result(log, result_to_log, "cache hit (%s)%s: %s in %.3f s", where,
+			       waited ? " after waiting for another compile" : "", o.output, now_s() - t0);
 			if (stats)
 				printf("neff: %zu bytes (from the cache)\n", len);
 		}
@@ -219,7 +237,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		nx_logf(log, NX_LOG_INFO, "cache: a failed compile is cached for this key");
 		nx_log_text(log, NX_LOG_ERROR, false, flog);
 		nx_logf(log, NX_LOG_ERROR,
-		        "a previous compile of %s failed (cached in %s/model.log); pass --retry-failed to compile again",
+		        NX_E_CACHED_FAILURE ": a previous compile of %s failed (cached in %s/model.log); pass --retry-failed to compile again",
 		        file, where);
 		rc = NX_EXIT_USER;
 	} else {
@@ -255,9 +273,10 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 				rc = nx_log_report(log, &d);
 			} else {
 				if (!not_stored)
-					printf("cache miss: compiled %s in %.3f s, stored in %s\n", file, now_s() - t0, where);
+					result(log, result_to_log, "cache miss: compiled %s in %.3f s, stored in %s", file, now_s() - t0, where);
 				else
-					printf("cache miss: compiled %s in %.3f s, not stored: %s\n", file, now_s() - t0, not_stored);
+					result(log, result_to_log, "cache miss: compiled %s in %.3f s, not stored: %s", file, now_s() - t0,
+					       not_stored);
 				if (stats)
 					print_stats(&r, o.target);
 			}

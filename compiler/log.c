@@ -1,6 +1,7 @@
 /* compiler/log.c — console and --logfile messages (compiler/log.h). */
 #include "compiler/log.h"
 #include "compiler/cli.h"
+#include "compiler/errors.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -109,7 +110,16 @@ void nx_log_text(nx_log *l, nx_log_level lvl, bool console, const char *text)
 int nx_log_report(nx_log *l, const nx_diag *d)
 {
 	nx_log_level lvl = d->status == NX_ERR_INTERNAL ? NX_LOG_CRITICAL : NX_LOG_ERROR;
-	char *s = nx_diag_format(d);
+	char *s;
+	if (l->codes && !(d->msg && strncmp(d->msg, "NXCC_E", 6) == 0)) {
+		/* "file:1:2: error: NXCC_EINP001: msg": the code leads the message */
+		nx_diag coded = *d;
+		coded.msg = nx_xasprintf("%s: %s", nx_error_code(d), d->msg ? d->msg : "unknown error");
+		s = nx_diag_format(&coded);
+		free(coded.msg);
+	} else {
+		s = nx_diag_format(d);
+	}
 	/* the diagnostic carries its own "file:line: error:" form: keep it as is */
 	if (lvl >= l->console)
 		fputs(s, stderr);

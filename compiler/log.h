@@ -19,6 +19,7 @@ typedef struct nx_log {
 	nx_log_level console;    /* stderr gets this level and above */
 	nx_log_level file_level; /* the file gets this level and above */
 	FILE *file;              /* --logfile; NULL = none */
+	bool codes;              /* errors carry their NXCC_E code (neuronx-cc mode) */
 } nx_log;
 
 /* Sets the thresholds from f and opens f->logfile (truncated) when given.

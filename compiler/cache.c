@@ -477,6 +477,26 @@ nx_status nx_cache_store_failure(nx_cache *c, const nx_cache_key *k, const void 
 	return st;
 }
 
+nx_status nx_cache_store_graph(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                               const char *flags_json, nx_diag *d)
+{
+	if (!c->usable)
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "%s", nx_cache_unusable_reason(c));
+	nx_status st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
+	if (st != NX_OK)
+		give_up(c, "store", d);
+	return st;
+}
+
+int nx_cache_read_obj(nx_cache *c, const char *version, const char *key, const char *file, uint8_t **data,
+                      size_t *len, nx_diag *d)
+{
+	char *n = obj(version, key, file);
+	int r = c->be->get(c->impl, n, data, len, d);
+	free(n);
+	return r;
+}
+
 /* ------------------------------------------------------------ maintenance */
 
 static int cmp_entry(const void *a, const void *b)

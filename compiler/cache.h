@@ -118,6 +118,16 @@ nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb,
 nx_status nx_cache_store_failure(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
                                  const char *flags_json, const char *log, nx_diag *d);
 
+/* Records a graph to compile later (neuron_parallel_compile --command
+ * collect): model.hlo_module.pb and compile_flags.json, no model.done, so
+ * the entry is "incomplete" until a compile of the key stores its neff. */
+nx_status nx_cache_store_graph(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                               const char *flags_json, nx_diag *d);
+/* One object of an entry ("model.hlo_module.pb"): 1 read (*data malloc'd),
+ * 0 absent, -1 error (d set). */
+int nx_cache_read_obj(nx_cache *c, const char *version, const char *key, const char *file, uint8_t **data,
+                      size_t *len, nx_diag *d);
+
 /* ---- maintenance (nxcc cache) ---- */
 
 typedef enum { NX_ENTRY_DONE, NX_ENTRY_FAILED, NX_ENTRY_INCOMPLETE } nx_cache_entry_state;

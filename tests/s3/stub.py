@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ap = argparse.ArgumentParser()
 ap.add_argument("--fail-first", type=int, default=0)
 ap.add_argument("--forbid", action="store_true")
+ap.add_argument("--buckets", default=None, help="comma list: other buckets answer 404 NoSuchBucket")
 ap.add_argument("--log", default=None, help="append one line per request here")
 args = ap.parse_args()
 SECRET = os.environ.get("STUB_SECRET", "S3RVER")
@@ -106,6 +107,8 @@ class H(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         parts = urllib.parse.unquote(path).lstrip("/").split("/", 1)
         bucket, key = parts[0], parts[1] if len(parts) > 1 else ""
+        if args.buckets and bucket not in args.buckets.split(","):
+            return self.err(404, "NoSuchBucket", "The specified bucket does not exist")
         if self.command == "PUT":
             objects[(bucket, key)] = (body, datetime.now(timezone.utc))
             return self.reply(200)

@@ -370,17 +370,25 @@ static int compile_jobs(jobs *js, const char *tmp, int num_parallel, int retries
 		if (!keep)
 			abort();
 		for (int w = 0; w < nw; w++) {
-			nx_compile_flags one;
-			nx_diag od = {0};
-			char *single[2] = {words[w], NULL};
-			bool known = nx_flags_parse(1, single, NULL, &one, &od) == NX_OK && one.n_inputs == 0;
+			/* a flag alone, or with the next word as its value */
+			int took = 0;
+			for (int len = 1; len <= 2 && !took && w + len <= nw; len++) {
+				nx_compile_flags one;
+				nx_diag od = {0};
+				/* probed on trn2, where every --lnc is valid: the whole set is
+				 * checked together below */
+				char *probe[3] = {"--target=trn2", words[w], len == 2 ? words[w + 1] : NULL};
+				if (nx_flags_parse(len + 1, probe, NULL, &one, &od) == NX_OK && one.n_inputs == 0)
+					took = len;
+				nx_flags_free(&one);
+				nx_diag_clear(&od);
+			}
 			/* where output goes and what is logged stay ours */
-			known = known && strncmp(words[w], "--output", 8) && strncmp(words[w], "--logfile", 9) &&
-			        strncmp(words[w], "--cache", 7) && strncmp(words[w], "--verbose", 9);
-			if (known)
-				keep[nk++] = words[w];
-			nx_flags_free(&one);
-			nx_diag_clear(&od);
+			bool ours = !strncmp(words[w], "--output", 8) || !strncmp(words[w], "--logfile", 9) ||
+			            !strncmp(words[w], "--cache", 7) || !strncmp(words[w], "--verbose", 9);
+			for (int k = 0; k < took && !ours; k++)
+				keep[nk++] = words[w + k];
+			w += took ? took - 1 : 0;
 		}
 		keep[nk++] = "--cache-dir";
 		keep[nk++] = (char *)cache_url;

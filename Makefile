@@ -137,3 +137,18 @@ $(BUILD)/bench/bench_eval_dot: bench/bench_eval_dot.c $(BUILD)/libnxcc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
 bench: $(BUILD)/bench/bench_eval_dot
+
+# make install PREFIX=/usr/local DESTDIR=: nxcc, and the Neuron tool names
+# as symlinks to it (argv[0] picks the mode: docs/cli.md).
+PREFIX  ?= /usr/local
+BINDIR  := $(DESTDIR)$(PREFIX)/bin
+install: all install-links
+	install -d $(BINDIR)
+	install -m 755 $(BUILD)/nxcc $(BINDIR)/nxcc
+install-links:
+	install -d $(BINDIR)
+	ln -sf nxcc $(BINDIR)/neuronx-cc
+	ln -sf nxcc $(BINDIR)/neuron_parallel_compile
+uninstall:
+	rm -f $(BINDIR)/nxcc $(BINDIR)/neuronx-cc $(BINDIR)/neuron_parallel_compile
+.PHONY: install install-links uninstall

@@ -21,6 +21,7 @@ struct nx_cache {
 	void *impl;
 	char *url;
 	bool usable;
+	char *why_unusable; /* what give_up said, for "not stored: <reason>" */
 	nx_cache_log_fn log;
 	void *log_ud;
 };
@@ -52,8 +53,62 @@ static void give_up(nx_cache *c, const char *what, const nx_diag *d)
 	if (!c->usable)
 		return;
 	c->usable = false;
+	c->why_unusable = nx_xasprintf("%s failed: %s", what, d && d->msg ? d->msg : "unknown error");
 	say(c, 1, "compile cache %s: %s failed (%s); continuing without the cache", c->url, what,
 	    d && d->msg ? d->msg : "unknown error");
+}
+
+const char *nx_cache_unusable_reason(const nx_cache *c)
+{
+	return c->why_unusable ? c->why_unusable : "the cache is unusable";
+}
+
+/* Objects of a directory cache are readable by everyone who may enter the
+ * directory (a cache is shared by the users of a machine), whatever the
+ * umask of the process that stored them. */
+static void share_obj(nx_cache *c, const char *name)
+{
+	if (strcmp(c->be->kind, "dir") != 0)
+		return;
+	char *path = nx_xasprintf("%s/%s", c->url, name);
+	chmod(path, 0644);
+	char *slash = strrchr(path, '/');
+	*slash = 0;
+	chmod(path, 0755);
+	free(path);
+}
+
+static nx_status put_obj(nx_cache *c, const char *name, const void *data, size_t len, nx_diag *d)
+{
+	nx_status st = c->be->put(c->impl, name, data, len, d);
+	if (st == NX_OK)
+		share_obj(c, name);
+	return st;
+}
+
+/* The default location is shared by every user of a machine: the root and
+ * its version directory are created world-writable and sticky, like /tmp
+ * (anyone may add entries, only an entry's owner may delete it). */
+static void make_shared_dir(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0)
+		return;
+	if (mkdir(path, 01777) == 0)
+		chmod(path, 01777); /* mkdir's mode went through the umask */
+}
+
+nx_status nx_cache_open_existing(const char *url, nx_cache **out, nx_diag *d)
+{
+	*out = NULL;
+	if (url && strncmp(url, "s3://", 5) != 0) {
+		const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
+		struct stat st;
+		if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+			return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "no compile cache at %s (%s)", path,
+			                   stat(path, &st) != 0 ? strerror(errno) : "not a directory");
+	}
+	return nx_cache_open(url, out, d);
 }
 
 const char *nx_cache_location(const char *cache_dir_flag)
@@ -63,7 +118,15 @@ const char *nx_cache_location(const char *cache_dir_flag)
 	const char *env = getenv("NEURON_COMPILE_CACHE_URL");
 	if (env && *env)
 		return env;
-	return NX_CACHE_DEFAULT_DIR;
+	return nx_cache_default_dir();
+}
+
+const char *nx_cache_default_dir(void)
+{
+	/* tests cannot own /var/tmp: they move the default (hooks only) */
+	const char *hooks = getenv("NXCC_TEST_HOOKS");
+	const char *t = hooks && strcmp(hooks, "1") == 0 ? getenv("NXCC_TEST_DEFAULT_CACHE_DIR") : NULL;
+	return t && *t ? t : NX_CACHE_DEFAULT_DIR;
 }
 
 nx_status nx_cache_open(const char *url, nx_cache **out, nx_diag *d)
@@ -86,6 +149,12 @@ nx_status nx_cache_open(const char *url, nx_cache **out, nx_diag *d)
 			canon[--n] = 0;
 	} else {
 		const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
+		if (strcmp(path, nx_cache_default_dir()) == 0) {
+			make_shared_dir(path);
+			char *ver = nx_xasprintf("%s/%s", path, VERSION_DIR);
+			make_shared_dir(ver);
+			free(ver);
+		}
 		be = &nx_cache_fs_backend;
 		impl = nx_cache_fs_open(path, d);
 		canon = nx_xstrdup(path);
@@ -111,6 +180,7 @@ void nx_cache_close(nx_cache *c)
 	if (!c)
 		return;
 	c->be->close(c->impl);
+	free(c->why_unusable);
 	free(c->url);
 	free(c);
 }
@@ -275,8 +345,15 @@ nx_status nx_cache_lock_key(nx_cache *c, const nx_cache_key *k, nx_cache_lock *l
 	char *entry = nx_xasprintf("%s/%s", VERSION_DIR, k->name);
 	char *dir = c->be->lock_dir(c->impl, entry);
 	free(entry);
-	if (!dir)
-		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot create a lock directory for %s", k->name);
+	if (!dir) {
+		nx_status st = nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot create a lock directory for %s: %s", k->name,
+		                           strerror(errno));
+		/* a directory cache keeps its locks in the entry: no lock means no
+		 * entry either, so this is the one warning, not the first of two */
+		if (strcmp(c->be->kind, "dir") == 0)
+			give_up(c, "lock", d);
+		return st;
+	}
 	char *path = nx_xasprintf("%s/model.lock", dir);
 	free(dir);
 	/* A lock file can be unlinked (nxcc cache clear-locks) between our open
@@ -293,6 +370,8 @@ nx_status nx_cache_lock_key(nx_cache *c, const nx_cache_key *k, nx_cache_lock *l
 		}
 		if (fd < 0) {
 			nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot open lock: %s", strerror(errno));
+			if (strcmp(c->be->kind, "dir") == 0)
+				give_up(c, "lock", d);
 			free(path);
 			return st;
 		}
@@ -344,12 +423,12 @@ static nx_status put_entry_files(nx_cache *c, const nx_cache_key *k, const void 
 	nx_status st = NX_OK;
 	if (hlo_pb) {
 		char *n = obj(VERSION_DIR, k->name, "model.hlo_module.pb");
-		st = c->be->put(c->impl, n, hlo_pb, hlo_len, d);
+		st = put_obj(c, n, hlo_pb, hlo_len, d);
 		free(n);
 	}
 	if (st == NX_OK && flags_json) {
 		char *n = obj(VERSION_DIR, k->name, "compile_flags.json");
-		st = c->be->put(c->impl, n, flags_json, strlen(flags_json), d);
+		st = put_obj(c, n, flags_json, strlen(flags_json), d);
 		free(n);
 	}
 	return st;
@@ -367,14 +446,14 @@ nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb,
                          const char *flags_json, const void *neff, size_t neff_len, nx_diag *d)
 {
 	if (!c->usable)
-		return NX_OK;
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "%s", nx_cache_unusable_reason(c));
 	/* An old marker must not vouch for a neff while we replace it. */
 	nx_status st = del_quiet(c, k, "model.done", d);
 	if (st == NX_OK)
 		st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
 	if (st == NX_OK) {
 		char *n = obj(VERSION_DIR, k->name, "model.neff");
-		st = c->be->put(c->impl, n, neff, neff_len, d);
+		st = put_obj(c, n, neff, neff_len, d);
 		free(n);
 	}
 	if (st == NX_OK && nx_cache_test_before_done)
@@ -384,7 +463,7 @@ nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb,
 		nx_sha256_hex(neff, neff_len, hex);
 		char *line = nx_xasprintf("%s %s\n", hex, k->name);
 		char *n = obj(VERSION_DIR, k->name, "model.done");
-		st = c->be->put(c->impl, n, line, strlen(line), d);
+		st = put_obj(c, n, line, strlen(line), d);
 		free(n);
 		free(line);
 	}
@@ -399,18 +478,38 @@ nx_status nx_cache_store_failure(nx_cache *c, const nx_cache_key *k, const void 
                                  const char *flags_json, const char *log, nx_diag *d)
 {
 	if (!c->usable)
-		return NX_OK;
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "%s", nx_cache_unusable_reason(c));
 	nx_status st = del_quiet(c, k, "model.done", d);
 	if (st == NX_OK)
 		st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
 	if (st == NX_OK) {
 		char *n = obj(VERSION_DIR, k->name, "model.log");
-		st = c->be->put(c->impl, n, log ? log : "", log ? strlen(log) : 0, d);
+		st = put_obj(c, n, log ? log : "", log ? strlen(log) : 0, d);
 		free(n);
 	}
 	if (st != NX_OK)
 		give_up(c, "store", d);
 	return st;
+}
+
+nx_status nx_cache_store_graph(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                               const char *flags_json, nx_diag *d)
+{
+	if (!c->usable)
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "%s", nx_cache_unusable_reason(c));
+	nx_status st = put_entry_files(c, k, hlo_pb, hlo_len, flags_json, d);
+	if (st != NX_OK)
+		give_up(c, "store", d);
+	return st;
+}
+
+int nx_cache_read_obj(nx_cache *c, const char *version, const char *key, const char *file, uint8_t **data,
+                      size_t *len, nx_diag *d)
+{
+	char *n = obj(version, key, file);
+	int r = c->be->get(c->impl, n, data, len, d);
+	free(n);
+	return r;
 }
 
 /* ------------------------------------------------------------ maintenance */

@@ -27,8 +27,14 @@
  *
  * Degradation: lookup never fails; an unreachable or forbidden store is a
  * miss with one warning through the log callback, and later operations on
- * that cache are skipped. Store errors are returned, and the caller treats
- * them as warnings: a cache never fails a compile that could succeed. */
+ * that cache are skipped. A failed store (or, on a directory cache, a lock
+ * that cannot be created) is that one warning too; nx_cache_store then
+ * returns the error (also when an earlier failure made the cache unusable),
+ * which the caller reports on its result line ("not stored: <reason>"),
+ * never as a second warning: a cache never fails a compile that could
+ * succeed. The default directory is created sticky and world-writable (1777,
+ * like /tmp) with its version directory; stored objects are made 0644 and
+ * entry directories 0755 whatever the umask (docs/cache.md). */
 #ifndef NX_CACHE_H
 #define NX_CACHE_H
 
@@ -55,6 +61,9 @@ typedef enum { NX_CACHE_MISS = 0, NX_CACHE_HIT = 1, NX_CACHE_FAILED = 2 } nx_cac
 /* Picks the location: cache_dir_flag (--cache-dir), else
  * $NEURON_COMPILE_CACHE_URL, else NX_CACHE_DEFAULT_DIR. */
 const char *nx_cache_location(const char *cache_dir_flag);
+/* NX_CACHE_DEFAULT_DIR (tests move it: NXCC_TEST_HOOKS=1 with
+ * NXCC_TEST_DEFAULT_CACHE_DIR). */
+const char *nx_cache_default_dir(void);
 
 /* Opens the cache at url (a path, file://path, or s3://bucket[/prefix]).
  * Creates a local root if missing. An S3 cache opens without network
@@ -62,6 +71,13 @@ const char *nx_cache_location(const char *cache_dir_flag);
  * local root that cannot be created. */
 nx_status nx_cache_open(const char *url, nx_cache **out, nx_diag *d);
 void nx_cache_close(nx_cache *c);
+/* nx_cache_open for commands that only read or maintain a cache (nxcc cache
+ * list|stats|verify|prune|clear-locks): a local root that does not exist is
+ * an error ("no compile cache at PATH"), never created. */
+nx_status nx_cache_open_existing(const char *url, nx_cache **out, nx_diag *d);
+/* Why the cache stopped being used ("store failed: ..."), for the result
+ * line's "not stored: <reason>". */
+const char *nx_cache_unusable_reason(const nx_cache *c);
 void nx_cache_set_log(nx_cache *c, nx_cache_log_fn fn, void *ud);
 /* "dir" or "s3". */
 const char *nx_cache_kind(const nx_cache *c);
@@ -101,6 +117,16 @@ nx_status nx_cache_store(nx_cache *c, const nx_cache_key *k, const void *hlo_pb,
 /* Records a failed compile: model.hlo_module.pb (if given), compile_flags.json, model.log. */
 nx_status nx_cache_store_failure(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
                                  const char *flags_json, const char *log, nx_diag *d);
+
+/* Records a graph to compile later (neuron_parallel_compile --command
+ * collect): model.hlo_module.pb and compile_flags.json, no model.done, so
+ * the entry is "incomplete" until a compile of the key stores its neff. */
+nx_status nx_cache_store_graph(nx_cache *c, const nx_cache_key *k, const void *hlo_pb, size_t hlo_len,
+                               const char *flags_json, nx_diag *d);
+/* One object of an entry ("model.hlo_module.pb"): 1 read (*data malloc'd),
+ * 0 absent, -1 error (d set). */
+int nx_cache_read_obj(nx_cache *c, const char *version, const char *key, const char *file, uint8_t **data,
+                      size_t *len, nx_diag *d);
 
 /* ---- maintenance (nxcc cache) ---- */
 

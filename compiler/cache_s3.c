@@ -98,7 +98,8 @@ static int s3_get(void *be, const char *name, uint8_t **data, size_t *len, nx_di
 		*len = r.len;
 		return 1;
 	}
-	if (r.status == 404)
+	/* a missing bucket is not a missing object: it is a store that cannot work */
+	if (r.status == 404 && !(r.body && strstr((const char *)r.body, "<Code>NoSuchBucket</Code>")))
 		ret = 0;
 	else {
 		fail(d, "GET", name, &r);

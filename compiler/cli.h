@@ -10,6 +10,11 @@
 #include "compiler/commands.def"
 #undef CMD
 
+/* nxcc run as `neuronx-cc` and as `neuron_parallel_compile` (symlinks;
+ * compiler/mode_neuronx_cc.c, compiler/mode_npc.c). argv[0] is the program. */
+int nx_neuronx_cc_main(int argc, char **argv);
+int nx_npc_main(int argc, char **argv);
+
 /* Exit statuses (DESIGN.md section 10). */
 enum { NX_EXIT_OK = 0, NX_EXIT_USER = 1, NX_EXIT_ICE = 70 };
 

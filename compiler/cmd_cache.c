@@ -24,32 +24,30 @@ static void usage(FILE *f)
 	           "                       (SIZE: bytes, or with K, M, G, T suffix)\n"
 	           "  clear-locks          delete lock files nobody holds (never needed for\n"
 	           "                       correctness: locks die with their process)\n\n"
-	           "The cache is --cache-dir, else NEURON_COMPILE_CACHE_URL, else --cache-dir in\n"
-	           "NEURON_CC_FLAGS, else " NX_CACHE_DEFAULT_DIR ".\n");
+	           "The cache is --cache-dir (or --cache_dir), else --cache_dir in NEURON_CC_FLAGS,\n"
+	           "else NEURON_COMPILE_CACHE_URL, else " NX_CACHE_DEFAULT_DIR ": the rule of\n"
+	           "nxcc compile. These commands never create the cache directory.\n");
 }
 
-/* The cache location for maintenance commands. */
+/* The cache location for maintenance commands: the rule of nxcc compile
+ * (nx_cache_location), with --cache-dir/--cache_dir from this command line,
+ * else from NEURON_CC_FLAGS, above NEURON_COMPILE_CACHE_URL (as in the
+ * Neuron docs), above the default. */
 static const char *resolve(const char *flag, char **owned)
 {
 	*owned = NULL;
 	if (flag)
 		return flag;
-	const char *env = getenv("NEURON_COMPILE_CACHE_URL");
-	if (env && *env)
-		return env;
 	const char *ccf = getenv("NEURON_CC_FLAGS");
 	if (ccf && *ccf) {
 		nx_compile_flags f;
 		nx_diag d = {0};
-		if (nx_flags_parse(0, NULL, ccf, &f, &d) == NX_OK && f.cache_dir) {
+		if (nx_flags_parse(0, NULL, ccf, &f, &d) == NX_OK && f.cache_dir)
 			*owned = nx_xstrdup(f.cache_dir);
-		}
 		nx_flags_free(&f);
 		nx_diag_clear(&d);
-		if (*owned)
-			return *owned;
 	}
-	return NX_CACHE_DEFAULT_DIR;
+	return nx_cache_location(*owned);
 }
 
 static const char *state_name(nx_cache_entry_state s)
@@ -368,7 +366,7 @@ int nx_cmd_cache(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		const char *v;
 		int r;
-		if ((r = nx_cli_flag(argc, argv, &i, "--cache-dir", &v))) {
+		if ((r = nx_cli_flag(argc, argv, &i, "--cache-dir", &v)) || (r = nx_cli_flag(argc, argv, &i, "--cache_dir", &v))) {
 			if (r < 0)
 				return NX_EXIT_USER;
 			dir = v;
@@ -396,7 +394,7 @@ int nx_cmd_cache(int argc, char **argv)
 	const char *url = resolve(dir, &owned);
 	nx_cache *c;
 	nx_diag d = {0};
-	if (nx_cache_open(url, &c, &d) != NX_OK) {
+	if (nx_cache_open_existing(url, &c, &d) != NX_OK) {
 		free(owned);
 		return report(&d);
 	}

@@ -3,6 +3,7 @@
  * spelling (compiler/flags.c), NEURON_CC_FLAGS merged, the command line wins. */
 #include "compiler/cli.h"
 #include "compiler/compile_cached.h"
+#include "compiler/errors.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,10 +39,21 @@ static void help(void)
 	       "block per kernel: kind, tiling, loop nest, engines, resident inputs), the\n"
 	       "memory plan (SBUF regions, PSUM halves, HBM placement) and/or the engine\n"
 	       "streams (disassembly) after compiling (no cache lookup; docs/lowering.md).\n"
-	       "Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n");
+	       "Exit 1 on a bad input or an unsupported op, 70 on an internal error.\n"
+	       "--list-flags prints every flag the parser knows (docs/cli.md explains them).\n");
 }
 
-int nx_cmd_compile(int argc, char **argv)
+/* Whether the command line itself (not NEURON_CC_FLAGS, which belongs to
+ * the framework and its own cache) names a compile cache. */
+static bool cache_asked(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		if (!strncmp(argv[i], "--cache-dir", 11) || !strncmp(argv[i], "--cache_dir", 11))
+			return true;
+	return false;
+}
+
+int nx_compile_main(int argc, char **argv, bool neuronx_cc)
 {
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	if (!rest)
@@ -79,6 +91,11 @@ int nx_cmd_compile(int argc, char **argv)
 			free(rest);
 			return 0;
 		}
+		if (!strcmp(argv[i], "--list-flags")) {
+			nx_flags_print_list(stdout);
+			free(rest);
+			return 0;
+		}
 		if (!strcmp(argv[i], "--stats"))
 			stats = true;
 		else
@@ -87,20 +104,37 @@ int nx_cmd_compile(int argc, char **argv)
 	nx_compile_flags f;
 	nx_diag d = {0};
 	nx_log log = {0};
+	log.codes = neuronx_cc;
 	int rc;
-	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK)
-		rc = nx_cli_report(&d);
+	nx_status pst = nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d);
+	if (pst == NX_OK && neuronx_cc) {
+		/* the framework wrapper's conventions: a log file by default, and
+		 * no cache of our own under the framework's unless asked for */
+		if (!f.logfile)
+			f.logfile = nx_xstrdup("log-neuron-cc.txt");
+		if (!cache_asked(nrest, rest))
+			f.no_cache = true;
+	}
+	if (pst != NX_OK)
+		rc = nx_log_report(&log, &d);
 	else if (f.n_inputs == 0)
-		rc = nx_cli_usage_error("compile", "no input file (see nxcc compile --help)");
+		rc = nx_cli_usage_error("compile", NX_E_ARG_INPUTS ": no input file (see %s compile --help)",
+		                        neuronx_cc ? "neuronx-cc" : "nxcc");
 	else if (f.n_inputs > 1)
-		rc = nx_cli_usage_error("compile", "more than one input file ('%s', '%s')", f.inputs[0], f.inputs[1]);
+		rc = nx_cli_usage_error("compile", NX_E_ARG_INPUTS ": more than one input file ('%s', '%s')", f.inputs[0],
+		                        f.inputs[1]);
 	else if (nx_log_open(&log, &f, &d) != NX_OK)
-		rc = nx_cli_report(&d);
+		rc = nx_log_report(&log, &d);
 	else {
 		f.dump_lower = dump;
-		nx_log_flags(&log, "compile", argc - 1, argv + 1, &f);
-		rc = nx_compile_cached(&f, stats, &log);
+		nx_log_flags(&log, neuronx_cc ? "neuronx-cc compile" : "compile", argc - 1, argv + 1, &f);
+		rc = nx_compile_cached(&f, stats, neuronx_cc, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "compile %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
+	}
+	/* neuronx-cc's last word, which framework wrappers look for */
+	if (neuronx_cc) {
+		printf("Compiler status %s\n", rc == 0 ? "PASS" : "ERROR");
+		nx_log_filef(&log, NX_LOG_INFO, "Compiler status %s", rc == 0 ? "PASS" : "ERROR");
 	}
 	if (!nx_log_close(&log)) {
 		fprintf(stderr, "%s: error: cannot write the log file: %s\n", f.logfile, strerror(errno));
@@ -111,4 +145,9 @@ int nx_cmd_compile(int argc, char **argv)
 	nx_flags_free(&f);
 	free(rest);
 	return rc;
+}
+
+int nx_cmd_compile(int argc, char **argv)
+{
+	return nx_compile_main(argc, argv, false);
 }

@@ -29,6 +29,11 @@ static void usage(FILE *f)
 	        "  --retries N          compile a failed graph again up to N times (default 0)\n"
 	        "  --shard I/N          compile only shard I (0-based) of N; the split is by key,\n"
 	        "                       so N machines sharing one cache cover every graph once\n"
+	        "  --shard auto         I and N from the scheduler: Slurm (SLURM_PROCID/SLURM_NTASKS,\n"
+	        "                       or an array's SLURM_ARRAY_TASK_ID/COUNT), a Kubernetes\n"
+	        "                       Indexed Job (JOB_COMPLETION_INDEX, NXCC_SHARD_COUNT) or an\n"
+	        "                       AWS Batch array (AWS_BATCH_JOB_ARRAY_INDEX/_SIZE); the\n"
+	        "                       report defaults to compilation_report.IofN.json\n"
 	        "  --report FILE        JSON report (default compilation_report.json)\n"
 	        "  --output-dir DIR     also keep each .neff as DIR/<key>.neff\n"
 	        "  --xla-dump-dir DIR   with -- COMMAND: dump there and keep it (default: a\n"
@@ -37,6 +42,55 @@ static void usage(FILE *f)
 	        "Every `nxcc compile` flag (see nxcc compile --help; NEURON_CC_FLAGS is merged)\n"
 	        "is accepted and passed on to each compile; --cache-dir, --no-cache and\n"
 	        "--retry-failed apply to the whole run. Exit 0 only when no graph failed.\n");
+}
+
+/* --shard auto: this task's shard from the scheduler that started it.
+ * Returns 0 with *i, *n and a description in why; -1 (message in why) when
+ * no scheduler's variables are set or they make no sense. */
+static int shard_from_env(int *i, int *n, char *why, size_t wn)
+{
+	static const struct {
+		const char *sched, *index, *count, *count2, *min;
+	} src[] = {
+		/* an array job's task: its index in the array */
+		{"Slurm array", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", NULL, "SLURM_ARRAY_TASK_MIN"},
+		/* a task of srun -n N / sbatch --ntasks N */
+		{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", NULL, NULL},
+		/* Kubernetes Indexed Job: the index is set, the count is not (the
+		 * Job's .spec.completions, passed as NXCC_SHARD_COUNT) */
+		{"Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", "NXCC_SHARD_COUNT", NULL, NULL},
+		{"AWS Batch array job", "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE", "NXCC_SHARD_COUNT", NULL},
+	};
+	for (size_t k = 0; k < sizeof(src) / sizeof(src[0]); k++) {
+		const char *iv = getenv(src[k].index);
+		if (!iv || !*iv)
+			continue;
+		const char *cv = getenv(src[k].count), *cname = src[k].count;
+		if ((!cv || !*cv) && src[k].count2) {
+			cv = getenv(src[k].count2);
+			cname = src[k].count2;
+		}
+		if (!cv || !*cv) {
+			snprintf(why, wn, "%s=%s is set but %s is not (the number of shards)", src[k].index, iv, src[k].count);
+			return -1;
+		}
+		char *e1, *e2;
+		long idx = strtol(iv, &e1, 10), cnt = strtol(cv, &e2, 10);
+		const char *mv = src[k].min ? getenv(src[k].min) : NULL;
+		if (mv && *mv)
+			idx -= strtol(mv, NULL, 10);
+		if (*e1 || *e2 || cnt < 1 || cnt > 1000000 || idx < 0 || idx >= cnt) {
+			snprintf(why, wn, "%s=%s and %s=%s do not give a shard 0 <= I < N", src[k].index, iv, cname, cv);
+			return -1;
+		}
+		*i = (int)idx;
+		*n = (int)cnt;
+		snprintf(why, wn, "%s: %s=%s, %s=%s", src[k].sched, src[k].index, iv, cname, cv);
+		return 0;
+	}
+	snprintf(why, wn, "no scheduler environment: SLURM_PROCID/SLURM_NTASKS, SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, "
+	                  "JOB_COMPLETION_INDEX/NXCC_SHARD_COUNT or AWS_BATCH_JOB_ARRAY_INDEX/AWS_BATCH_JOB_ARRAY_SIZE");
+	return -1;
 }
 
 static int parse_int(const char *s, int lo, int *out)
@@ -112,6 +166,8 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 	o.report = "compilation_report.json";
 	const char *dump_dir = NULL;
 	char **cmd = NULL;
+	bool shard_auto = false, report_set = false;
+	char shard_report[64];
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	if (!rest)
 		abort();
@@ -161,8 +217,15 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--shard", &v))) {
 			if (r < 0)
 				goto out;
-			char extra;
-			if (sscanf(v, "%d/%d%c", &o.shard_i, &o.shard_n, &extra) != 2 || o.shard_n < 1 || o.shard_i < 0 ||
+			char extra, why[512];
+			if (strcmp(v, "auto") == 0) {
+				if (shard_from_env(&o.shard_i, &o.shard_n, why, sizeof(why)) != 0) {
+					rc = nx_cli_usage_error("parallel-compile", "--shard auto: %s", why);
+					goto out;
+				}
+				fprintf(stderr, "nxcc parallel-compile: shard %d/%d (%s)\n", o.shard_i, o.shard_n, why);
+				shard_auto = true;
+			} else if (sscanf(v, "%d/%d%c", &o.shard_i, &o.shard_n, &extra) != 2 || o.shard_n < 1 || o.shard_i < 0 ||
 			    o.shard_i >= o.shard_n) {
 				rc = nx_cli_usage_error("parallel-compile", "bad --shard '%s' (I/N with 0 <= I < N)", v);
 				goto out;
@@ -171,6 +234,7 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 			if (r < 0)
 				goto out;
 			o.report = v;
+			report_set = true;
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--output-dir", &v))) {
 			if (r < 0)
 				goto out;
@@ -186,6 +250,11 @@ int nx_cmd_parallel_compile(int argc, char **argv)
 		}
 	}
 
+	/* shards of one job often share a working directory: one report each */
+	if (shard_auto && !report_set && o.shard_n > 1) {
+		snprintf(shard_report, sizeof(shard_report), "compilation_report.%dof%d.json", o.shard_i, o.shard_n);
+		o.report = shard_report;
+	}
 	nx_compile_flags f;
 	nx_log log = {0};
 	if (nx_flags_parse(nrest, rest, getenv("NEURON_CC_FLAGS"), &f, &d) != NX_OK) {

@@ -3,7 +3,9 @@
 #include "compiler/compile_cached.h"
 #include "compiler/cache.h"
 #include "compiler/cli.h"
+#include "compiler/errors.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,7 +143,23 @@ nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_comp
 	return st;
 }
 
-int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
+/* The result line: stdout, or (neuronx-cc mode, which prints its own
+ * status line) the log at info. */
+static void result(nx_log *log, bool to_log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void result(nx_log *log, bool to_log, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (to_log)
+		nx_logf(log, NX_LOG_INFO, "%s", buf);
+	else
+		printf("%s\n", buf);
+}
+
+int nx_compile_cached(const nx_compile_flags *f, bool stats, bool result_to_log, nx_log *log)
 {
 	const char *file = f->inputs[0];
 	nx_compile_opts o;
@@ -181,9 +199,11 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		return nx_log_report(log, &d);
 	}
 	nx_cache *c = NULL;
+	char *no_cache_why = NULL; /* the cache could not be opened: why */
 	if (nx_cache_open(nx_cache_location(f->cache_dir), &c, &d) != NX_OK) {
 		/* a cache that cannot be opened never stops a compile */
 		nx_logf(log, NX_LOG_WARNING, "compile cache unusable: %s", d.msg);
+		no_cache_why = nx_xstrdup(d.msg ? d.msg : "cannot open the compile cache");
 		nx_diag_clear(&d);
 		c = NULL;
 	}
@@ -200,7 +220,9 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 	nx_cache_result cr = c ? nx_cache_lookup(c, &k, f->retry_failed, &neff, &len, &flog) : NX_CACHE_MISS;
 	if (cr == NX_CACHE_MISS && c) {
 		if (nx_cache_lock_key(c, &k, &lk, &waited, &d) != NX_OK) {
-			nx_logf(log, NX_LOG_WARNING, "%s; compiling without the lock", d.msg);
+			/* an unusable cache has said so once already */
+			if (nx_cache_usable(c))
+				nx_logf(log, NX_LOG_WARNING, "%s; compiling without the lock", d.msg);
 			nx_diag_clear(&d);
 		}
 		if (waited)
@@ -215,8 +237,8 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		if (nx_cli_write_file_nosync(o.output, neff, len, &d) != NX_OK) {
 			rc = nx_log_report(log, &d);
 		} else {
-			printf("cache hit (%s)%s: %s in %.3f s\n", where, waited ? " after waiting for another compile" : "",
-			       o.output, now_s() - t0);
+			result(log, result_to_log, "cache hit (%s)%s: %s in %.3f s", where,
+			       waited ? " after waiting for another compile" : "", o.output, now_s() - t0);
 			if (stats)
 				printf("neff: %zu bytes (from the cache)\n", len);
 		}
@@ -224,7 +246,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		nx_logf(log, NX_LOG_INFO, "cache: a failed compile is cached for this key");
 		nx_log_text(log, NX_LOG_ERROR, false, flog);
 		nx_logf(log, NX_LOG_ERROR,
-		        "a previous compile of %s failed (cached in %s/model.log); pass --retry-failed to compile again",
+		        NX_E_CACHED_FAILURE ": a previous compile of %s failed (cached in %s/model.log); pass --retry-failed to compile again",
 		        file, where);
 		rc = NX_EXIT_USER;
 	} else {
@@ -237,28 +259,37 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 		if (st != NX_OK) {
 			char *msg = nx_diag_format(&d);
 			if (c && nx_cache_store_failure(c, &k, pb, pb_len, flags_json, msg, &pd) != NX_OK)
-				nx_diag_clear(&pd);
+				nx_logf(log, NX_LOG_INFO, "cache: failure not stored: %s", pd.msg);
 			else if (c)
 				nx_logf(log, NX_LOG_INFO, "cache: stored the failure in %s", where);
+			nx_diag_clear(&pd);
 			free(msg);
 			rc = nx_log_report(log, &d);
 		} else {
-			if (c && nx_cache_store(c, &k, pb, pb_len, flags_json, r.neff, r.len, &pd) != NX_OK) {
-				nx_logf(log, NX_LOG_WARNING, "not cached: %s", pd.msg);
-				nx_diag_clear(&pd);
-			} else if (c) {
+			/* The result line says what happened to the entry; the one
+			 * warning of a failed store came from the cache itself. */
+			char *not_stored = NULL;
+			if (!c)
+				not_stored = nx_xstrdup(no_cache_why);
+			else if (nx_cache_store(c, &k, pb, pb_len, flags_json, r.neff, r.len, &pd) != NX_OK)
+				not_stored = nx_xstrdup(pd.msg ? pd.msg : "store failed");
+			nx_diag_clear(&pd);
+			if (not_stored)
+				nx_logf(log, NX_LOG_INFO, "cache: not stored: %s", not_stored);
+			else
 				nx_logf(log, NX_LOG_INFO, "cache: stored in %s", where);
-			}
 			if (nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK) {
 				rc = nx_log_report(log, &d);
 			} else {
-				if (c)
-					printf("cache miss: compiled %s in %.3f s, stored in %s\n", file, now_s() - t0, where);
+				if (!not_stored)
+					result(log, result_to_log, "cache miss: compiled %s in %.3f s, stored in %s", file, now_s() - t0, where);
 				else
-					printf("cache miss (cache unusable): compiled %s in %.3f s\n", file, now_s() - t0);
+					result(log, result_to_log, "cache miss: compiled %s in %.3f s, not stored: %s", file, now_s() - t0,
+					       not_stored);
 				if (stats)
 					print_stats(&r, o.target);
 			}
+			free(not_stored);
 		}
 		free(pb);
 	}
@@ -271,6 +302,7 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log)
 	free(neff);
 	free(flog);
 	free(where);
+	free(no_cache_why);
 	nx_cache_close(c);
 	nx_module_free(m);
 	return rc;

@@ -29,8 +29,16 @@ nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_comp
                             bool keep_module, nx_compile_result *r, nx_diag *d);
 
 /* Compiles f->inputs[0] to the output file through the cache. Prints what
- * happened; returns the exit status. stats: print --stats after a compile
- * or hit. Messages go through log (--verbose, --logfile). */
-int nx_compile_cached(const nx_compile_flags *f, bool stats, nx_log *log);
+ * happened (the result line: "cache hit (WHERE): OUT in T s", "cache miss:
+ * compiled FILE in T s, stored in WHERE" or "..., not stored: REASON"; to
+ * the log at info instead when result_to_log); returns the exit status.
+ * stats: print --stats after a compile or hit. Messages go through log
+ * (--verbose, --logfile). */
+int nx_compile_cached(const nx_compile_flags *f, bool stats, bool result_to_log, nx_log *log);
+
+/* `nxcc compile` (neuronx_cc false) and `neuronx-cc compile` (true: the
+ * framework wrapper's conventions, compiler/mode_neuronx_cc.c). argv[0] is
+ * the subcommand. */
+int nx_compile_main(int argc, char **argv, bool neuronx_cc);
 
 #endif

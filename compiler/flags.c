@@ -1,5 +1,6 @@
 /* compiler/flags.c — neuronx-cc compile flags, NEURON_CC_FLAGS, canonical form. */
 #include "compiler/flags.h"
+#include "compiler/errors.h"
 #include "nx_build_id.h"
 
 #include <ctype.h>
@@ -9,19 +10,19 @@
 #include <strings.h>
 
 /* How a flag takes its value. */
-enum { F_BOOL, F_VALUE };
+enum { F_BOOL, F_VALUE, F_LIST };
 
 /* What a flag means. NOEFFECT flags are accepted and listed, nothing more. */
 typedef enum {
 	K_FRAMEWORK, K_TARGET, K_MODEL_TYPE, K_AUTO_CAST, K_AUTO_CAST_TYPE, K_OPTLEVEL, K_LNC,
 	K_SATURATE_INF, K_MIXED_ACC_ON, K_MIXED_ACC_OFF, K_EXPERIMENTAL_O1, K_DISABLE_PASS,
 	K_OUTPUT, K_LOGFILE, K_VERBOSE, K_WORKDIR, K_CACHE_DIR, K_NO_CACHE, K_RETRY_FAILED,
-	K_DUMP_AFTER, K_DUMP_DIR, K_VERIFY_EACH, K_TIME_PASSES, K_NOEFFECT,
+	K_DUMP_AFTER, K_DUMP_DIR, K_VERIFY_EACH, K_TIME_PASSES, K_STRICT_FLAGS, K_NOEFFECT,
 } flag_kind;
 
 typedef struct {
 	const char *name; /* as written, with its dashes */
-	int arity;
+	int arity; /* F_LIST: one value, then more words up to the next flag or file */
 	flag_kind kind;
 } flag_spec;
 
@@ -48,22 +49,29 @@ static const flag_spec specs[] = {
 	{"--logfile", F_VALUE, K_LOGFILE},
 	{"--verbose", F_VALUE, K_VERBOSE},
 	{"--workdir", F_VALUE, K_WORKDIR},
+	{"--compile_workdir", F_VALUE, K_WORKDIR},
+	{"--log_level", F_VALUE, K_VERBOSE},
 	{"--cache-dir", F_VALUE, K_CACHE_DIR},
 	{"--cache_dir", F_VALUE, K_CACHE_DIR},
 	{"--no-cache", F_BOOL, K_NO_CACHE},
+	{"--no_cache", F_BOOL, K_NO_CACHE},
 	{"--retry-failed", F_BOOL, K_RETRY_FAILED},
 	{"--retry_failed_compilation", F_BOOL, K_RETRY_FAILED},
 	{"--dump-after", F_VALUE, K_DUMP_AFTER},
 	{"--dump-dir", F_VALUE, K_DUMP_DIR},
 	{"--verify-each", F_BOOL, K_VERIFY_EACH},
 	{"--time-passes", F_BOOL, K_TIME_PASSES},
+	{"--strict-flags", F_BOOL, K_STRICT_FLAGS},
 	/* Accepted for compatibility; nxcc's output does not depend on them. */
 	{"--enable-fast-loading-neuron-binaries", F_BOOL, K_NOEFFECT},
 	{"--enable-fast-context-switch", F_BOOL, K_NOEFFECT},
 	{"--distribution-strategy", F_VALUE, K_NOEFFECT},
 	{"--native-int64", F_VALUE, K_NOEFFECT},
 	{"--implicit-integer-downcast", F_VALUE, K_NOEFFECT},
-	{"--pipeline", F_VALUE, K_NOEFFECT},
+	{"--pipeline", F_LIST, K_NOEFFECT},
+	{"--execute-repetition", F_VALUE, K_NOEFFECT},
+	{"--enable-dge", F_BOOL, K_NOEFFECT},
+	{"--disable-dge", F_BOOL, K_NOEFFECT},
 	{"--neuroncore-pipeline-cores", F_VALUE, K_NOEFFECT},
 	{"--tensorizer-options", F_VALUE, K_NOEFFECT},
 	{"--internal-hlo2tensorizer-options", F_VALUE, K_NOEFFECT},
@@ -132,6 +140,7 @@ void nx_flags_free(nx_compile_flags *f)
 	free_list(f->dump_after, f->n_dump_after);
 	free(f->dump_dir);
 	free_list(f->accepted_no_effect, f->n_accepted_no_effect);
+	free_list(f->unknown_env, f->n_unknown_env);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -191,7 +200,7 @@ int nx_flags_split(const char *s, char ***words, nx_diag *d)
 unbalanced:
 	free(w);
 	free_list(v, n);
-	nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "NEURON_CC_FLAGS: unbalanced quote in '%s'", s);
+	nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, NX_E_ARG_ENV ": NEURON_CC_FLAGS: unbalanced quote in '%s'", s);
 	*words = NULL;
 	return -1;
 }
@@ -208,9 +217,14 @@ static const enum_name target_names[] = {
 	{"trn2", NX_TARGET_TRN2}, {NULL, 0}};
 static const enum_name model_names[] = {
 	{"generic", NX_MODEL_GENERIC}, {"transformer", NX_MODEL_TRANSFORMER},
-	{"unet-inference", NX_MODEL_UNET_INFERENCE}, {NULL, 0}};
+	{"unet-inference", NX_MODEL_UNET_INFERENCE},
+	/* neuronx-cc's CNN pattern set: nxcc has none of its own, so it compiles
+	 * (and keys) as generic */
+	{"cnn-training", NX_MODEL_GENERIC}, {NULL, 0}};
 static const enum_name cast_names[] = {
-	{"none", NX_AUTOCAST_NONE}, {"matmult", NX_AUTOCAST_MATMULT}, {"all", NX_AUTOCAST_ALL}, {NULL, 0}};
+	{"none", NX_AUTOCAST_NONE}, {"matmult", NX_AUTOCAST_MATMULT}, {"all", NX_AUTOCAST_ALL},
+	{"matmul", NX_AUTOCAST_MATMULT}, /* the CLI reference's spelling */
+	{NULL, 0}};
 static const enum_name cast_type_names[] = {
 	{"bf16", NX_CASTTYPE_BF16}, {"fp16", NX_CASTTYPE_FP16}, {"tf32", NX_CASTTYPE_TF32},
 	{"fp8_e4m3", NX_CASTTYPE_FP8_E4M3}, {"fp8_e5m2", NX_CASTTYPE_FP8_E5M2}, {NULL, 0}};
@@ -244,8 +258,8 @@ static nx_status parse_enum(const enum_name *t, const char *flag, const char *va
 		if (e[1].name)
 			strncat(allowed, "|", sizeof(allowed) - strlen(allowed) - 1);
 	}
-	return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "invalid value '%s' for %s (expected %s)", val, flag,
-	                   allowed);
+	return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, NX_E_ARG_VALUE ": invalid value '%s' for %s (expected %s)", val,
+	                   flag, allowed);
 }
 
 static nx_status parse_int_range(const char *flag, const char *val, int lo, int hi, int *out, nx_diag *d)
@@ -258,8 +272,8 @@ static nx_status parse_int_range(const char *flag, const char *val, int lo, int 
 	char *end;
 	long v = strtol(p, &end, 10);
 	if (!*p || *end || v < lo || v > hi)
-		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "invalid value '%s' for %s (expected %d..%d)", val,
-		                   flag, lo, hi);
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, NX_E_ARG_VALUE ": invalid value '%s' for %s (expected %d..%d)",
+		                   val, flag, lo, hi);
 	*out = (int)v;
 	return NX_OK;
 }
@@ -300,7 +314,7 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 	case K_FRAMEWORK:
 		if (strcasecmp(val, "XLA") != 0)
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
-			                   "unsupported --framework '%s' (nxcc compiles XLA HLO only)", val);
+			                   NX_E_ARG_VALUE ": unsupported --framework '%s' (nxcc compiles XLA HLO only)", val);
 		set_str(&f->framework, "XLA");
 		break;
 	case K_TARGET:
@@ -348,13 +362,22 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 	case K_DUMP_DIR: set_str(&f->dump_dir, val); break;
 	case K_VERIFY_EACH: f->verify_each = true; break;
 	case K_TIME_PASSES: f->time_passes = true; break;
+	case K_STRICT_FLAGS: f->strict_flags = true; break;
 	case K_NOEFFECT: push(&f->accepted_no_effect, &f->n_accepted_no_effect, written); break;
 	}
 	return st;
 }
 
+/* A word that --pipeline's list may take: a stage name, not a flag or file. */
+static bool list_word(const char *w)
+{
+	return w[0] != '-' && !strchr(w, '/') && !strchr(w, '.');
+}
+
 /* Finds the spec for argv[*i], extracting its value (advancing *i over a
- * separate value). Returns NULL when the flag is unknown. */
+ * separate value; an F_LIST flag also over the further words of its list,
+ * which are dropped: only no-effect flags take lists). Returns NULL when
+ * the flag is unknown. */
 static const flag_spec *match(int argc, char **argv, int *i, const char **val, bool *missing)
 {
 	const char *a = argv[*i];
@@ -387,9 +410,63 @@ static const flag_spec *match(int argc, char **argv, int *i, const char **val, b
 			*val = argv[++*i];
 		else
 			*missing = true;
+		if (s->arity == F_LIST && !*missing)
+			while (*i + 1 < argc && list_word(argv[*i + 1]))
+				++*i;
 		return s;
 	}
 	return NULL;
+}
+
+/* Edit distance (insert, delete, substitute), for "did you mean". Dashes
+ * and underscores count as equal: --cache_dir is --cache-dir. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return 99;
+	int row[64];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			char x = a[i - 1] == '_' ? '-' : (char)tolower((unsigned char)a[i - 1]);
+			char y = b[j - 1] == '_' ? '-' : (char)tolower((unsigned char)b[j - 1]);
+			int best = diag + (x != y);
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = row[j];
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *nx_flags_suggest(const char *name)
+{
+	const char *best = NULL;
+	int bd = 99;
+	for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+		int dist = edit_distance(name, specs[k].name);
+		if (dist < bd) {
+			bd = dist;
+			best = specs[k].name;
+		}
+	}
+	/* a third of the name may be wrong, at least 2 characters */
+	int limit = (int)strlen(name) / 3;
+	return bd <= (limit < 2 ? 2 : limit) ? best : NULL;
+}
+
+void nx_flags_print_list(FILE *out)
+{
+	for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++)
+		fprintf(out, "%s%s\n", specs[k].name,
+		        specs[k].arity == F_BOOL ? "" : specs[k].arity == F_LIST ? " VALUE..." : " VALUE");
 }
 
 static nx_status parse_words(nx_compile_flags *f, int argc, char **argv, bool from_env, nx_diag *d)
@@ -400,7 +477,7 @@ static nx_status parse_words(nx_compile_flags *f, int argc, char **argv, bool fr
 		if (a[0] != '-' || a[1] == 0) {
 			if (from_env)
 				return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
-				                   "NEURON_CC_FLAGS holds a non-flag word '%s'", a);
+				                   NX_E_ARG_ENV ": NEURON_CC_FLAGS holds a non-flag word '%s'", a);
 			push(&f->inputs, &f->n_inputs, a);
 			continue;
 		}
@@ -416,12 +493,25 @@ static nx_status parse_words(nx_compile_flags *f, int argc, char **argv, bool fr
 			}
 			char name[128];
 			snprintf(name, sizeof(name), "%.*s", (int)strcspn(a, "="), a);
-			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "unknown flag '%s'%s", name, where);
+			if (from_env) {
+				/* NEURON_CC_FLAGS reaches every rank of a job, and holds
+				 * flags of other Neuron versions: ignored (the caller warns
+				 * once), unless --strict-flags. It holds flags only, so a
+				 * word after an unknown flag that is not one is its value. */
+				push(&f->unknown_env, &f->n_unknown_env, name);
+				if (!strchr(a, '=') && i + 1 < argc && argv[i + 1][0] != '-')
+					i++;
+				continue;
+			}
+			const char *sug = nx_flags_suggest(name);
+			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, NX_E_ARG_UNKNOWN ": unknown flag '%s'%s%s%s",
+			                   name, sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
 		}
 		if (missing)
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
-			                   s->arity == F_BOOL ? "%s takes no value%s" : "%s needs a value%s", s->name,
-			                   where);
+			                   s->arity == F_BOOL ? NX_E_ARG_VALUE ": %s takes no value%s"
+			                                      : NX_E_ARG_VALUE ": %s needs a value%s",
+			                   s->name, where);
 		char written[512];
 		if (val)
 			snprintf(written, sizeof(written), "%s=%s", s->name, val);
@@ -482,7 +572,21 @@ nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags,
 		if (st != NX_OK)
 			return st;
 	}
-	return parse_words(out, argc, argv, false, d);
+	nx_status st = parse_words(out, argc, argv, false, d);
+	if (st != NX_OK)
+		return st;
+	if (out->strict_flags && out->n_unknown_env) {
+		const char *sug = nx_flags_suggest(out->unknown_env[0]);
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+		                   NX_E_ARG_UNKNOWN ": unknown flag '%s' (from NEURON_CC_FLAGS; --strict-flags)%s%s%s",
+		                   out->unknown_env[0], sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
+	}
+	/* neuronx-cc: a logical NeuronCore of 2 physical ones exists on trn2 only */
+	if (out->lnc == 2 && out->target != NX_TARGET_TRN2)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0,
+		                   NX_E_ARG_COMBO ": --lnc 2 is not supported on --target %s (trn2 only; use --lnc 1)",
+		                   nx_target_name(out->target));
+	return NX_OK;
 }
 
 /* -------------------------------------------------------------- canonical */
@@ -569,6 +673,10 @@ char *nx_flags_canonical_json(const nx_compile_flags *f)
 	qsort(dp, (size_t)f->n_disable_pass, sizeof(char *), cmp_str);
 	for (int i = 0, first = 1; i < f->n_disable_pass; i++) {
 		if (i > 0 && strcmp(dp[i], dp[i - 1]) == 0)
+			continue;
+		/* a name nxcc has no pass for disables nothing: the program, and
+		 * so the key, is the same as without it (the driver warns) */
+		if (!nx_pass_find(dp[i]))
 			continue;
 		if (!first)
 			append(&b, &len, &cap, ",");

@@ -13,6 +13,8 @@
 #define NX_FLAGS_H
 
 #include "ir/ir.h"
+
+#include <stdio.h>
 #include "passes/pass.h" /* nx_model_type, nx_autocast_mode: one enum for flags and passes */
 
 typedef enum { NX_TARGET_TRN1, NX_TARGET_TRN1N, NX_TARGET_INF2, NX_TARGET_TRN2 } nx_target_kind; /* not nx_target: backend/target/target.h has that */
@@ -65,6 +67,13 @@ typedef struct nx_compile_flags {
 	 * as written ("--enable-fast-context-switch", "--pipeline=compile") */
 	char **accepted_no_effect;
 	int n_accepted_no_effect;
+
+	/* unknown flags found in NEURON_CC_FLAGS (names, without values):
+	 * ignored, and the caller warns once (nx_log_flags); an error instead
+	 * with --strict-flags. On the command line an unknown flag is an error. */
+	char **unknown_env;
+	int n_unknown_env;
+	bool strict_flags;           /* --strict-flags */
 } nx_compile_flags;
 
 /* Parses argv[0..argc) (argv[0] is the first flag, not the program name)
@@ -75,6 +84,13 @@ typedef struct nx_compile_flags {
 nx_status nx_flags_parse(int argc, char **argv, const char *env_neuron_cc_flags,
                          nx_compile_flags *out, nx_diag *d);
 void nx_flags_free(nx_compile_flags *f);
+/* The known flag nearest to name (edit distance, '_' = '-'), or NULL when
+ * none is near enough to suggest: "did you mean". */
+const char *nx_flags_suggest(const char *name);
+/* Every flag the parser knows, one a line, in table order: "--target VALUE",
+ * "--no-cache", "--pipeline VALUE..." (nxcc compile --list-flags; docs/cli.md
+ * holds the same list and tests/e2e/cli_flags.sh compares them). */
+void nx_flags_print_list(FILE *out);
 /* Sets is_input[i] for each argv word nx_flags_parse would take as a
  * positional input (the rest are flags and their values), so a caller can
  * pass the flags on without the inputs (nxcc parallel-compile). */

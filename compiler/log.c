@@ -1,6 +1,7 @@
 /* compiler/log.c — console and --logfile messages (compiler/log.h). */
 #include "compiler/log.h"
 #include "compiler/cli.h"
+#include "compiler/errors.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -113,7 +114,16 @@ void nx_log_text(nx_log *l, nx_log_level lvl, bool console, const char *text)
 int nx_log_report(nx_log *l, const nx_diag *d)
 {
 	nx_log_level lvl = d->status == NX_ERR_INTERNAL ? NX_LOG_CRITICAL : NX_LOG_ERROR;
-	char *s = nx_diag_format(d);
+	char *s;
+	if (l->codes && !(d->msg && strncmp(d->msg, "NXCC_E", 6) == 0)) {
+		/* "file:1:2: error: NXCC_EINP001: msg": the code leads the message */
+		nx_diag coded = *d;
+		coded.msg = nx_xasprintf("%s: %s", nx_error_code(d), d->msg ? d->msg : "unknown error");
+		s = nx_diag_format(&coded);
+		free(coded.msg);
+	} else {
+		s = nx_diag_format(d);
+	}
 	/* the diagnostic carries its own "file:line: error:" form: keep it as is */
 	if (lvl >= l->console)
 		fputs(s, stderr);
@@ -135,6 +145,7 @@ int nx_log_report(nx_log *l, const nx_diag *d)
 
 void nx_log_flags(nx_log *l, const char *cmd, int argc, char **argv, const nx_compile_flags *f)
 {
+	nx_flags_warn_unknown(l, f);
 	if (!nx_log_on(l, NX_LOG_INFO))
 		return;
 	char *line = NULL;
@@ -164,4 +175,21 @@ void nx_log_flags(nx_log *l, const char *cmd, int argc, char **argv, const nx_co
 	        f->optlevel, nx_flags_lnc(f));
 	for (int i = 0; i < f->n_accepted_no_effect; i++)
 		nx_logf(l, NX_LOG_INFO, "%s accepted; it does not change nxcc's output", f->accepted_no_effect[i]);
+}
+
+void nx_flags_warn_unknown(nx_log *l, const nx_compile_flags *f)
+{
+	if (!f->n_unknown_env)
+		return;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (!m)
+		abort();
+	for (int i = 0; i < f->n_unknown_env; i++)
+		fprintf(m, "%s'%s'", i ? ", " : "", f->unknown_env[i]);
+	fclose(m);
+	nx_logf(l, NX_LOG_WARNING, "ignoring unknown flag%s %s from NEURON_CC_FLAGS (--strict-flags makes this an error)",
+	        f->n_unknown_env > 1 ? "s" : "", line);
+	free(line);
 }

@@ -19,6 +19,7 @@ typedef struct nx_log {
 	nx_log_level console;    /* stderr gets this level and above */
 	nx_log_level file_level; /* the file gets this level and above */
 	FILE *file;              /* --logfile; NULL = none */
+	bool codes;              /* errors carry their NXCC_E code (neuronx-cc mode) */
 } nx_log;
 
 /* Sets the thresholds from f and opens f->logfile (truncated) when given.
@@ -43,5 +44,8 @@ int nx_log_report(nx_log *l, const nx_diag *d);
 /* The flags as parsed: the command line, NEURON_CC_FLAGS, the canonical
  * (cache key) form and each accepted-no-effect flag, at info. */
 void nx_log_flags(nx_log *l, const char *cmd, int argc, char **argv, const nx_compile_flags *f);
+/* One warning naming every unknown flag NEURON_CC_FLAGS held (nothing when
+ * none); nx_log_flags calls it, commands without a log call it directly. */
+void nx_flags_warn_unknown(nx_log *l, const nx_compile_flags *f);
 
 #endif

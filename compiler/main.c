@@ -36,6 +36,13 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	nx_set_ice_handler(exit_ice);
+	/* installed under the Neuron tools' names (symlinks), nxcc is them */
+	const char *self = strrchr(argv[0], '/');
+	self = self ? self + 1 : argv[0];
+	if (strcmp(self, "neuronx-cc") == 0)
+		return nx_neuronx_cc_main(argc, argv);
+	if (strcmp(self, "neuron_parallel_compile") == 0)
+		return nx_npc_main(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return NX_EXIT_USER;

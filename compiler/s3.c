@@ -1,5 +1,6 @@
 /* compiler/s3.c — S3 requests over libcurl with SigV4, retries and timeouts. */
 #include "compiler/s3.h"
+#include "compiler/aws_creds.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ struct nx_s3 {
 	long budget_ms;   /* NXCC_S3_TIMEOUT: total time for one request, retries included */
 	int64_t max_body; /* for the next request only (nx_s3_set_limits); 0 = default */
 	long extra_ms;    /* for the next request only: added to the budget */
+	nx_aws_creds creds; /* from the chain at the first request (compiler/aws_creds.h) */
+	bool have_creds;
 };
 
 static const char *env(const char *name)
@@ -68,14 +71,8 @@ nx_s3 *nx_s3_new(const char *bucket, nx_diag *d)
 	s->base = nx_xstrdup(buf);
 	snprintf(buf, sizeof(buf), "aws:amz:%s:s3", region);
 	s->sigv4 = nx_xstrdup(buf);
-	const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
-	if (ak && sk) {
-		snprintf(buf, sizeof(buf), "%s:%s", ak, sk);
-		s->userpwd = nx_xstrdup(buf);
-	}
-	const char *tok = env("AWS_SESSION_TOKEN");
-	if (tok)
-		s->token = nx_xstrdup(tok);
+	/* credentials come from the chain at the first request: opening a
+	 * cache costs no network (compiler/aws_creds.h) */
 	const char *bo = env("NXCC_S3_BACKOFF_MS");
 	s->backoff_ms = bo ? atoi(bo) : 100;
 	const char *to = env("NXCC_S3_TIMEOUT");
@@ -96,6 +93,7 @@ void nx_s3_free(nx_s3 *s)
 	free(s->sigv4);
 	free(s->userpwd);
 	free(s->token);
+	nx_aws_creds_free(&s->creds);
 	free(s);
 }
 
@@ -272,8 +270,8 @@ static const char *invalid_response(CURL *c, const char *method, long status, co
 	return NULL;
 }
 
-nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const char *query, const void *body,
-                        size_t len, nx_s3_resp *r, nx_diag *d)
+static nx_status request_once(nx_s3 *s, const char *method, const char *key, const char *query, const void *body,
+                              size_t len, nx_s3_resp *r, nx_diag *d)
 {
 	/* Limits of this request; the defaults suit listings and markers. */
 	size_t max_body = s->max_body > 0 ? (size_t)s->max_body : (size_t)64 << 20;
@@ -390,5 +388,42 @@ nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const cha
 		            errbuf[0] ? errbuf : curl_easy_strerror(last));
 	curl_slist_free_all(h);
 	free(url);
+	return st;
+}
+
+/* Resolves (or refreshes, when temporary credentials near their expiry)
+ * the credentials the requests are signed with. */
+static nx_status use_creds(nx_s3 *s, bool force, nx_diag *d)
+{
+	if (s->have_creds && !force && !nx_aws_creds_stale(&s->creds, (int64_t)time(NULL)))
+		return NX_OK;
+	nx_aws_creds_free(&s->creds);
+	s->have_creds = false;
+	free(s->userpwd);
+	free(s->token);
+	s->userpwd = s->token = NULL;
+	if (nx_aws_creds_resolve(&s->creds, d) != NX_OK)
+		return NX_ERR_IO;
+	s->have_creds = true;
+	s->userpwd = nx_xasprintf("%s:%s", s->creds.access_key, s->creds.secret_key);
+	s->token = s->creds.token ? nx_xstrdup(s->creds.token) : NULL;
+	return NX_OK;
+}
+
+nx_status nx_s3_request(nx_s3 *s, const char *method, const char *key, const char *query, const void *body,
+                        size_t len, nx_s3_resp *r, nx_diag *d)
+{
+	memset(r, 0, sizeof(*r));
+	if (use_creds(s, false, d) != NX_OK)
+		return NX_ERR_IO;
+	nx_status st = request_once(s, method, key, query, body, len, r, d);
+	/* temporary credentials can expire between our check and the server's */
+	if (st == NX_OK && (r->status == 400 || r->status == 403) && s->creds.expires && r->body &&
+	    strstr((const char *)r->body, "<Code>ExpiredToken</Code>")) {
+		free(r->body);
+		if (use_creds(s, true, d) != NX_OK)
+			return NX_ERR_IO;
+		st = request_once(s, method, key, query, body, len, r, d);
+	}
 	return st;
 }

@@ -1,11 +1,12 @@
 /* compiler/s3.h — a small S3 client over libcurl (SigV4 via CURLOPT_AWS_SIGV4).
  *
- * Configuration from the standard AWS variables: AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION (else
+ * Configuration from the standard AWS variables: AWS_REGION (else
  * AWS_DEFAULT_REGION, else us-east-1), AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL
  * (a custom endpoint is addressed path-style: <endpoint>/<bucket>/<key>;
  * AWS itself virtual-host style: https://<bucket>.s3.<region>.amazonaws.com/<key>).
- * Without credentials requests go unsigned (public buckets).
+ * Credentials come from the AWS credential chain (compiler/aws_creds.h) at
+ * the first request, and again when temporary ones near their expiry or S3
+ * says ExpiredToken; without any, nx_s3_request fails (nothing is sent).
  *
  * Every request retries on transport errors, 500/502/503/504, 429 and
  * SlowDown, at most NX_S3_TRIES times with exponential backoff and full

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ap = argparse.ArgumentParser()
 ap.add_argument("--fail-first", type=int, default=0)
 ap.add_argument("--forbid", action="store_true")
+ap.add_argument("--buckets", default=None, help="comma list: other buckets answer 404 NoSuchBucket")
 ap.add_argument("--log", default=None, help="append one line per request here")
 args = ap.parse_args()
 SECRET = os.environ.get("STUB_SECRET", "S3RVER")
@@ -90,7 +91,10 @@ class H(BaseHTTPRequestHandler):
             nth = count["n"]
         if args.log:
             with open(args.log, "a") as f:
-                f.write(f"{nth} {self.command} {self.path}\n")
+                auth = self.headers.get("Authorization") or ""
+                akid = auth.split("Credential=", 1)[1].split("/", 1)[0] if "Credential=" in auth else "-"
+                tok = self.headers.get("x-amz-security-token") or "-"
+                f.write(f"{nth} {self.command} {self.path} key={akid} token={tok}\n")
         if nth <= args.fail_first:
             return self.err(503, "SlowDown", "Please reduce your request rate.")
         if args.forbid:
@@ -103,6 +107,8 @@ class H(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         parts = urllib.parse.unquote(path).lstrip("/").split("/", 1)
         bucket, key = parts[0], parts[1] if len(parts) > 1 else ""
+        if args.buckets and bucket not in args.buckets.split(","):
+            return self.err(404, "NoSuchBucket", "The specified bucket does not exist")
         if self.command == "PUT":
             objects[(bucket, key)] = (body, datetime.now(timezone.utc))
             return self.reply(200)

@@ -136,9 +136,47 @@ static void test_errors(void **state)
 	parse_err("--framework TENSORFLOW", NULL, "XLA");
 	parse_err("--verbose loud", NULL, "--verbose");
 	parse_err("--no-cache=maybe", NULL, "takes no value");
-	parse_err("", "--bogus", "NEURON_CC_FLAGS");
+	parse_err("--strict-flags", "--bogus", "unknown flag '--bogus' (from NEURON_CC_FLAGS; --strict-flags)");
+	parse_err("--cache-dri /x", NULL, "NXCC_EARG001: unknown flag '--cache-dri' (did you mean '--cache-dir'?)");
+	parse_err("--retry_failed_compilaton", NULL, "(did you mean '--retry_failed_compilation'?)");
+	parse_err("--lnc 2 --target trn1", NULL, "NXCC_EARG003: --lnc 2 is not supported on --target trn1");
+	parse_err("--lnc 2", NULL, "NXCC_EARG003");
+	parse_err("--auto-cast matmal", NULL, "NXCC_EARG002: invalid value 'matmal' for --auto-cast");
 	parse_err("", "model.hlo", "non-flag word");
 	parse_err("", "--target 'trn1", "unbalanced");
+}
+
+/* The flags real pipelines put in NEURON_CC_FLAGS (issue 13): accepted,
+ * wrapper flags consumed the way the torch-neuronx wrapper does. */
+static void test_pipeline_flags(void **state)
+{
+	(void)state;
+	nx_compile_flags f;
+	parse_ok("m.hlo", "--no_cache --log_level=INFO --compile_workdir=/tmp/w --execute-repetition=1 "
+	         "--pipeline compile SaveTemps --model-type=cnn-training --auto-cast=matmul --enable-dge", &f);
+	assert_true(f.no_cache);
+	assert_int_equal(f.verbose, NX_LOG_INFO);
+	assert_string_equal(f.workdir, "/tmp/w");
+	assert_int_equal(f.model_type, NX_MODEL_GENERIC);
+	assert_int_equal(f.auto_cast, NX_AUTOCAST_MATMULT);
+	assert_int_equal(f.n_inputs, 1); /* SaveTemps went to --pipeline, not to the inputs */
+	assert_int_equal(f.n_unknown_env, 0);
+	assert_int_equal(f.n_accepted_no_effect, 3);
+	nx_flags_free(&f);
+	/* --pipeline's list stops at a file name */
+	parse_ok("--pipeline compile SaveTemps model.hlo", NULL, &f);
+	assert_int_equal(f.n_inputs, 1);
+	assert_string_equal(f.inputs[0], "model.hlo");
+	nx_flags_free(&f);
+	/* unknown flags from NEURON_CC_FLAGS are recorded (and ignored), with their values */
+	parse_ok("m.hlo", "--frobnicate 3 --target inf2 --zap=1", &f);
+	assert_int_equal(f.n_unknown_env, 2);
+	assert_string_equal(f.unknown_env[0], "--frobnicate");
+	assert_string_equal(f.unknown_env[1], "--zap");
+	assert_int_equal(f.target, NX_TARGET_INF2);
+	nx_flags_free(&f);
+	parse_ok("--lnc 2 --target trn2", NULL, &f);
+	nx_flags_free(&f);
 }
 
 static void test_env_merge(void **state)
@@ -223,6 +261,9 @@ static void test_canonical(void **state)
 	same("--target trn2 --enable-saturate-infinity", "--target trn2");
 	same("--target trn2", "--target trn2 -lnc 2");
 	same("--disable-pass b,a --disable-pass a", "--disable-pass=a --disable-pass=b");
+	/* a name nxcc has no pass for disables nothing: same program, same key */
+	same("--disable-pass cse,no-such-pass", "--disable-pass cse");
+	same("--disable-pass NeuronLoopFusion", "");
 	differ("", "-O1");
 	differ("", "--target inf2");
 	differ("--auto-cast all", "--auto-cast all --auto-cast-type fp16");
@@ -249,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),   cmocka_unit_test(test_all_spellings),
 		cmocka_unit_test(test_optlevel_forms), cmocka_unit_test(test_lnc_forms),
 		cmocka_unit_test(test_errors),     cmocka_unit_test(test_env_merge),
+		cmocka_unit_test(test_pipeline_flags),
 		cmocka_unit_test(test_split),      cmocka_unit_test(test_canonical),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

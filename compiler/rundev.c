@@ -24,19 +24,26 @@ nx_type nx_rundev_type(nx_dtype t)
 	}
 }
 
+nx_status nx_rundev_input_bytes(const nx_neff *n, int k, const nx_literal *l, void *out, nx_diag *d)
+{
+	const nx_rt_tensor *t = &n->inputs[k];
+	int dt;
+	if (nx_shape_elems(l->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld", k,
+		                   t->name, (long long)nx_shape_elems(l->shape),
+		                   (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
+	if (!nx_lower_literal_bytes(l, out, &dt) || dt != (int)t->dtype)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s", k,
+		                   t->name, nx_dtype_names[t->dtype]);
+	return NX_OK;
+}
+
 static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx_diag *d)
 {
 	for (int k = 0; k < n->ninputs; k++) {
-		const nx_rt_tensor *t = &n->inputs[k];
-		ib[k] = calloc((size_t)t->bytes + 1, 1);
-		int dt;
-		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
-			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
-			                   k, t->name, (long long)nx_shape_elems(in[k]->shape),
-			                   (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
-		if (!nx_lower_literal_bytes(in[k], ib[k], &dt) || dt != (int)t->dtype)
-			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s",
-			                   k, t->name, nx_dtype_names[t->dtype]);
+		ib[k] = calloc((size_t)n->inputs[k].bytes + 1, 1);
+		if (nx_rundev_input_bytes(n, k, in[k], ib[k], d) != NX_OK)
+			return d->status;
 	}
 	return NX_OK;
 }

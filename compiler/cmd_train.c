@@ -621,6 +621,11 @@ static int train(train_args *A, train_config *cf, int nc, nx_log *log)
 			goto fail;
 	const nx_neff *n0 = neffs[0];
 	int np = n0->ninputs;
+	if (n0->nreplicas > 1) {
+		nx_diag_set(&d, NX_ERR_INPUT, A->file, 0, 0,
+		            "the program runs on %d replicas; nxcc train simulates one NeuronCore", n0->nreplicas);
+		goto fail;
+	}
 	if (m && m->entry->nparams != np) {
 		nx_diag_set(&d, NX_ERR_INTERNAL, A->file, 0, 0, "the .neff has %d inputs, the module %d parameters", np,
 		            m->entry->nparams);

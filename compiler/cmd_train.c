@@ -66,6 +66,7 @@ typedef struct {
 	bool state;         /* fed back from an aliased output */
 	int src;            /* SRC_* */
 	nx_literal *lit;    /* SRC_CONST / SRC_STACK: as loaded */
+	const char *path;   /* SRC_CONST / SRC_STACK: the file */
 	int64_t nstack;     /* SRC_STACK: leading axis */
 	nx_shape *shape;    /* one step's shape and type (the module's, else the device's) */
 	nx_random_domain dom;
@@ -187,6 +188,7 @@ static nx_status plan_file(nx_arena *a, const char *dir, input_plan *p, const ch
 			                   want_s);
 		}
 		p->lit = l;
+		p->path = path;
 		p->src = same ? SRC_CONST : SRC_STACK;
 		p->nstack = stack ? ls->dims[0] : 1;
 		if (p->src == SRC_STACK)
@@ -683,9 +685,8 @@ static int train(train_args *A, train_config *cf, int nc, nx_log *log)
 	for (int k = 0; k < np; k++) {
 		const input_plan *p = &plan[k];
 		printf("  input %d %-12s %s, %s\n", k, p->name, p->state ? "state (fed back)" : "data",
-		       p->src == SRC_STACK   ? nx_arena_printf(&a, "%s/%s.npy, stack of %lld", A->data_dir, p->name,
-		                                               (long long)p->nstack)
-		       : p->src == SRC_CONST ? nx_arena_printf(&a, "%s/%s.npy", A->data_dir, p->name)
+		       p->src == SRC_STACK   ? nx_arena_printf(&a, "%s, stack of %lld", p->path, (long long)p->nstack)
+		       : p->src == SRC_CONST ? p->path
 		       : p->state            ? nx_arena_printf(&a, "random, seed %llu", (unsigned long long)A->seed)
 		                             : nx_arena_printf(&a, "random, seed %llu + step", (unsigned long long)A->seed));
 	}

@@ -30,6 +30,8 @@ int nx_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 struct nx_pass_ctx;
 /* --auto-cast / --auto-cast-type values into ctx (compiler/cmd_opt.c). */
 nx_status nx_parse_autocast(const char *mode, const char *type, struct nx_pass_ctx *ctx, nx_diag *d);
+/* --param-dtype bf16|fp16|f32 into ctx->param_type (NULL: f32, keep). */
+nx_status nx_parse_param_dtype(const char *v, struct nx_pass_ctx *ctx, nx_diag *d);
 /* Reads an HLO module (text or proto) and verifies it; NULL with *d set
  * when either fails. */
 nx_module *nx_cli_read_verified(const char *path, nx_diag *d);

@@ -11,7 +11,7 @@ static void help(void)
 {
 	printf("usage: nxcc opt FILE [-O1|-O2|-O3] [--passes=a,b,...] [-o OUT.hlo]\n"
 	       "       [--auto-cast none|matmult|all] [--auto-cast-type bf16|fp16|tf32|fp8_e4m3|fp8_e5m2]\n"
-	       "       [--model-type generic|transformer|unet-inference]\n"
+	       "       [--model-type generic|transformer|unet-inference] [--param-dtype bf16|fp16]\n"
 	       "       [--time-passes] [--verify-each] [--dump-after=NAME|all] [--dump-dir=DIR]\n"
 	       "       [--disable-pass=NAME ...] [--verbose LEVEL] [--list-passes] [--check-changed]\n\n"
 	       "Runs the optimization pipeline of the chosen level (default -O2), or exactly the\n"
@@ -56,12 +56,25 @@ nx_status nx_parse_autocast(const char *mode, const char *type, nx_pass_ctx *ctx
 	return NX_OK;
 }
 
+nx_status nx_parse_param_dtype(const char *v, nx_pass_ctx *ctx, nx_diag *d)
+{
+	if (!v || !strcmp(v, "f32") || !strcmp(v, "fp32"))
+		ctx->param_type = NX_TYPE_INVALID;
+	else if (!strcmp(v, "bf16"))
+		ctx->param_type = NX_BF16;
+	else if (!strcmp(v, "fp16") || !strcmp(v, "f16"))
+		ctx->param_type = NX_F16;
+	else
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "--param-dtype must be bf16, fp16 or f32, not '%s'", v);
+	return NX_OK;
+}
+
 int nx_cmd_opt(int argc, char **argv)
 {
 	/* opt's own flags come out first; the rest are nxcc compile's, parsed by
 	 * compiler/flags.c (without NEURON_CC_FLAGS: opt is a developer tool
 	 * whose output should depend on its command line only) */
-	const char *passes = NULL, *v;
+	const char *passes = NULL, *param_dtype = NULL, *v;
 	bool check_changed = false;
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	if (!rest)
@@ -88,6 +101,12 @@ int nx_cmd_opt(int argc, char **argv)
 				return NX_EXIT_USER;
 			}
 			passes = v;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--param-dtype", &v)) != 0) {
+			if (r < 0) {
+				free(rest);
+				return NX_EXIT_USER;
+			}
+			param_dtype = v;
 		} else if (!strcmp(a, "--check-changed")) {
 			check_changed = true;
 		} else {
@@ -127,7 +146,8 @@ int nx_cmd_opt(int argc, char **argv)
 	ctx.model_type = f.model_type;
 	ctx.verbose = f.verbose == NX_LOG_DEBUG ? 2 : f.verbose == NX_LOG_INFO ? 1 : 0;
 	ctx.diag = &d;
-	if (nx_parse_autocast(o.auto_cast, o.auto_cast_type, &ctx, &d) != NX_OK)
+	if (nx_parse_autocast(o.auto_cast, o.auto_cast_type, &ctx, &d) != NX_OK ||
+	    nx_parse_param_dtype(param_dtype, &ctx, &d) != NX_OK)
 		goto fail;
 	m = nx_cli_read_verified(file, &d);
 	if (!m)

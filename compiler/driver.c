@@ -77,7 +77,8 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 		else if (strcmp(o->model_type, "generic") != 0)
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "unknown --model-type '%s'", o->model_type);
 	}
-	if (nx_parse_autocast(o->auto_cast, o->auto_cast_type, &ctx, d) != NX_OK)
+	if (nx_parse_autocast(o->auto_cast, o->auto_cast_type, &ctx, d) != NX_OK ||
+	    nx_parse_param_dtype(o->param_dtype, &ctx, d) != NX_OK)
 		return d->status;
 	double t = now();
 	nx_module *m = nx_read_file(path, d);

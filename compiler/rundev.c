@@ -26,6 +26,20 @@ nx_type nx_rundev_type(nx_dtype t)
 	}
 }
 
+nx_status nx_rundev_input_bytes(const nx_neff *n, int k, const nx_literal *l, void *out, nx_diag *d)
+{
+	const nx_rt_tensor *t = &n->inputs[k];
+	int dt;
+	if (nx_shape_elems(l->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld", k,
+		                   t->name, (long long)nx_shape_elems(l->shape),
+		                   (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
+	if (!nx_lower_literal_bytes(l, out, &dt) || dt != (int)t->dtype)
+		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s", k,
+		                   t->name, nx_dtype_names[t->dtype]);
+	return NX_OK;
+}
+
 static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx_diag *d)
 {
 	for (int k = 0; k < n->ninputs; k++) {
@@ -34,14 +48,8 @@ static nx_status to_bytes(const nx_neff *n, nx_literal *const *in, void **ib, nx
 		if (!ib[k])
 			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): cannot allocate %lld bytes on the host",
 			                   k, t->name, (long long)t->bytes);
-		int dt;
-		if (nx_shape_elems(in[k]->shape) * nx_dtype_bytes[t->dtype] != t->bytes)
-			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): %lld elements, the program wants %lld",
-			                   k, t->name, (long long)nx_shape_elems(in[k]->shape),
-			                   (long long)(t->bytes / nx_dtype_bytes[t->dtype]));
-		if (!nx_lower_literal_bytes(in[k], ib[k], &dt) || dt != (int)t->dtype)
-			return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "input %d (%s): values do not fit the device type %s",
-			                   k, t->name, nx_dtype_names[t->dtype]);
+		if (nx_rundev_input_bytes(n, k, in[k], ib[k], d) != NX_OK)
+			return d->status;
 	}
 	return NX_OK;
 }

@@ -6,6 +6,9 @@
 
 /* HLO type for a device dtype (s32 for S32, u8 for U8...). */
 nx_type nx_rundev_type(nx_dtype t);
+/* Input k of n as device bytes at out (n->inputs[k].bytes): l must have the
+ * input's element count and a type whose device type is the input's. */
+nx_status nx_rundev_input_bytes(const nx_neff *n, int k, const nx_literal *l, void *out, nx_diag *d);
 /* Runs n with inputs in[k] (any literal type whose values fit the device
  * type). outs[k] gets a literal of out_types[k] (NULL: the device types) in a. */
 nx_status nx_rundev(const nx_neff *n, nx_literal *const *in, const nx_type *out_types, nx_arena *a,

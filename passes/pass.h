@@ -38,6 +38,8 @@ typedef struct nx_pass_ctx {
 	nx_autocast_mode autocast;
 	nx_type autocast_type;      /* bf16, f16, f32 (tf32 is f32 math on TensorE), f8 */
 	bool autocast_tf32;         /* --auto-cast-type tf32 */
+	nx_type param_type;         /* --param-dtype: aliased f32 parameters stored in this
+	                               type (passes/param_dtype.c); NX_TYPE_INVALID: keep */
 	nx_model_type model_type;
 	int verbose;                /* 0 quiet, 1 info, 2 debug */
 	FILE *log;                  /* where --verbose output goes (stderr when NULL) */

@@ -74,7 +74,7 @@ static void share_obj(nx_cache *c, const char *name)
 	chmod(path, 0644);
 	char *slash = strrchr(path, '/');
 	*slash = 0;
-	chmod(path, 0755);
+	chmod(path, 01777); /* entry directories are sticky 1777 like the cache root (cache_fs.c), whatever the umask */
 	free(path);
 }
 

@@ -106,7 +106,7 @@ export NXCC_TEST_HOOKS=1 NXCC_TEST_DEFAULT_CACHE_DIR="$T/default"
 for f in "$T"/default/"$VER"/MODULE_*/model.neff "$T"/default/"$VER"/MODULE_*/model.done; do
 	[ "$(stat -c %a "$f")" = 644 ] || fail "$f mode $(stat -c %a "$f") under umask 077"
 done
-[ "$(stat -c %a "$(dirname "$f")")" = 755 ] || fail "entry dir mode"
+[ "$(stat -c %a "$(dirname "$f")")" = 1777 ] || fail "entry dir mode"
 if [ "$(id -u)" -eq 0 ]; then
 	# a second user reads root's entry and adds an entry of their own
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$NXCC" compile "$M" -o /dev/null > d2 2>&1 || fail "2nd user: $(cat d2)"

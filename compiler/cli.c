@@ -1,6 +1,8 @@
 /* compiler/cli.c — flag matching, diagnostics output, file I/O. */
 #include "compiler/cli.h"
 
+#include "ir/file_atomic.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -53,69 +55,14 @@ char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d)
 	return nx_read_whole_file(path, len, d);
 }
 
-static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d);
-
 nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d)
 {
-	return write_file(path, data, len, true, d);
+	return nx_write_file_atomic(path, data, len, true, d);
 }
 
 nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d)
 {
-	return write_file(path, data, len, false, d);
-}
-
-static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d)
-{
-	if (strcmp(path, "-") == 0) {
-		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-			return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot write to stdout");
-		return NX_OK;
-	}
-	/* Atomic replacement is for regular files only: renaming over a device
-	 * or FIFO (-o /dev/null) would replace the node itself. */
-	struct stat sb;
-	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		FILE *f = fopen(path, "wb");
-		if (!f)
-			return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
-		bool ok = fwrite(data, 1, len, f) == len;
-		ok &= fclose(f) == 0;
-		return ok ? NX_OK : nx_diag_set(d, NX_ERR_IO, path, 0, 0, "write failed: %s", strerror(errno));
-	}
-	size_t n = strlen(path);
-	char *tmp = malloc(n + 32);
-	snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
-		free(tmp);
-		return st;
-	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t k = write(fd, p, left);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "write failed: %s", strerror(errno));
-			close(fd);
-			unlink(tmp);
-			free(tmp);
-			return st;
-		}
-		p += k;
-		left -= (size_t)k;
-	}
-	if ((sync && fsync(fd) != 0) || close(fd) != 0 || rename(tmp, path) != 0) {
-		nx_status st = nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return st;
-	}
-	free(tmp);
-	return NX_OK;
+	return nx_write_file_atomic(path, data, len, false, d);
 }
 
 bool nx_cli_parse_input(const char *v, nx_cli_input *in)

@@ -1,6 +1,8 @@
 /* ir/npy.c — .npy reader and writer (see ir/npy.h). */
 #include "ir/npy.h"
 
+#include "ir/file_atomic.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,14 +197,9 @@ nx_status nx_npy_save(const char *path, const nx_literal *l, nx_diag *d)
 	if (!buf)
 		return nx_diag_set(d, NX_ERR_INPUT, path, 0, 0, "cannot write %s as .npy",
 		                   nx_type_name(l->shape->type));
-	FILE *f = fopen(path, "wb");
-	bool ok = f && fwrite(buf, 1, len, f) == len;
-	if (f && fclose(f) != 0)
-		ok = false;
+	nx_status st = nx_write_file_atomic(path, buf, len, false, d);
 	free(buf);
-	if (!ok)
-		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write file");
-	return NX_OK;
+	return st;
 }
 
 nx_literal *nx_npy_load(nx_arena *a, const char *path, nx_type want, nx_diag *d)

@@ -1,6 +1,7 @@
 /* compiler/cmd_run.c — `nxcc run`: load a .neff (validated as untrusted),
  * simulate it, print outputs, simulated time and engine utilization. */
 #include "compiler/cli.h"
+#include "compiler/report.h"
 #include "compiler/rundev.h"
 
 #include "ir/eval/eval.h"
@@ -15,7 +16,8 @@
 static void help(void)
 {
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
-	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n\n"
+	       "                [--output-dir DIR] [--profile trace.json] [--profile-format chrome|summary-json]\n"
+	       "                [--report report.html] [--ranks N]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
@@ -24,7 +26,14 @@ static void help(void)
 	       "Writes DIR/out<k>.npy. s64 values travel as s32 on the device.\n"
 	       "--ranks N (default: the .neff's replica count) runs N simulated ranks that\n"
 	       "exchange data in collectives; every rank gets the same inputs unless\n"
-	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n");
+	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n"
+	       "--profile writes rank 0's profile: a Chrome trace / Perfetto JSON (engines,\n"
+	       "DMA queues, per-instruction args, SBUF/PSUM/DMA counter tracks), or with\n"
+	       "--profile-format summary-json the summary (total_time, mfu_estimated_percent,\n"
+	       "*_engine_active_time_percent, hbm_read_bytes, ...; docs/profile.md).\n"
+	       "--report writes one self-contained HTML page: summary, engine timeline,\n"
+	       "top kernels with their HLO source, SBUF/PSUM occupancy (docs/looking.md).\n"
+	       "Every output file is written atomically (no partial file on a full disk).\n");
 }
 
 static void summarize(const char *name, const nx_literal *l)
@@ -45,7 +54,8 @@ static void summarize(const char *name, const nx_literal *l)
 
 int nx_cmd_run(int argc, char **argv)
 {
-	const char *file = NULL, *outdir = NULL, *profile = NULL, *v;
+	const char *file = NULL, *outdir = NULL, *profile = NULL, *report = NULL, *v;
+	int profile_format = NX_RT_PROFILE_CHROME;
 	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int ninputs = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
@@ -83,6 +93,21 @@ int nx_cmd_run(int argc, char **argv)
 			if (r < 0)
 				goto usage;
 			profile = v;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--profile-format", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			if (!strcmp(v, "summary-json"))
+				profile_format = NX_RT_PROFILE_SUMMARY;
+			else if (!strcmp(v, "chrome") || !strcmp(v, "perfetto"))
+				profile_format = NX_RT_PROFILE_CHROME;
+			else {
+				nx_cli_inputs_free(inputs, ninputs);
+				return nx_cli_usage_error("run", "--profile-format is chrome (or perfetto) or summary-json");
+			}
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--report", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			report = v;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "unknown flag '%s'", argv[i]);
@@ -100,6 +125,7 @@ int nx_cmd_run(int argc, char **argv)
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
+	nx_rt_profile *prof = NULL;
 	nx_neff *n = nx_rt_load(file, NULL, &d);
 	if (!n)
 		goto fail;
@@ -167,6 +193,9 @@ int nx_cmd_run(int argc, char **argv)
 		outs[r] = nx_arena_alloc(&a, sizeof **outs * (size_t)(n->noutputs + 1));
 	nx_rt_opts o = nx_rt_opts_default();
 	o.profile_path = profile;
+	o.profile_format = profile_format;
+	if (report)
+		o.profile_out = &prof;
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)in, NULL, &a, outs, &o, st, &d) != NX_OK)
 		goto fail;
@@ -196,10 +225,13 @@ int nx_cmd_run(int argc, char **argv)
 		}
 	}
 	nx_rundev_print_ranks(n, nranks, st);
+	if (report && nx_report_write(report, &(nx_report){.n = n, .prof = prof, .source = file}, &d) != NX_OK)
+		goto fail;
 	goto done;
 fail:
 	rc = nx_cli_report(&d);
 done:
+	nx_prof_free(prof);
 	nx_diag_clear(&d);
 	nx_neff_free(n);
 	nx_arena_free(&a);

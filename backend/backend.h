@@ -10,6 +10,8 @@
 typedef struct nx_lower_stats {
 	size_t insns[NX_ENG_COUNT]; /* static instructions per engine stream */
 	int kernels;
+	int fusions;                  /* fusion instructions in the entry computation handed to the
+	                                 backend (the clusters of --dump-format=dot) */
 	int64_t hbm_bytes, sbuf_peak; /* program HBM, SBUF bytes per partition at peak */
 	double flops;                 /* 2*M*N*K over all dots */
 	int64_t io_bytes;             /* inputs + outputs + constants: minimal HBM traffic */

@@ -57,6 +57,7 @@ typedef struct nx_compile_flags {
 	char **dump_after;           /* --dump-after=NAME|all (repeatable, comma lists) */
 	int n_dump_after;
 	char *dump_dir;              /* --dump-dir */
+	char *dump_format;           /* --dump-format hlo|dot|html (passes/dump_graph.h) */
 	bool verify_each;            /* --verify-each */
 	bool time_passes;            /* --time-passes */
 

@@ -21,6 +21,7 @@ typedef struct nx_compile_opts {
 	int pass_verbose;          /* nx_pass_ctx.verbose: 0 quiet, 1 info, 2 debug */
 	FILE *pass_log;            /* where the pass manager writes; NULL = stderr */
 	int replicas;              /* > 0: replica count to compile for (nxcc check --ranks) */
+	bool no_mixed_accumulation; /* --disable-mixed-precision-accumulation */
 } nx_compile_opts;
 
 void nx_compile_opts_init(nx_compile_opts *o);

@@ -6,7 +6,9 @@
  * multiply / maximum / minimum / and / or of its two parameters) keeps that
  * order by walking the input once in row-major order and folding into an
  * accumulator per output element; accumulators are rounded to the result
- * type after every step, as the called computation would. Everything else
+ * type after every step, as the called computation would, except that an
+ * add of bf16/f16/f8 values accumulates in f32 and rounds once at the end
+ * (mixed-precision accumulation, docs/numerics.md). Everything else
  * calls to_apply through nx_eval_call per element. */
 #include "ir/eval/eval_impl.h"
 
@@ -74,10 +76,10 @@ static void fold_f32(nx_opcode op, nx_type t, const float *x, float *acc, int64_
 	bool narrow = t != NX_F32;
 	switch (op) {
 	case NX_OP_ADD:
-		if (!narrow)
-			FOLD_F(float, a_ + x_);
-		else
-			FOLD_F(float, (float)nx_round_to_type(t, a_ + x_));
+		/* Mixed-precision accumulation (neuronx-cc's default, and the
+		 * accumulate-f32 pass): a bf16/f16/f8 sum accumulates in f32 and
+		 * is rounded to the type once, when stored. */
+		FOLD_F(float, a_ + x_);
 		break;
 	case NX_OP_MULTIPLY:
 		if (!narrow)

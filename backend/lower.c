@@ -6,6 +6,7 @@
  * lower_dot.c. docs/lowering.md describes the scheme. */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
+#include "backend/gpsimd/gpsimd.h"
 
 #include "ir/eval/eval.h"
 
@@ -58,7 +59,7 @@ bool nx_lower_supports(nx_opcode op)
 		nx_inst fake;
 		memset(&fake, 0, sizeof fake);
 		fake.op = op;
-		return nx_l_elementwise_ok(&fake) || nx_l_data_supports(op);
+		return nx_l_elementwise_ok(&fake) || nx_l_data_supports(op) || nx_gpsimd_supports(op);
 	}
 	}
 }
@@ -759,6 +760,11 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
 	}
+	/* GpSimd kernels generated with LLVM (backend/gpsimd/): sort, map, scatter, custom operators... */
+	bool gs_done;
+	nx_status gs_rc = nx_gpsimd_lower(L, i, ops, out, &gs_done);
+	if (gs_done)
+		return gs_rc;
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
@@ -1128,6 +1134,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		p->streams[en] = L->s[en].v;
 		p->nstream[en] = L->s[en].n;
 	}
+	nx_gpsimd_program(L, p); /* GpSimd kernels (backend/gpsimd/) */
 	p->ndebug = L->ndebug;
 	p->debug_names = L->debug;
 out2:

@@ -125,6 +125,7 @@ typedef struct nx_lower {
 	nx_neff_rgroup *rg;
 	int nrg, caprg, ncc;
 	nx_lbuf *rank_id; /* HBM word the runtime fills with the rank (replica-id) */
+	struct nx_gs_list *gs; /* GpSimd kernels so far (backend/gpsimd/gs_lower.c) */
 } nx_lower;
 
 /* lower.c: streams, sync, buffers */

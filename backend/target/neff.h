@@ -7,6 +7,9 @@
  *   sg00/pe.bin act.bin dve.bin pool.bin sp.bin   instruction streams (isa.h)
  *   sg00/const/NAME.npy constants, copied to their HBM offset before a run
  *   sg00/debug.json     {"names": [...]}: nx_insn.debug_id -> HLO instruction
+ *   sg00/gpsimd/NAME.bc GpSimd kernels, LLVM bitcode defining function NAME
+ *                       (backend/target/gpsimd.h); `call` iarg0 indexes them in
+ *                       name order
  * def.json also records "replicas" (ranks the program runs on; the header's
  * NeuronCore count) and "replica_groups": the table collective instructions
  * index (iarg2), each entry {"groups": [[ids]...]} or {"pairs": [[src, tgt]...]}.
@@ -66,6 +69,13 @@ typedef struct nx_neff_rgroup {
 	const int32_t *ids;
 } nx_neff_rgroup;
 
+/* A GpSimd kernel: LLVM bitcode defining the function `name`. */
+typedef struct nx_neff_kernel {
+	const char *name;
+	const uint8_t *data;
+	size_t len;
+} nx_neff_kernel;
+
 typedef struct nx_neff_program {
 	const char *module_name;
 	const char *target;
@@ -86,6 +96,8 @@ typedef struct nx_neff_program {
 	int64_t rank_id_offset;
 	int nrgroups;
 	const nx_neff_rgroup *rgroups; /* replica-group table */
+	int ngpsimd;                   /* GpSimd kernels, sorted by name */
+	const nx_neff_kernel *gpsimd;
 } nx_neff_program;
 
 struct nx_diag;

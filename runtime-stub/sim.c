@@ -232,7 +232,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 			}
 			if ((rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
-			double ns = nx_target_ns(t, in);
+			double ns = nx_target_ns(t, in) + (in->op == NX_I_CALL ? s->gs_ns : 0); /* GpSimd: measured work */
 			if (nx_isa_table[in->op].cost == NX_COST_DMA) {
 				int q = in->iarg[0];
 				g->clock += ctrl;

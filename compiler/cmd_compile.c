@@ -2,6 +2,7 @@
  * compile cache (compiler/compile_cached.c). Flags: every neuronx-cc
  * spelling (compiler/flags.c), NEURON_CC_FLAGS merged, the command line wins. */
 #include "compiler/cli.h"
+#include "compiler/custom_op.h"
 #include "compiler/compile_cached.h"
 
 #include <stdlib.h>
@@ -66,7 +67,9 @@ int nx_cmd_compile(int argc, char **argv)
 		rc = nx_cli_report(&d);
 	else {
 		nx_log_flags(&log, "compile", argc - 1, argv + 1, &f);
-		rc = nx_compile_cached(&f, stats, &log);
+		rc = nx_custom_ops_setup(&f, &log); /* --custom-op (GpSimd kernels) */
+		if (rc == 0)
+			rc = nx_compile_cached(&f, stats, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "compile %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
 	nx_log_close(&log);

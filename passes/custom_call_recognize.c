@@ -50,6 +50,8 @@ static bool float_like(const nx_inst *in, const nx_inst *x)
 	       nx_shape_compatible(x->shape, in->shape);
 }
 
+bool (*nx_custom_target_hook)(const char *target);
+
 static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 {
 	if (in->op != NX_OP_CUSTOM_CALL)
@@ -78,6 +80,8 @@ static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 			return fail(rw, in, "custom-call target '%s' in instruction '%s' needs backend_config holding an axis within the rank", t);
 		return NULL;
 	}
+	if (nx_custom_target_hook && nx_custom_target_hook(t))
+		return NULL; /* a user GpSimd kernel (--custom-op, compiler/custom_op.c) */
 	return fail(rw, in, "unsupported custom-call target '%s' in instruction '%s' (supported: AwsNeuronGelu, AwsNeuronGeluBackward, AwsNeuronSoftmax, AwsNeuronSoftmaxBackward, AwsNeuronTransferWithStaticRing)", t);
 }
 

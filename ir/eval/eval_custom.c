@@ -36,6 +36,8 @@ static double gelu_grad(double x)
 	return 0.5 * (1 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
 }
 
+nx_eval_custom_fn nx_eval_custom_hook;
+
 nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out)
 {
 	const char *t = i->a.custom_call_target ? i->a.custom_call_target : "";
@@ -48,6 +50,12 @@ nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *
 		if (!*out)
 			return nx_eval_error(ev, i, "%s with %d operands", t, i->noperands);
 		return NX_OK;
+	}
+	if (!gelu && !gelub && !sm && !smb && nx_eval_custom_hook) { /* user GpSimd kernels (compiler/custom_op.c) */
+		bool handled = false;
+		nx_status hrc = nx_eval_custom_hook(ev, i, ops, out, &handled);
+		if (handled)
+			return hrc;
 	}
 	if (!gelu && !gelub && !sm && !smb)
 		return nx_eval_error(ev, i, "custom-call target '%s' is not supported by the evaluator", t);

@@ -11,20 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t axis_of(const nx_inst *i, int rank)
-{
-	const char *s = i->a.backend_config;
-	if (!s)
-		return rank - 1;
-	while (*s == '"' || *s == ' ')
-		s++;
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end == s)
-		return rank - 1;
-	return v < 0 ? v + rank : v;
-}
-
 static bool is(const nx_inst *i, const char *t)
 {
 	return i->a.custom_call_target && !strcmp(i->a.custom_call_target, t);
@@ -131,7 +117,7 @@ nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	}
 	bool bwd = is(i, "AwsNeuronSoftmaxBackward");
 	int rank = out->shape->rank;
-	int64_t ax = axis_of(i, rank);
+	int64_t ax = nx_custom_call_axis(i, rank);
 	if (rank == 0 || ax < 0 || ax >= rank)
 		return nx_l_err(L, "%s: axis %lld out of range", i->a.custom_call_target, (long long)ax);
 	int64_t R = out->shape->dims[ax], O = n / R;

@@ -331,6 +331,9 @@ typedef enum nx_rng_distribution {
 /* ------------------------------------------------------------ IR objects */
 
 typedef struct nx_inst nx_inst;
+/* The axis of an AwsNeuronSoftmax-style custom call: its backend_config as an
+ * integer (negative counts from the end); rank - 1 when absent. */
+int64_t nx_custom_call_axis(const nx_inst *i, int rank);
 typedef struct nx_comp nx_comp;
 typedef struct nx_module nx_module;
 

@@ -170,3 +170,17 @@ bool nx_ivec_eq(nx_ivec x, nx_ivec y)
 			return false;
 	return true;
 }
+
+int64_t nx_custom_call_axis(const nx_inst *i, int rank)
+{
+	const char *s = i->a.backend_config;
+	if (!s)
+		return rank - 1;
+	while (*s == '"' || *s == ' ')
+		s++;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end == s)
+		return rank - 1;
+	return v < 0 ? v + rank : v;
+}

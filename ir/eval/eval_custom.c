@@ -17,20 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t axis_of(const nx_inst *i, int rank)
-{
-	const char *s = i->a.backend_config;
-	if (!s)
-		return rank - 1;
-	while (*s == '"' || *s == ' ')
-		s++;
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end == s)
-		return rank - 1;
-	return v < 0 ? v + rank : v;
-}
-
 static double gelu_grad(double x)
 {
 	return 0.5 * (1 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
@@ -81,7 +67,7 @@ nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *
 		}
 	} else {
 		int r = i->shape->rank;
-		int64_t ax = axis_of(i, r);
+		int64_t ax = nx_custom_call_axis(i, r);
 		if (r == 0 || ax < 0 || ax >= r) {
 			st = nx_eval_error(ev, i, "%s: axis %lld out of range for rank %d", t, (long long)ax, r);
 		} else {

@@ -911,12 +911,40 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	}
 }
 
-static void add_debug(nx_lower *L, const char *name)
+static const char *meta(const nx_inst *i, const char *key)
+{
+	for (int k = 0; k < i->a.nmetadata; k++)
+		if (!strcmp(i->a.metadata[k].key, key))
+			return i->a.metadata[k].value;
+	return NULL;
+}
+
+/* A kernel's debug entry: its name and where it came from (for a fusion,
+ * the root of the fused computation; metadata from the first instruction
+ * of the kernel that has some). i NULL: the output copies. */
+static void add_debug(nx_lower *L, const char *name, const nx_inst *i)
 {
 	if (L->ndebug == L->capdebug) {
 		L->capdebug = L->capdebug ? 2 * L->capdebug : 64;
 		L->debug = realloc(L->debug, (size_t)L->capdebug * sizeof *L->debug);
+		L->debug_src = realloc(L->debug_src, (size_t)L->capdebug * sizeof *L->debug_src);
 	}
+	nx_neff_src r = {0};
+	if (i) {
+		const nx_inst *root = i->op == NX_OP_FUSION && i->ncalled && i->called[0]->root ? i->called[0]->root : i;
+		r.hlo = root->name;
+		r.kind = i->op == NX_OP_FUSION && i->a.fusion_kind ? i->a.fusion_kind : nx_opcode_name(i->op);
+		r.line = root->line ? root->line : i->line;
+		const nx_inst *src = meta(i, "source_file") ? i : root;
+		for (int k = 0; !meta(src, "source_file") && root != i && k < i->called[0]->ninsts; k++)
+			if (meta(i->called[0]->insts[k], "source_file"))
+				src = i->called[0]->insts[k];
+		r.op_name = meta(src, "op_name");
+		r.source_file = meta(src, "source_file");
+		const char *sl = meta(src, "source_line");
+		r.source_line = sl ? atoi(sl) : 0;
+	}
+	L->debug_src[L->ndebug] = r;
 	L->debug[L->ndebug++] = name;
 }
 
@@ -1105,7 +1133,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		L->node = k;
 		L->cur = i;
 		L->cur_debug = (uint32_t)L->ndebug;
-		add_debug(L, i->name);
+		add_debug(L, i->name, i);
 		if (i->op == NX_OP_PARAMETER)
 			continue;
 		if (!ent(L, i)->output && !ent(L, i)->used)
@@ -1145,7 +1173,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		goto out;
 	}
 	L->cur_debug = (uint32_t)L->ndebug;
-	add_debug(L, "outputs");
+	add_debug(L, "outputs", NULL);
 
 	/* outputs: copy into aliased parameter buffers or fresh output buffers */
 	nx_lval *root = val(L, e->root), **lv = NULL;
@@ -1305,6 +1333,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	}
 	p->ndebug = L->ndebug;
 	p->debug_names = L->debug;
+	p->debug_src = L->debug_src;
 out2:
 	free(taken);
 	free(srcv);
@@ -1431,6 +1460,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	free(L.map);
 	free(L.freel);
 	free(L.debug);
+	free(L.debug_src);
 	free(L.consts);
 	free(L.rg);
 	for (int e = 0; e < NX_ENG_COUNT; e++)

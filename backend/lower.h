@@ -137,6 +137,7 @@ typedef struct nx_lower {
 	const nx_inst *cur;
 	uint32_t cur_debug;
 	const char **debug;
+	nx_neff_src *debug_src; /* parallel to debug */
 	int ndebug, capdebug;
 	nx_neff_tensor *consts;
 	int nconsts, capconsts;

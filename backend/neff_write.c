@@ -1,6 +1,7 @@
 /* backend/neff_write.c — serializes a program into a .neff. Deterministic:
  * no timestamps, no addresses, sorted tar entries, fixed key order. */
 #include "backend/target/neff.h"
+#include "ir/file_atomic.h"
 #include "ir/ir.h"
 
 #include <stdarg.h>
@@ -251,6 +252,22 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 		bprintf(&ents[k].data, "%s", i ? ", " : "");
 		json_str(&ents[k].data, p->debug_names[i]);
 	}
+	if (p->debug_src) {
+		bprintf(&ents[k].data, "],\n \"sources\": [");
+		for (int i = 0; i < p->ndebug; i++) {
+			const nx_neff_src *r = &p->debug_src[i];
+			bprintf(&ents[k].data, "%s{\"line\": %d, \"source_line\": %d", i ? ",\n  " : "", r->line,
+			        r->source_line);
+			const char *keys[] = {"hlo", "kind", "op_name", "source_file"};
+			const char *vals[] = {r->hlo, r->kind, r->op_name, r->source_file};
+			for (int f = 0; f < 4; f++)
+				if (vals[f]) {
+					bprintf(&ents[k].data, ", \"%s\": ", keys[f]);
+					json_str(&ents[k].data, vals[f]);
+				}
+			bprintf(&ents[k].data, "}");
+		}
+	}
 	bprintf(&ents[k++].data, "]}\n");
 	qsort(ents, (size_t)k, sizeof *ents, cmp_entry);
 
@@ -296,19 +313,7 @@ int nx_neff_write_file(const nx_neff_program *p, const char *path, struct nx_dia
 	size_t n;
 	if (nx_neff_write(p, &b, &n, d) != NX_OK)
 		return d->status;
-	size_t pl = strlen(path);
-	char *tmp = malloc(pl + 32);
-	snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
-	int ok = f && fwrite(b, 1, n, f) == n;
-	if (f && fclose(f) != 0)
-		ok = 0;
+	nx_status st = nx_write_file_atomic(path, b, n, false, d);
 	free(b);
-	if (!ok || rename(tmp, path) != 0) {
-		remove(tmp);
-		free(tmp);
-		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write %s", path);
-	}
-	free(tmp);
-	return NX_OK;
+	return st;
 }

@@ -1,6 +1,8 @@
 /* compiler/cli.c — flag matching, diagnostics output, file I/O. */
 #include "compiler/cli.h"
 
+#include "ir/file_atomic.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -53,26 +55,14 @@ char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d)
 	return nx_read_whole_file(path, len, d);
 }
 
-static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d);
-
 nx_status nx_cli_write_file(const char *path, const void *data, size_t len, nx_diag *d)
 {
-	return write_file(path, data, len, true, d);
+	return nx_write_file_atomic(path, data, len, true, d);
 }
 
 nx_status nx_cli_write_file_nosync(const char *path, const void *data, size_t len, nx_diag *d)
 {
-	return write_file(path, data, len, false, d);
-}
-
-static nx_status write_file(const char *path, const void *data, size_t len, bool sync, nx_diag *d)
-{
-	if (strcmp(path, "-") == 0) {
-		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-			return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "cannot write to stdout");
-		return NX_OK;
-	}
-	return nx_write_file_atomic(path, data, len, sync, d);
+	return nx_write_file_atomic(path, data, len, false, d);
 }
 
 bool nx_cli_parse_input(const char *v, nx_cli_input *in)

@@ -510,7 +510,7 @@ char *nx_print_literal(const nx_literal *l);
 /* ir/verify/verify.c: shape inference and structural checks. */
 nx_status nx_verify_module(const nx_module *m, nx_diag *d);
 
-/* ir/file.c: writes data to path whole or not at all (temporary + rename;
+/* ir/file_atomic.c: writes data to path whole or not at all (temporary + rename;
  * devices and FIFOs in place); fsync first when sync. A clear error in *d. */
 nx_status nx_write_file_atomic(const char *path, const void *data, size_t len, bool sync, nx_diag *d);
 

@@ -1,6 +1,8 @@
 /* ir/npy.c — .npy reader and writer (see ir/npy.h). */
 #include "ir/npy.h"
 
+#include "ir/file_atomic.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

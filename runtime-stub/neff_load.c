@@ -41,9 +41,17 @@ void nx_neff_free(nx_neff *n)
 		free(n->rgroups[i].ids);
 	}
 	free(n->rgroups);
-	for (int i = 0; i < n->ndebug; i++)
+	for (int i = 0; i < n->ndebug; i++) {
 		free(n->debug_names[i]);
+		if (n->debug_src) {
+			free((char *)n->debug_src[i].hlo);
+			free((char *)n->debug_src[i].kind);
+			free((char *)n->debug_src[i].op_name);
+			free((char *)n->debug_src[i].source_file);
+		}
+	}
 	free(n->debug_names);
+	free(n->debug_src);
 	for (int i = 0; i < n->nsections; i++)
 		free(n->section_names[i]);
 	free(n->section_names);
@@ -534,6 +542,34 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 	return NX_OK;
 }
 
+static char *opt_str(const nx_json *o, const char *key)
+{
+	const nx_json *v = nx_json_get(o, key);
+	return v && v->type == NX_J_STR ? strdup(v->str) : NULL;
+}
+
+static int opt_int(const nx_json *o, const char *key)
+{
+	const nx_json *v = nx_json_get(o, key);
+	return v && v->type == NX_J_NUM && v->is_int && v->inum > 0 && v->inum < (1 << 30) ? (int)v->inum : 0;
+}
+
+/* debug.json "sources" (optional, for profiles and reports): ignored unless
+ * it is a list as long as "names"; malformed entries read as unknown. */
+static void load_debug_src(nx_neff *n, const nx_json *src)
+{
+	if (!src || src->type != NX_J_ARR || src->n != n->ndebug)
+		return;
+	n->debug_src = calloc((size_t)n->ndebug + 1, sizeof *n->debug_src);
+	for (int i = 0; i < src->n; i++) {
+		const nx_json *o = &src->items[i];
+		if (o->type != NX_J_OBJ)
+			continue;
+		n->debug_src[i] = (nx_neff_src){opt_str(o, "hlo"), opt_str(o, "kind"), opt_int(o, "line"),
+		                                opt_str(o, "op_name"), opt_str(o, "source_file"), opt_int(o, "source_line")};
+	}
+}
+
 /* ------------------------------------------------------------------ load */
 
 static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
@@ -655,6 +691,7 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 			for (int i = 0; i < names->n; i++)
 				n->debug_names[n->ndebug++] =
 				    strdup(names->items[i].type == NX_J_STR ? names->items[i].str : "?");
+			load_debug_src(n, nx_json_get(j, "sources"));
 		}
 		nx_json_free(j);
 	}

@@ -51,6 +51,7 @@ typedef struct nx_neff {
 	uint64_t min_steps; /* instructions any run executes at least (static loop counts) */
 	int ndebug;
 	char **debug_names;
+	nx_neff_src *debug_src; /* ndebug entries (strings owned), or NULL when the .neff has none */
 	int nreplicas;         /* def.json "replicas" (the header's NeuronCore count) */
 	int64_t rank_id_offset; /* where the rank id (u32) goes before a run; -1 none */
 	int nrgroups;

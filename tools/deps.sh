@@ -3,7 +3,7 @@
 set -e
 PKGS="build-essential libcmocka-dev libprotobuf-c-dev protobuf-c-compiler llvm-16-dev llvm-16-tools \
 libcurl4-openssl-dev libssl-dev libxxhash-dev python3 python3-numpy python3-boto3 clang libclang-rt-14-dev \
-slurmctld slurmd slurm-client munge"
+slurmctld slurmd slurm-client munge graphviz chromium"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -6,7 +6,9 @@
  *                       offsets, aliasing), HBM size and scratch, semaphores
  *   sg00/pe.bin act.bin dve.bin pool.bin sp.bin   instruction streams (isa.h)
  *   sg00/const/NAME.npy constants, copied to their HBM offset before a run
- *   sg00/debug.json     {"names": [...]}: nx_insn.debug_id -> HLO instruction
+ *   sg00/debug.json     {"names": [...]}: nx_insn.debug_id -> HLO instruction,
+ *                       and "sources": [...] (same index): where that kernel
+ *                       came from (nx_neff_src; profiles and reports show it)
  * def.json also records "replicas" (ranks the program runs on; the header's
  * NeuronCore count) and "replica_groups": the table collective instructions
  * index (iarg2), each entry {"groups": [[ids]...]} or {"pairs": [[src, tgt]...]}.
@@ -68,6 +70,18 @@ typedef struct nx_neff_rgroup {
 	const int32_t *ids;
 } nx_neff_rgroup;
 
+/* Where a kernel (debug id) came from: its HLO instruction (for a fusion the
+ * root of the fused computation), the line of that instruction in the HLO
+ * file, the fusion kind, and the framework's metadata (op_name,
+ * source_file:source_line). Absent fields are NULL / 0. */
+typedef struct nx_neff_src {
+	const char *hlo;  /* root HLO instruction name */
+	const char *kind; /* fusion kind (kLoop, kInput, kOutput, kCustom) or the opcode */
+	int line;         /* line in the HLO file */
+	const char *op_name, *source_file;
+	int source_line;
+} nx_neff_src;
+
 typedef struct nx_neff_program {
 	const char *module_name;
 	const char *target;
@@ -83,6 +97,7 @@ typedef struct nx_neff_program {
 	size_t nstream[NX_ENG_COUNT];
 	int ndebug;
 	const char *const *debug_names;
+	const nx_neff_src *debug_src;  /* ndebug entries, or NULL */
 	int nreplicas;                 /* 0: n_cores */
 	bool has_rank_id;              /* the runtime stores the rank (u32) at rank_id_offset */
 	int64_t rank_id_offset;

@@ -1,6 +1,7 @@
 /* compiler/cmd_run.c — `nxcc run`: load a .neff (validated as untrusted),
  * simulate it, print outputs, simulated time and engine utilization. */
 #include "compiler/cli.h"
+#include "compiler/report.h"
 #include "compiler/rundev.h"
 
 #include "ir/eval/eval.h"
@@ -15,7 +16,8 @@
 static void help(void)
 {
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
-	       "                [--output-dir DIR] [--profile trace.json] [--ranks N]\n"
+	       "                [--output-dir DIR] [--profile trace.json] [--profile-format chrome|summary-json]\n"
+	       "                [--report report.html] [--ranks N]\n"
 	       "                [--max-steps N] [--timing-only] [--stats-json FILE]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
@@ -34,7 +36,14 @@ static void help(void)
 	       "--stats-json FILE writes the run's statistics as JSON: simulated time, per\n"
 	       "engine busy time and instructions, DMA transfers, bytes, partition rows,\n"
 	       "HBM bytes read and written, busy time per DMA queue, TensorE FLOPs and\n"
-	       "their time at the dtype's peak (docs/benchmarks.md describes the fields).\n");
+	       "their time at the dtype's peak (docs/benchmarks.md describes the fields).\n"
+	       "--profile writes rank 0's profile: a Chrome trace / Perfetto JSON (engines,\n"
+	       "DMA queues, per-instruction args, SBUF/PSUM/DMA counter tracks), or with\n"
+	       "--profile-format summary-json the summary (total_time, mfu_estimated_percent,\n"
+	       "*_engine_active_time_percent, hbm_read_bytes, ...; docs/profile.md).\n"
+	       "--report writes one self-contained HTML page: summary, engine timeline,\n"
+	       "top kernels with their HLO source, SBUF/PSUM occupancy (docs/looking.md).\n"
+	       "Every output file is written atomically (no partial file on a full disk).\n");
 }
 
 static void summarize(const char *name, const nx_literal *l)
@@ -55,8 +64,9 @@ static void summarize(const char *name, const nx_literal *l)
 
 int nx_cmd_run(int argc, char **argv)
 {
-	const char *file = NULL, *outdir = NULL, *profile = NULL, *stats_json = NULL, *v;
+	const char *file = NULL, *outdir = NULL, *profile = NULL, *stats_json = NULL, *report = NULL, *v;
 	bool timing_only = false;
+	int profile_format = NX_RT_PROFILE_CHROME;
 	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int ninputs = 0, rc = 0, nranks = 0;
 	bool have_seed = false;
@@ -106,6 +116,21 @@ int nx_cmd_run(int argc, char **argv)
 			stats_json = v;
 		} else if (!strcmp(argv[i], "--timing-only")) {
 			timing_only = true;
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--profile-format", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			if (!strcmp(v, "summary-json"))
+				profile_format = NX_RT_PROFILE_SUMMARY;
+			else if (!strcmp(v, "chrome") || !strcmp(v, "perfetto"))
+				profile_format = NX_RT_PROFILE_CHROME;
+			else {
+				nx_cli_inputs_free(inputs, ninputs);
+				return nx_cli_usage_error("run", "--profile-format is chrome (or perfetto) or summary-json");
+			}
+		} else if ((r = nx_cli_flag(argc, argv, &i, "--report", &v)) != 0) {
+			if (r < 0)
+				goto usage;
+			report = v;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			nx_cli_inputs_free(inputs, ninputs);
 			return nx_cli_usage_error("run", "unknown flag '%s'", argv[i]);
@@ -127,6 +152,7 @@ int nx_cmd_run(int argc, char **argv)
 	nx_diag d = {0};
 	nx_arena a;
 	nx_arena_init(&a);
+	nx_rt_profile *prof = NULL;
 	nx_neff *n = nx_rt_load(file, NULL, &d);
 	if (!n)
 		goto fail;
@@ -213,6 +239,9 @@ int nx_cmd_run(int argc, char **argv)
 	o.profile_path = profile;
 	if (max_steps)
 		o.max_steps = max_steps;
+	o.profile_format = profile_format;
+	if (report)
+		o.profile_out = &prof;
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)in, NULL, &a, outs, &o, st, &d) != NX_OK)
 		goto fail;
@@ -244,10 +273,13 @@ int nx_cmd_run(int argc, char **argv)
 	nx_rundev_print_ranks(n, nranks, st);
 	if (stats_json && nx_rundev_write_stats_json(stats_json, n, nranks, st, false, &d) != NX_OK)
 		goto fail;
+	if (report && nx_report_write(report, &(nx_report){.n = n, .prof = prof, .source = file}, &d) != NX_OK)
+		goto fail;
 	goto done;
 fail:
 	rc = nx_cli_report(&d);
 done:
+	nx_prof_free(prof);
 	nx_diag_clear(&d);
 	nx_neff_free(n);
 	nx_arena_free(&a);

@@ -67,10 +67,11 @@ nx_neff *nx_rt_load_bytes(const uint8_t *bytes, size_t len, const char *name,
                           const nx_target *t, nx_diag *d);
 void nx_neff_free(nx_neff *n);
 
+enum { NX_RT_PROFILE_CHROME, NX_RT_PROFILE_SUMMARY };
+
 typedef struct nx_rt_opts {
 	bool stochastic_rounding; /* NEURON_RT_STOCHASTIC_ROUNDING_EN=1 */
 	uint64_t sr_seed;         /* NEURON_RT_STOCHASTIC_ROUNDING_SEED */
-	const char *profile_path; /* Chrome trace JSON, or NULL */
 	uint64_t max_steps;       /* instruction budget (0: 1e9) against endless loops;
 	                             a program whose min_steps exceed it is refused at once */
 	bool timing_only;         /* time the instruction streams without data: no HBM,
@@ -78,6 +79,10 @@ typedef struct nx_rt_opts {
 	                           * the same simulated time and statistics as a full run */
 	bool generic_only;        /* NXCC_SIM_GENERIC=1: never the host-speed paths of
 	                           * sim_fast.c (tests compare both; results are identical) */
+	const char *profile_path; /* Chrome trace JSON (or the summary, see profile_format), or NULL */
+	int profile_format;       /* NX_RT_PROFILE_CHROME or NX_RT_PROFILE_SUMMARY */
+	struct nx_rt_profile **profile_out; /* non-NULL: rank 0's profile (runtime-stub/profile.h)
+	                                       for the caller, who frees it with nx_prof_free */
 } nx_rt_opts;
 
 /* Defaults, with the NEURON_RT_* environment variables applied. */

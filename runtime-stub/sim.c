@@ -5,6 +5,8 @@
  * background and signal their semaphore when done. */
 #include "runtime-stub/sim.h"
 
+#include "runtime-stub/profile.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,73 +85,6 @@ static event ev_pop(evheap *h)
 	return top;
 }
 
-typedef struct {
-	int track; /* engine, or NX_ENG_COUNT + DMA queue */
-	double start, dur;
-	uint16_t op;
-	uint32_t debug;
-} trace_ev;
-
-typedef struct {
-	trace_ev *v;
-	size_t n, cap;
-	bool on; /* a profile was asked for */
-} trace;
-
-static void trace_add(trace *tr, int track, double start, double dur, const nx_insn *in)
-{
-	if (!tr->on)
-		return;
-	if (tr->n == tr->cap) {
-		if (tr->cap >= (1u << 22))
-			return; /* keep profiles bounded */
-		tr->cap = tr->cap ? tr->cap * 2 : 1024;
-		tr->v = realloc(tr->v, sizeof *tr->v * tr->cap);
-	}
-	tr->v[tr->n++] = (trace_ev){track, start, dur, in->op, in->debug_id};
-}
-
-static nx_status write_trace(const nx_neff *n, const trace *tr, const char *path, nx_diag *d)
-{
-	/* built in memory, then written whole: never a truncated trace */
-	char *buf = NULL;
-	size_t blen = 0;
-	FILE *f = open_memstream(&buf, &blen);
-	if (!f)
-		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the profile");
-	fprintf(f, "{\"traceEvents\": [\n");
-	for (int t = 0; t < NX_ENG_COUNT + n->tgt->dma_engines; t++) {
-		char name[32];
-		if (t < NX_ENG_COUNT)
-			snprintf(name, sizeof name, "%s", nx_engine_names[t]);
-		else
-			snprintf(name, sizeof name, "dma%d", t - NX_ENG_COUNT);
-		fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": \"%s\"}},\n",
-		        t, name);
-	}
-	for (size_t i = 0; i < tr->n; i++) {
-		const trace_ev *e = &tr->v[i];
-		fprintf(f, "{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.4f, \"dur\": %.4f",
-		        nx_isa_table[e->op].name, e->track, e->start / 1000.0, e->dur / 1000.0);
-		if (e->debug < (uint32_t)n->ndebug) {
-			fprintf(f, ", \"args\": {\"hlo\": \"");
-			for (const char *p = n->debug_names[e->debug]; *p; p++)
-				if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-					fputc(*p, f);
-			fprintf(f, "\"}");
-		}
-		fprintf(f, "},\n");
-	}
-	fprintf(f, "{\"name\": \"end\", \"ph\": \"i\", \"pid\": 1, \"tid\": 0, \"ts\": 0, \"s\": \"g\"}\n]}\n");
-	if (fclose(f) != 0) {
-		free(buf);
-		return nx_diag_set(d, NX_ERR_IO, path, 0, 0, "cannot write the profile");
-	}
-	nx_status st = nx_write_file_atomic(path, buf, blen, false, d);
-	free(buf);
-	return st;
-}
-
 const char *nx_sim_where(nx_sim *s)
 {
 	snprintf(s->where, sizeof s->where, "sg00/%s.bin: instruction %zu", nx_engine_names[s->where_eng], s->where_pc);
@@ -188,7 +123,7 @@ static void count_insn(const nx_target *t, const nx_insn *in, nx_rt_stats *st)
 		st->hbm_write_bytes += (uint64_t)dst->part_count * nx_ap_free_elems(dst) * nx_dtype_bytes[dst->dtype];
 }
 
-static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
+static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_profile *tr)
 {
 	const nx_neff *n = s->n;
 	const nx_target *t = s->t;
@@ -320,7 +255,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				st->cc_bytes += (uint64_t)in->ap[1].part_count * nx_ap_free_elems(&in->ap[1]) *
 				                nx_dtype_bytes[in->ap[1].dtype];
 				st->queue_busy_ns[q] += end - arrive;
-				trace_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in);
+				nx_prof_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in, g->loop_i, g->depth);
 				if (in->iarg[1] >= 0)
 					ev_push(&ev, (event){end, in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
@@ -337,12 +272,12 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, trace *tr)
 				qclock[q] = start + ns;
 				st->dma_busy_ns += ns;
 				st->queue_busy_ns[q] += ns;
-				trace_add(tr, NX_ENG_COUNT + q, start, ns, in);
+				nx_prof_add(tr, NX_ENG_COUNT + q, start, ns, in, g->loop_i, g->depth);
 				if (in->iarg[1] >= 0)
 					ev_push(&ev, (event){qclock[q], in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 			} else {
-				trace_add(tr, be, g->clock, ns, in);
+				nx_prof_add(tr, be, g->clock, ns, in, g->loop_i, g->depth);
 				g->clock += ns;
 				st->busy_ns[be] += ns;
 			}
@@ -423,17 +358,18 @@ static void *run_rank(void *arg)
 		if (n->rank_id_offset >= 0)
 			nx_put_le(s.hbm + n->rank_id_offset, (uint32_t)j->rank, 4);
 	}
-	trace tr = {0};
-	tr.on = o->profile_path && j->rank == 0;
-	nx_status rc = run(&s, o, st, &tr);
+	/* only rank 0 is profiled */
+	nx_rt_profile *tr = j->rank == 0 && (o->profile_path || o->profile_out) ? nx_prof_new(n) : NULL;
+	nx_status rc = run(&s, o, st, tr);
 	nx_cc_halt(j->w, j->rank, rc != NX_OK);
 	if (rc == NX_OK && !s.timing_only)
 		for (int i = 0; i < n->noutputs; i++)
 			if (n->outputs[i].bytes)
 				memcpy(j->outputs[i], s.hbm + n->outputs[i].hbm_offset, (size_t)n->outputs[i].bytes);
-	if (rc == NX_OK && o->profile_path && j->rank == 0)
-		rc = write_trace(n, &tr, o->profile_path, d);
-	free(tr.v);
+	if (rc == NX_OK && tr)
+		rc = nx_rt_profile_output(tr, st, o, d);
+	else
+		nx_prof_free(tr);
 	for (int i = 0; i < 5; i++)
 		free(s.tmp[i]);
 	for (int i = 0; i < 4; i++)

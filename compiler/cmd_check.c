@@ -3,6 +3,7 @@
  * compare every output with a dtype-aware tolerance. */
 #include "compiler/cli.h"
 #include "compiler/compile_cached.h"
+#include "compiler/report.h"
 #include "compiler/rundev.h"
 
 #include "ir/eval/eval.h"
@@ -15,7 +16,7 @@
 
 static void help(void)
 {
-	printf("usage: nxcc check FILE [compile flags] [--random-inputs SEED] [--ranks N]\n\n"
+	printf("usage: nxcc check FILE [compile flags] [--random-inputs SEED] [--ranks N] [--report report.html]\n\n"
 	       "Compiles FILE (flags as nxcc compile; no --output needed), runs the .neff on\n"
 	       "the simulator with random inputs (SEED, default 1; the generator of nxcc\n"
 	       "eval), evaluates the original module with the reference evaluator on the\n"
@@ -29,7 +30,9 @@ static void help(void)
 	       "fp16/tf32: 32 x 2^-11; fp8_e4m3: 32 x 2^-4, fp8_e5m2: 32 x 2^-3; see\n"
 	       "docs/numerics.md). Prints the worst error per output; exit 1 on a mismatch.\n"
 	       "--ranks N (default: the module's replica count) runs N simulated ranks with\n"
-	       "the same inputs and compares rank r's outputs with the evaluator's replica r.\n");
+	       "the same inputs and compares rank r's outputs with the evaluator's replica r.\n"
+	       "--report writes the HTML report of nxcc run --report (rank 0) with the\n"
+	       "per-output error table added, also when the check fails (docs/looking.md).\n");
 }
 
 /* Longest reduction or contraction in any computation of m. */
@@ -93,7 +96,7 @@ static double autocast_bound(const char *type)
 
 /* Compares every output; prints one line each; returns the number that differ. */
 static int compare_outputs(const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
-                           const nx_compile_opts *op, const char *what)
+                           const nx_compile_opts *op, const char *what, nx_report_output *rows)
 {
 	(void)op;
 	(void)what;
@@ -142,6 +145,15 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 		nx_shape_print(shp, sizeof shp, r->shape, false);
 		printf("out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
 		       worst_rel, (long long)where, exact ? " (exact)" : "");
+		if (rows) {
+			nx_report_output *o = &rows[k];
+			snprintf(o->name, sizeof o->name, "out%d", k);
+			snprintf(o->shape, sizeof o->shape, "%s", shp);
+			o->ok = !nbad, o->exact = exact, o->worst = worst, o->worst_rel = worst_rel;
+			o->where = where, o->nbad = nbad, o->n = ne;
+			o->expected = where >= 0 ? nx_lit_get_f64(r, where) : 0;
+			o->got = where >= 0 ? nx_lit_get_f64(g, where) : 0;
+		}
 		if (nbad) {
 			printf("  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
 			       (long long)ne, (long long)where, nx_lit_get_f64(r, where), nx_lit_get_f64(g, where));
@@ -151,8 +163,11 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 	return bad;
 }
 
-static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int nranks, nx_log *log)
+static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int nranks, const char *report,
+                 nx_log *log)
 {
+	nx_rt_profile *prof = NULL;
+	nx_report_output *rows = NULL;
 	nx_compile_opts o;
 	nx_pass_opts po;
 	nx_compile_opts_from_flags(f, &o, &po, log);
@@ -209,6 +224,10 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	for (int r = 0; r < nranks; r++)
 		outs[r] = nx_arena_alloc(&a, sizeof **outs * (size_t)(nref + 1));
 	nx_rt_opts ro = nx_rt_opts_default();
+	if (report) {
+		ro.profile_out = &prof;
+		rows = nx_arena_alloc(&a, sizeof *rows * (size_t)(nref + 1));
+	}
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)argv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
@@ -218,7 +237,7 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 			printf("rank %d:\n", r);
 		nref = 0;
 		leaves(ref[r], refs, &nref, 4096);
-		bad += compare_outputs(refs, outs[r], nref, longest_reduction(m), &o, "");
+		bad += compare_outputs(refs, outs[r], nref, longest_reduction(m), &o, "", r == 0 ? rows : NULL);
 		if (opt) {
 			/* Auto-cast: the device ran the narrow-type program; the original f32
 			 * module measures how far auto-cast moved the results. */
@@ -242,10 +261,17 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	} else {
 		printf("check: ok (%d outputs%s)\n", nref, nranks > 1 ? " on every rank" : "");
 	}
+	if (report) {
+		nx_report rep = {.n = n, .prof = prof, .source = file, .hlo_path = file, .outputs = rows,
+		                 .noutputs = nref, .verdict = bad ? "FAILED" : "ok"};
+		if (nx_report_write(report, &rep, &d) != NX_OK)
+			goto fail;
+	}
 	goto done;
 fail:
 	rc = nx_log_report(log, &d);
 done:
+	nx_prof_free(prof);
 	nx_diag_clear(&d);
 	nx_neff_free(n);
 	nx_module_free(m);
@@ -263,7 +289,7 @@ int nx_cmd_check(int argc, char **argv)
 	if (!rest)
 		abort();
 	int nrest = 0, nranks = 0;
-	const char *v;
+	const char *v, *report = NULL;
 	uint64_t seed = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -280,6 +306,8 @@ int nx_cmd_check(int argc, char **argv)
 			r = nx_cli_flag(argc, argv, &i, "--random-inputs", &v);
 			if (r > 0)
 				seed = strtoull(v, NULL, 0);
+			else if (r == 0 && (r = nx_cli_flag(argc, argv, &i, "--report", &v)) > 0)
+				report = v;
 		}
 		if (r < 0) {
 			free(rest);
@@ -302,7 +330,7 @@ int nx_cmd_check(int argc, char **argv)
 		rc = nx_cli_report(&fd);
 	else {
 		nx_log_flags(&log, "check", argc - 1, argv + 1, &f);
-		rc = check(f.inputs[0], &f, seed, nranks, &log);
+		rc = check(f.inputs[0], &f, seed, nranks, report, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "check %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
 	nx_log_close(&log);

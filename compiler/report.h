@@ -11,7 +11,7 @@
 /* One output compared by nxcc check. */
 typedef struct nx_report_output {
 	char name[64];
-	char shape[128];
+	char shape[256];
 	bool ok, exact;
 	double worst, worst_rel; /* |diff| and its relative size */
 	int64_t where, nbad, n;

@@ -20,6 +20,8 @@ typedef struct nx_lower_stats {
 	double t_memory, t_emit, t_check, t_encode;
 	size_t insns[NX_ENG_COUNT]; /* static instructions per engine stream */
 	int kernels;
+	int fusions;                  /* fusion instructions in the entry computation handed to the
+	                                 backend (the clusters of --dump-format=dot) */
 	int64_t hbm_bytes, sbuf_peak; /* program HBM, SBUF bytes per partition at peak */
 	int64_t hbm_lower_bound;      /* the HBM plan's bound checked before emitting (lower.c) */
 	double flops;                 /* 2*M*N*K over all dots */

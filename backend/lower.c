@@ -1128,6 +1128,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	}
 	int64_t scratch0 = L->hbm_top;
 
+	for (int k = 0; k < e->ninsts; k++)
+		L->st.fusions += e->insts[k]->op == NX_OP_FUSION;
 	for (int k = 0; k < ns.n; k++) {
 		const nx_inst *i = ns.v[k];
 		L->node = k;

@@ -31,6 +31,7 @@ void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, n
 	po->time_passes = f->time_passes;
 	po->verify_each = f->verify_each;
 	po->dump_dir = f->dump_dir;
+	po->dump_format = f->dump_format;
 	/* the manager takes one name or "all": several names dump everything */
 	if (f->n_dump_after == 1)
 		po->dump_after = f->dump_after[0];
@@ -87,7 +88,8 @@ static void test_hooks(const char *file)
 
 static void print_stats(const nx_compile_result *r, const char *target)
 {
-	printf("compile time: %.3f s\nneff: %zu bytes\nkernels: %d\n", r->seconds, r->len, r->st.kernels);
+	printf("compile time: %.3f s\nneff: %zu bytes\nkernels: %d\nfusions: %d\n", r->seconds, r->len, r->st.kernels,
+	       r->st.fusions);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		printf("instructions %s: %zu\n", nx_engine_names[e], r->st.insns[e]);
 	printf("hbm: %lld bytes\nsbuf peak: %lld bytes per partition\n", (long long)r->st.hbm_bytes,

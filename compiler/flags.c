@@ -17,7 +17,7 @@ typedef enum {
 	K_FRAMEWORK, K_TARGET, K_MODEL_TYPE, K_AUTO_CAST, K_AUTO_CAST_TYPE, K_OPTLEVEL, K_LNC,
 	K_SATURATE_INF, K_MIXED_ACC_ON, K_MIXED_ACC_OFF, K_EXPERIMENTAL_O1, K_DISABLE_PASS,
 	K_OUTPUT, K_LOGFILE, K_VERBOSE, K_WORKDIR, K_CACHE_DIR, K_NO_CACHE, K_RETRY_FAILED,
-	K_DUMP_AFTER, K_DUMP_DIR, K_VERIFY_EACH, K_TIME_PASSES, K_STRICT_FLAGS, K_NOEFFECT,
+	K_DUMP_AFTER, K_DUMP_DIR, K_DUMP_FORMAT, K_VERIFY_EACH, K_TIME_PASSES, K_STRICT_FLAGS, K_NOEFFECT,
 } flag_kind;
 
 typedef struct {
@@ -59,6 +59,7 @@ static const flag_spec specs[] = {
 	{"--retry_failed_compilation", F_BOOL, K_RETRY_FAILED},
 	{"--dump-after", F_VALUE, K_DUMP_AFTER},
 	{"--dump-dir", F_VALUE, K_DUMP_DIR},
+	{"--dump-format", F_VALUE, K_DUMP_FORMAT},
 	{"--verify-each", F_BOOL, K_VERIFY_EACH},
 	{"--time-passes", F_BOOL, K_TIME_PASSES},
 	{"--strict-flags", F_BOOL, K_STRICT_FLAGS},
@@ -139,6 +140,7 @@ void nx_flags_free(nx_compile_flags *f)
 	free(f->cache_dir);
 	free_list(f->dump_after, f->n_dump_after);
 	free(f->dump_dir);
+	free(f->dump_format);
 	free_list(f->accepted_no_effect, f->n_accepted_no_effect);
 	free_list(f->unknown_env, f->n_unknown_env);
 	memset(f, 0, sizeof(*f));
@@ -228,6 +230,7 @@ static const enum_name cast_names[] = {
 static const enum_name cast_type_names[] = {
 	{"bf16", NX_CASTTYPE_BF16}, {"fp16", NX_CASTTYPE_FP16}, {"tf32", NX_CASTTYPE_TF32},
 	{"fp8_e4m3", NX_CASTTYPE_FP8_E4M3}, {"fp8_e5m2", NX_CASTTYPE_FP8_E5M2}, {NULL, 0}};
+static const enum_name dump_format_names[] = {{"hlo", 0}, {"dot", 1}, {"html", 2}, {NULL, 0}};
 static const enum_name level_names[] = {
 	{"debug", NX_LOG_DEBUG}, {"info", NX_LOG_INFO}, {"warning", NX_LOG_WARNING},
 	{"warn", NX_LOG_WARNING}, {"error", NX_LOG_ERROR}, {"critical", NX_LOG_CRITICAL}, {NULL, 0}};
@@ -360,6 +363,10 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 	case K_RETRY_FAILED: f->retry_failed = true; break;
 	case K_DUMP_AFTER: push_list(&f->dump_after, &f->n_dump_after, val); break;
 	case K_DUMP_DIR: set_str(&f->dump_dir, val); break;
+	case K_DUMP_FORMAT:
+		if ((st = parse_enum(dump_format_names, s->name, val, &v, d)) == NX_OK)
+			set_str(&f->dump_format, dump_format_names[v].name);
+		break;
 	case K_VERIFY_EACH: f->verify_each = true; break;
 	case K_TIME_PASSES: f->time_passes = true; break;
 	case K_STRICT_FLAGS: f->strict_flags = true; break;

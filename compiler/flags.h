@@ -60,6 +60,7 @@ typedef struct nx_compile_flags {
 	int n_dump_after;
 	char *dump_dir;              /* --dump-dir */
 	unsigned dump_lower;         /* nxcc compile --dump-lower (NX_DUMP_*): set by cmd_compile, not hashed */
+	char *dump_format;           /* --dump-format hlo|dot|html (passes/dump_graph.h) */
 	bool verify_each;            /* --verify-each */
 	bool time_passes;            /* --time-passes */
 

@@ -2,6 +2,9 @@
  * -O level from passes.def, fixed-point groups, timing, verifying, dumping. */
 #include "passes/pass.h"
 
+#include "ir/file_atomic.h"
+#include "passes/dump_graph.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +81,7 @@ static pass_stat *stat_for(manager *mg, const nx_pass_info *p)
 	return s;
 }
 
+/* A dump that cannot be written is a warning, never a failed compile. */
 static nx_status dump(manager *mg, const nx_pass_info *p)
 {
 	const nx_pass_opts *o = mg->o;
@@ -86,15 +90,27 @@ static nx_status dump(manager *mg, const nx_pass_info *p)
 	if (strcmp(o->dump_after, "all") != 0 && strcmp(o->dump_after, p->name) != 0)
 		return NX_OK;
 	const char *dir = o->dump_dir ? o->dump_dir : ".";
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s.%03d.%s.hlo", dir, mg->m->name, mg->dump_seq++, p->name);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return nx_diag_set(mg->ctx->diag, NX_ERR_IO, path, 0, 0, "cannot write dump file");
-	char *text = nx_print_module(mg->m, NULL);
-	fputs(text, f);
-	free(text);
-	fclose(f);
+	const char *fmt = o->dump_format ? o->dump_format : "hlo";
+	char base[4096];
+	snprintf(base, sizeof(base), "%s/%s.%03d.%s", dir, mg->m->name, mg->dump_seq++, p->name);
+	nx_diag d = {0};
+	nx_status st = nx_mkdir_p(dir, &d);
+	if (st == NX_OK && (!strcmp(fmt, "dot") || !strcmp(fmt, "html"))) {
+		st = nx_dump_graph(mg->m, mg->ctx, fmt[0] == 'h', base, &d);
+	} else if (st == NX_OK) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s.hlo", base);
+		char *text = nx_print_module(mg->m, NULL);
+		st = nx_write_file_atomic(path, text, strlen(text), false, &d);
+		free(text);
+	}
+	if (st != NX_OK) {
+		char *msg = nx_diag_format(&d);
+		FILE *log = mg->ctx->log ? mg->ctx->log : stderr;
+		fprintf(log, "nxcc: warning: dump after pass %s not written: %s", p->name, msg ? msg : "?\n");
+		free(msg);
+	}
+	nx_diag_clear(&d);
 	return NX_OK;
 }
 

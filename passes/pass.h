@@ -73,7 +73,8 @@ typedef struct nx_pass_opts {
 	bool time_passes;        /* print a timing table to log */
 	bool verify_each;        /* run the verifier after every pass that changed the module */
 	const char *dump_after;  /* pass name or "all"; NULL = none */
-	const char *dump_dir;    /* where dumps go ("." when NULL) */
+	const char *dump_dir;    /* where dumps go ("." when NULL; created when missing) */
+	const char *dump_format; /* "hlo" (NULL), "dot" or "html" (passes/dump_graph.h) */
 	const char **disabled;   /* pass names not to run */
 	int ndisabled;
 	int max_iterations;      /* fixed-point cap per group; 0 = 16 */

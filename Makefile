@@ -1,4 +1,5 @@
-# nxcc — plain make. `make` builds build/nxcc and build/libnxcc.a.
+# nxcc — plain make. `make` builds build/nxcc and build/libnxcc.a; `make shared`
+# builds build/libnxcc.so from a separate set of -fPIC objects (build/pic/).
 # BUILD=dir selects the output directory (make asan uses build-asan).
 CC      ?= cc
 BUILD   ?= build
@@ -69,7 +70,7 @@ demo: all
 	$(BUILD)/nxcc run $(BUILD)/mlp_step.neff --random-inputs 1 --output-dir $(BUILD)/demo-out
 	$(BUILD)/nxcc check examples/mlp_step.hlo --target trn1 -O2 --random-inputs 1
 
-test: all unit
+test: all unit shared
 	@BUILD=$(BUILD) sh tests/run.sh
 
 # Layering rules (tools/check_layers.sh); tests/run.sh runs it as a test group.
@@ -107,7 +108,7 @@ fuzz:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all unit deps demo test check-layers asan bench fuzz clean
+.PHONY: all unit deps demo test check-layers asan bench fuzz clean shared install uninstall
 .SECONDARY: $(GEN_SRC)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -138,17 +139,60 @@ $(BUILD)/bench/bench_eval_dot: bench/bench_eval_dot.c $(BUILD)/libnxcc.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
 bench: $(BUILD)/bench/bench_eval_dot
 
-# make install PREFIX=/usr/local DESTDIR=: nxcc, and the Neuron tool names
-# as symlinks to it (argv[0] picks the mode: docs/cli.md).
-PREFIX  ?= /usr/local
-BINDIR  := $(DESTDIR)$(PREFIX)/bin
-install: all install-links
-	install -d $(BINDIR)
-	install -m 755 $(BUILD)/nxcc $(BINDIR)/nxcc
+# The shared library: the same sources as libnxcc.a compiled with -fPIC into
+# build/pic/ (the normal objects stay as they are), exporting only the
+# public nxcc_* interface (include/nxcc.h, tools/libnxcc.map).
+PIC_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC)) $(patsubst $(BUILD)/gen/%.c,$(BUILD)/pic/gen/%.o,$(GEN_SRC))
+NX_VERSION := $(shell sed -n 's/^#define NX_VERSION "\(.*\)"/\1/p' ir/ir.h)
+SONAME := libnxcc.so.$(firstword $(subst ., ,$(NX_VERSION)))
+shared: $(BUILD)/libnxcc.so
+$(BUILD)/libnxcc.so: $(PIC_OBJ) tools/libnxcc.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=tools/libnxcc.map $(LDFLAGS) -o $@ $(PIC_OBJ) $(LDLIBS)
+$(BUILD)/pic/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=c11 $(OPT) $(SAN) -fPIC -w -c -o $@ $<
+$(BUILD)/pic/%.o: %.c $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+$(BUILD)/pic/compiler/flags.o: $(BUILD)/gen/nx_build_id.h
+-include $(shell find $(BUILD)/pic -name '*.d' 2>/dev/null)
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the nxcc binary, libnxcc.so
+# and libnxcc.a, include/nxcc.h, nxcc.pc, the man page nxcc.1 and the bash
+# completion, and the Neuron tool names as symlinks to nxcc (argv[0] picks
+# the mode: docs/cli.md).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+INSTALL    ?= install
+install: all shared $(BUILD)/nxcc.pc
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(COMPDIR)
+	$(INSTALL) -m 755 $(BUILD)/nxcc $(DESTDIR)$(BINDIR)/nxcc
+	$(INSTALL) -m 755 $(BUILD)/libnxcc.so $(DESTDIR)$(LIBDIR)/libnxcc.so.$(NX_VERSION)
+	ln -sf libnxcc.so.$(NX_VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libnxcc.so
+	$(INSTALL) -m 644 $(BUILD)/libnxcc.a $(DESTDIR)$(LIBDIR)/libnxcc.a
+	$(INSTALL) -m 644 include/nxcc.h $(DESTDIR)$(INCLUDEDIR)/nxcc.h
+	$(INSTALL) -m 644 $(BUILD)/nxcc.pc $(DESTDIR)$(LIBDIR)/pkgconfig/nxcc.pc
+	$(INSTALL) -m 644 docs/nxcc.1 $(DESTDIR)$(MANDIR)/man1/nxcc.1
+	$(INSTALL) -m 644 tools/nxcc.bash-completion $(DESTDIR)$(COMPDIR)/nxcc
+	$(MAKE) --no-print-directory install-links
 install-links:
-	install -d $(BINDIR)
-	ln -sf nxcc $(BINDIR)/neuronx-cc
-	ln -sf nxcc $(BINDIR)/neuron_parallel_compile
+	$(INSTALL) -d $(DESTDIR)$(BINDIR)
+	ln -sf nxcc $(DESTDIR)$(BINDIR)/neuronx-cc
+	ln -sf nxcc $(DESTDIR)$(BINDIR)/neuron_parallel_compile
+$(BUILD)/nxcc.pc: tools/nxcc.pc.in ir/ir.h
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(NX_VERSION)|' $< > $@
+.PHONY: $(BUILD)/nxcc.pc
 uninstall:
-	rm -f $(BINDIR)/nxcc $(BINDIR)/neuronx-cc $(BINDIR)/neuron_parallel_compile
-.PHONY: install install-links uninstall
+	rm -f $(DESTDIR)$(BINDIR)/nxcc $(DESTDIR)$(LIBDIR)/libnxcc.so $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libnxcc.so.$(NX_VERSION) $(DESTDIR)$(LIBDIR)/libnxcc.a \
+		$(DESTDIR)$(INCLUDEDIR)/nxcc.h $(DESTDIR)$(LIBDIR)/pkgconfig/nxcc.pc $(DESTDIR)$(MANDIR)/man1/nxcc.1 \
+		$(DESTDIR)$(COMPDIR)/nxcc $(DESTDIR)$(BINDIR)/neuronx-cc $(DESTDIR)$(BINDIR)/neuron_parallel_compile
+.PHONY: install install-links uninstall shared

@@ -397,6 +397,11 @@ nx_status nx_rt_profile_output(nx_rt_profile *p, const nx_rt_stats *st, const nx
 	if (o->profile_path)
 		rc = o->profile_format == NX_RT_PROFILE_SUMMARY ? nx_prof_write_summary(p, o->profile_path, d)
 		                                                : nx_prof_write_chrome(p, o->profile_path, d);
+	if (rc != NX_OK) { /* the run reports only the message: name the file in it */
+		char *msg = nx_xasprintf("%s", d->msg ? d->msg : "write failed");
+		nx_diag_set(d, rc, o->profile_path, 0, 0, "%s: cannot write the profile: %s", o->profile_path, msg);
+		free(msg);
+	}
 	if (o->profile_out && rc == NX_OK)
 		*o->profile_out = p;
 	else

@@ -255,8 +255,9 @@ static void profile_written(void **state)
 	char *txt = tu_read(path, NULL);
 	assert_non_null(strstr(txt, "\"traceEvents\""));
 	assert_non_null(strstr(txt, "\"name\": \"matmul\""));
-	assert_non_null(strstr(txt, "\"hlo\": \"dot.1\""));
-	assert_non_null(strstr(txt, "\"args\": {\"name\": \"dma1\"}"));
+	assert_non_null(strstr(txt, "\"kernel\": \"dot.1\""));
+	assert_non_null(strstr(txt, "\"args\": {\"name\": \"dma queue 1\"}"));
+	assert_null(strstr(txt, "\"ts\": 0, \"s\": \"g\"")); /* no stray end event */
 	free(txt);
 	remove(path);
 	nx_neff_free(n);

@@ -5,6 +5,7 @@
 #include "compiler/rundev.h"
 
 #include "ir/eval/eval.h"
+#include "ir/file_atomic.h"
 #include "ir/npy.h"
 
 #include <errno.h>
@@ -245,10 +246,8 @@ int nx_cmd_run(int argc, char **argv)
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)in, NULL, &a, outs, &o, st, &d) != NX_OK)
 		goto fail;
-	if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-		nx_diag_set(&d, NX_ERR_IO, outdir, 0, 0, "cannot create the output directory");
+	if (outdir && nx_mkdir_p(outdir, &d) != NX_OK)
 		goto fail;
-	}
 	for (int r = 0; r < nranks; r++) {
 		char dir[4096];
 		snprintf(dir, sizeof dir, "%s/rank%d", outdir ? outdir : ".", r);

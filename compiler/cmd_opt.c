@@ -13,6 +13,7 @@ static void help(void)
 	       "       [--auto-cast none|matmult|all] [--auto-cast-type bf16|fp16|tf32|fp8_e4m3|fp8_e5m2]\n"
 	       "       [--model-type generic|transformer|unet-inference] [--param-dtype bf16|fp16]\n"
 	       "       [--time-passes] [--verify-each] [--dump-after=NAME|all] [--dump-dir=DIR]\n"
+	       "       [--dump-format=hlo|dot|html]  (dot/html: the graph with fusion clusters, docs/looking.md)\n"
 	       "       [--disable-pass=NAME ...] [--verbose LEVEL] [--list-passes] [--check-changed]\n\n"
 	       "Runs the optimization pipeline of the chosen level (default -O2), or exactly the\n"
 	       "passes named by --passes, and writes the module as HLO text (stdout by default).\n"

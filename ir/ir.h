@@ -432,6 +432,30 @@ typedef struct nx_alias {
 	bool kind_given; /* kind text was present */
 } nx_alias;
 
+/* The source-location tables XLA prints before the first computation
+ * (FileNames, FunctionNames, FileLocations, StackFrames; StackFrameIndexProto
+ * in a proto). Ids are 1-based positions in each table; 0 means none.
+ * Instructions point into them with metadata stack_frame_id. */
+typedef struct nx_file_location {
+	int64_t file_name_id, function_name_id;
+	int64_t line, end_line, column, end_column;
+} nx_file_location;
+
+typedef struct nx_stack_frame {
+	int64_t file_location_id, parent_frame_id;
+} nx_stack_frame;
+
+typedef struct nx_stack_frames {
+	const char **file_names;
+	int nfile_names;
+	const char **function_names;
+	int nfunction_names;
+	nx_file_location *locations;
+	int nlocations;
+	nx_stack_frame *frames;
+	int nframes;
+} nx_stack_frames;
+
 struct nx_module {
 	nx_arena arena;
 	const char *name;
@@ -452,6 +476,8 @@ struct nx_module {
 	nx_kv *unknown; /* other header attributes, verbatim, in input order */
 	int nunknown;
 	int64_t next_id; /* the next unused computation/instruction id */
+	nx_stack_frames stack; /* source-location tables (all empty when absent) */
+	int nelided; /* constants written as {...} and filled by the reader */
 };
 
 /* Module construction. Names are copied into the arena. */
@@ -496,9 +522,15 @@ char *nx_read_whole_file(const char *path, size_t *len, nx_diag *d);
  * "c64[2] {(1, 0), (2, 3)}", "(s32[], f32[]) (1, 2.5)") into arena a. */
 nx_literal *nx_parse_literal(nx_arena *a, const char *text, size_t len, nx_diag *d);
 
+/* ir/hlo/stack_frames.c: the user's source of an instruction, for
+ * diagnostics: "op_name at file:line (in function)" from metadata
+ * source_file/source_line, else from its stack_frame_id in m's tables.
+ * false (buf "") when it has neither an op_name nor a location. */
+bool nx_inst_source(const nx_module *m, const nx_inst *i, char *buf, size_t n);
+
 /* ir/hlo/print.c: HLO text. The result is malloc'd; caller frees. */
 typedef struct nx_print_opts {
-	bool no_metadata;  /* omit metadata={...} */
+	bool no_metadata;  /* omit metadata={...} and the stack-frame tables */
 	bool canonical;    /* fingerprint form: ids instead of names, no metadata */
 } nx_print_opts;
 char *nx_print_module(const nx_module *m, const nx_print_opts *o);

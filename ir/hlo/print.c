@@ -919,6 +919,8 @@ char *nx_print_module(const nx_module *m, const nx_print_opts *o)
 	nx_buf b = {0};
 	if (!x.canonical) {
 		put_header(&b, &x, m);
+		if (x.metadata)
+			nx_buf_stack_frames(&b, &m->stack);
 		for (int k = 0; k < m->ncomps; k++)
 			put_comp(&b, &x, m->comps[k], NULL);
 		return nx_buf_take(&b);

@@ -33,4 +33,8 @@ void nx_buf_literal_value(nx_buf *b, const nx_literal *l);
  * type); bits holds the raw storage value (zero-extended). */
 void nx_buf_float(nx_buf *b, nx_type t, uint64_t bits);
 
+/* The FileNames ... StackFrames tables as XLA prints them (nothing when
+ * empty), each followed by a blank line, then one more (stack_frames.c). */
+void nx_buf_stack_frames(nx_buf *b, const nx_stack_frames *s);
+
 #endif

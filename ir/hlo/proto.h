@@ -51,4 +51,11 @@ bool nx_pb_op_implies_replica_groups(nx_opcode op);
  * shape has a non-default layout: LiteralProto stores physical order). */
 void nx_pb_permute(const nx_shape *s, const void *src, void *dst, int elem, bool to_physical);
 
+/* The stack-frame tables <-> StackFrameIndexProto (ir/hlo/stack_frames.c).
+ * to_proto returns NULL for empty tables; from_proto checks every id and
+ * returns false with a message in err on a dangling one. */
+Xla__StackFrameIndexProto *nx_pb_stack_frames_to(nx_arena *a, const nx_stack_frames *s);
+bool nx_pb_stack_frames_from(nx_arena *a, const Xla__StackFrameIndexProto *p, nx_stack_frames *s,
+                             char *err, size_t nerr);
+
 #endif

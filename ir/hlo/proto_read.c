@@ -895,6 +895,11 @@ static bool rmodule(rctx *r, const Xla__HloModuleProto *p)
 	m->is_scheduled = p->schedule != NULL;
 	if (p->frontend_attributes)
 		m->frontend_attributes = rfrontend(r, p->frontend_attributes, &m->nfrontend_attributes);
+	if (p->stack_frame_index) {
+		char err[200];
+		if (!nx_pb_stack_frames_from(r->a, p->stack_frame_index, &m->stack, err, sizeof err))
+			return fail(r, NULL, "%s", err);
+	}
 	m->replica_count = p->nxcc_replica_count;
 	m->num_partitions = p->nxcc_num_partitions;
 	if (p->n_nxcc_unknown_attributes) {
@@ -913,15 +918,33 @@ nx_module *nx_read_proto(const void *data, size_t len, const char *file, nx_diag
 		return NULL;
 	}
 	Xla__HloModuleProto *p = xla__hlo_module_proto__unpack(NULL, len, b);
+	/* A module always has computations; without any, the bytes may be the
+	 * HloProto wrapper (hlo_module = 1) that XLA's tools write. */
+	Xla__HloProto *w = NULL;
+	if (!p || p->n_computations == 0) {
+		w = wire_depth_ok(&xla__hlo_proto__descriptor, b, b + len, 0)
+		        ? xla__hlo_proto__unpack(NULL, len, b) : NULL;
+		if (w && w->hlo_module && w->hlo_module->n_computations) {
+			if (p)
+				xla__hlo_module_proto__free_unpacked(p, NULL);
+			p = w->hlo_module;
+		} else if (w) {
+			xla__hlo_proto__free_unpacked(w, NULL);
+			w = NULL;
+		}
+	}
 	if (!p) {
-		nx_diag_set(d, NX_ERR_INPUT, file, 0, 0, "not a valid HloModuleProto");
+		nx_diag_set(d, NX_ERR_INPUT, file, 0, 0, "not a valid HloModuleProto (nor an HloProto holding one)");
 		return NULL;
 	}
 	nx_module *m = nx_module_new(*p->name ? p->name : "module");
 	m->file = file ? nx_arena_strdup(&m->arena, file) : NULL;
 	rctx r = {m, &m->arena, file, d};
 	bool ok = rmodule(&r, p);
-	xla__hlo_module_proto__free_unpacked(p, NULL);
+	if (w)
+		xla__hlo_proto__free_unpacked(w, NULL);
+	else
+		xla__hlo_module_proto__free_unpacked(p, NULL);
 	if (!ok) {
 		nx_module_free(m);
 		return NULL;

@@ -609,6 +609,7 @@ static void wmodule(wctx *w, Xla__HloModuleProto *p)
 	}
 	if (m->nfrontend_attributes)
 		p->frontend_attributes = wfrontend(w, m->frontend_attributes, m->nfrontend_attributes);
+	p->stack_frame_index = nx_pb_stack_frames_to(ar, &m->stack);
 	p->nxcc_replica_count = m->replica_count;
 	p->nxcc_num_partitions = m->num_partitions;
 	if (m->nunknown) {

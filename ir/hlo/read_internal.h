@@ -66,6 +66,10 @@ bool rd_shape(nx_rd *r, nx_shape **out);
 bool rd_at_shape(nx_rd *r);
 /* A literal value of the given shape (after the shape). */
 bool rd_literal_value(nx_rd *r, nx_shape *shape, nx_literal **out);
+/* "{...}" (an elided constant) at the current position? */
+bool rd_at_elided(nx_rd *r);
+/* Consumes "{...}" and fills a deterministic value of the shape. */
+bool rd_elided_value(nx_rd *r, nx_shape *shape, nx_literal **out);
 /* Encodes d into the bit pattern of float type t (round to nearest even). */
 uint64_t nx_float_encode(double d, nx_type t);
 
@@ -101,5 +105,10 @@ bool rd_attrs(nx_rd *r, nx_inst *i, rd_pending *pd);
 bool rd_module_attr(nx_rd *r, nx_module *m, const char *key, size_t keylen, size_t keypos);
 bool rd_kv_list(nx_rd *r, nx_kv **out, int *n, bool commas);
 bool rd_comp_ref(nx_rd *r, rd_ref *ref);
+
+/* ---- stack_frames.c ---- */
+/* FileNames / FunctionNames / FileLocations / StackFrames tables into m->stack
+ * (none present is fine). */
+bool rd_stack_tables(nx_rd *r, nx_module *m);
 
 #endif

@@ -630,6 +630,71 @@ bool rd_literal_value(nx_rd *r, nx_shape *shape, nx_literal **out)
 	return true;
 }
 
+/* XLA prints large constants as "{...}" unless asked for full literals. Such a
+ * module is still compiled and timed, so the reader fills the value
+ * deterministically (docs/ir.md "Elided constants"): element k (row-major) of
+ * a float constant is u_k = (splitmix64(k) >> 40) / 2^23 - 1 in [-1, 1),
+ * rounded to the type (complex: real u_k, imaginary 0); integer elements are
+ * 0 and pred elements false. m->nelided counts them; the commands warn. */
+static uint64_t splitmix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+bool rd_at_elided(nx_rd *r)
+{
+	size_t k = r->pos;
+	if (k >= r->len || r->s[k] != '{')
+		return false;
+	k++;
+	while (k < r->len && (r->s[k] == ' ' || r->s[k] == '\t'))
+		k++;
+	if (k + 3 > r->len || memcmp(r->s + k, "...", 3) != 0)
+		return false;
+	k += 3;
+	while (k < r->len && (r->s[k] == ' ' || r->s[k] == '\t'))
+		k++;
+	return k < r->len && r->s[k] == '}';
+}
+
+bool rd_elided_value(nx_rd *r, nx_shape *shape, nx_literal **out)
+{
+	size_t at = r->pos;
+	while (r->s[r->pos] != '}')
+		r->pos++;
+	r->pos++;
+	if (!nx_shape_is_array(shape) || shape->dynamic)
+		return rd_err(r, at, "an elided constant {...} must have a static array shape");
+	int64_t bytes = nx_shape_bytes(shape);
+	if (bytes < 0 || bytes > ((int64_t)1 << 30))
+		return rd_err(r, at, "elided constant of shape %s is larger than 1 GiB; nxcc fills elided constants in memory",
+		              nx_shape_str(&r->scratch, shape, false));
+	nx_literal *l = nx_literal_new(r->a, shape);
+	int64_t n = nx_shape_elems(shape);
+	nx_type t = shape->type;
+	int eb = nx_type_bytes(t);
+	if (nx_type_is_float(t) || nx_type_kind_of(t) == NX_KIND_COMPLEX) {
+		for (int64_t k = 0; k < n; k++) {
+			double u = (double)(splitmix64((uint64_t)k) >> 40) / 8388608.0 - 1.0;
+			unsigned char *p = (unsigned char *)l->data + k * eb;
+			if (t == NX_F64 || t == NX_C128) {
+				memcpy(p, &u, 8);
+			} else if (t == NX_F32 || t == NX_C64) {
+				float f = (float)u;
+				memcpy(p, &f, 4);
+			} else {
+				uint64_t bits = nx_float_encode(u, t);
+				memcpy(p, &bits, (size_t)eb); /* little-endian storage */
+			}
+		}
+	}
+	*out = l;
+	return true;
+}
+
 nx_literal *nx_parse_literal(nx_arena *a, const char *text, size_t len, nx_diag *d)
 {
 	nx_rd r = {0};

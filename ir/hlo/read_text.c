@@ -276,8 +276,16 @@ static nx_inst *parse_rhs(parser *P, nx_comp *c, const char *name, size_t namepo
 				return NULL;
 			}
 		}
-		if (!rd_literal_value(r, shape, &lit) ||
-		    !rd_expect(r, ')', "after the constant's value"))
+		if (!rd_ws(r))
+			return NULL;
+		if (rd_at_elided(r)) {
+			if (!rd_elided_value(r, shape, &lit))
+				return NULL;
+			P->m->nelided++;
+		} else if (!rd_literal_value(r, shape, &lit)) {
+			return NULL;
+		}
+		if (!rd_expect(r, ')', "after the constant's value"))
 			return NULL;
 	} else if (!parse_operands(P, c, pd)) {
 		return NULL;
@@ -668,6 +676,39 @@ static bool resolve_called(parser *P)
 	return true;
 }
 
+/* XLA's parser also takes a module without its "HloModule" line when the
+ * text starts with ENTRY or with a computation: a name then '(' or '{'. */
+static bool starts_computation(nx_rd *r)
+{
+	size_t save = r->pos;
+	bool ok = at_keyword(r, "ENTRY");
+	if (!ok) {
+		const char *nm;
+		size_t nn;
+		ok = rd_name(r, &nm, &nn) && rd_ws(r) && (rd_peek(r) == '(' || rd_peek(r) == '{');
+	}
+	r->pos = save;
+	r->failed = false;
+	return ok;
+}
+
+/* The module name of a headerless file: its base name up to the first '.'
+ * ("model.hlo.txt" -> "model"), or "module". */
+static void stem_of(const char *file, const char **nm, size_t *nn)
+{
+	if (!file || !strcmp(file, "-"))
+		return;
+	const char *b = strrchr(file, '/');
+	b = b ? b + 1 : file;
+	size_t n = 0;
+	while (b[n] && b[n] != '.' && (rd_is_name_char(b[n]) || b[n] == '-'))
+		n++;
+	if (n) {
+		*nm = b;
+		*nn = n;
+	}
+}
+
 static bool parse_module(parser *P)
 {
 	nx_rd *r = &P->r;
@@ -676,24 +717,27 @@ static bool parse_module(parser *P)
 	if (rd_eof(r))
 		return rd_err(r, 0, "empty file: expected 'HloModule'");
 	size_t hp = r->pos;
-	if (!at_keyword(r, "HloModule")) {
+	bool header = at_keyword(r, "HloModule");
+	if (!header && !starts_computation(r)) {
 		char buf[64];
-		return rd_err(r, hp, "expected 'HloModule' at the start of the file, found %s",
+		return rd_err(r, hp, "expected 'HloModule' or a computation at the start of the file, found %s",
 		              found_text(r, buf, sizeof buf));
 	}
-	const char *nm;
-	size_t nn;
-	if (!rd_name(r, &nm, &nn)) {
+	const char *nm = "module";
+	size_t nn = 6;
+	if (header && !rd_name(r, &nm, &nn)) {
 		char buf[64];
 		if (r->failed)
 			return false;
 		return rd_err(r, r->pos, "expected module name after 'HloModule', found %s",
 		              found_text(r, buf, sizeof buf));
 	}
+	if (!header)
+		stem_of(r->file, &nm, &nn);
 	P->m = nx_module_new(nx_arena_strndup(&r->scratch, nm, nn));
 	r->a = &P->m->arena;
 	P->m->file = r->file ? nx_arena_strdup(r->a, r->file) : NULL;
-	while (rd_accept(r, ',')) {
+	while (header && rd_accept(r, ',')) {
 		const char *k;
 		size_t kn;
 		size_t kp = r->pos;
@@ -704,7 +748,7 @@ static bool parse_module(parser *P)
 		if (!rd_module_attr(r, P->m, k, kn, kp))
 			return false;
 	}
-	if (r->failed)
+	if (r->failed || !rd_stack_tables(r, P->m))
 		return false;
 	for (;;) {
 		if (!rd_ws(r))

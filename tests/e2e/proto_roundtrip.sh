@@ -6,7 +6,7 @@ set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0; bad=0
-for f in "$NX_CORPUS"/hlo/torch-neuronx/*.hlo "$NX_CORPUS"/xla-evaluator/*/module.hlo; do
+for f in "$NX_CORPUS"/hlo/torch-neuronx/*.hlo "$NX_CORPUS"/hlo/jax/*.hlo "$NX_CORPUS"/xla-evaluator/*/module.hlo; do
 	[ -f "$f" ] || continue
 	n=$((n + 1))
 	if ! "$NXCC" print "$f" -o "$tmp/a.txt" 2>"$tmp/err"; then

@@ -625,7 +625,7 @@ static nx_module *read_or_report(const char *text, const char *what)
 	return m;
 }
 
-/* text -> read -> print -> read -> print: both prints identical. Returns
+/* text -> read (and verify) -> print -> read -> print: both prints identical. Returns
  * false (after printing why) on failure. */
 static bool roundtrip_file(const char *path)
 {
@@ -639,6 +639,14 @@ static bool roundtrip_file(const char *path)
 	nx_module *m1 = read_or_report(text, path), *m2 = NULL;
 	if (!m1)
 		goto out;
+	nx_diag vd = {0};
+	if (nx_verify_module(m1, &vd) != NX_OK) {
+		char *s = nx_diag_format(&vd);
+		print_error("%s: does not verify: %s\n", path, s);
+		free(s);
+		nx_diag_clear(&vd);
+		goto out;
+	}
 	p1 = nx_print_module(m1, NULL);
 	m2 = read_or_report(p1, "printed");
 	if (!m2) {
@@ -670,14 +678,18 @@ static void test_corpus_roundtrip(void **state)
 		skip(); /* the HLO text reader (branch reader) is not merged yet */
 	int failures = 0, total = 0;
 	char dir[1024], path[2048];
-	snprintf(dir, sizeof dir, "%s/hlo/torch-neuronx", tu_corpus());
 	char **files;
-	int n = tu_list(dir, ".hlo", &files);
-	for (int i = 0; i < n; i++, total++) {
-		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-		failures += !roundtrip_file(path);
+	int n;
+	static const char *const dirs[] = {"hlo/torch-neuronx", "hlo/jax"};
+	for (int d = 0; d < 2; d++) {
+		snprintf(dir, sizeof dir, "%s/%s", tu_corpus(), dirs[d]);
+		n = tu_list(dir, ".hlo", &files);
+		for (int i = 0; i < n; i++, total++) {
+			snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+			failures += !roundtrip_file(path);
+		}
+		tu_list_free(files, n);
 	}
-	tu_list_free(files, n);
 	snprintf(dir, sizeof dir, "%s/xla-evaluator", tu_corpus());
 	n = tu_list(dir, "", &files);
 	for (int i = 0; i < n; i++) {

@@ -641,14 +641,17 @@ static void test_corpus(void **state)
 	char dir[4096], path[8192];
 	int bad = 0, done = 0, skipped = 0;
 	char **v;
-	snprintf(dir, sizeof dir, "%s/hlo/torch-neuronx", tu_corpus());
-	int n = tu_list(dir, ".hlo", &v);
-	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, v[i]);
-		bad += corpus_file(path, &skipped);
-		done++;
+	static const char *const dirs[] = {"hlo/torch-neuronx", "hlo/jax"};
+	for (int d = 0; d < 2; d++) {
+		snprintf(dir, sizeof dir, "%s/%s", tu_corpus(), dirs[d]);
+		int n = tu_list(dir, ".hlo", &v);
+		for (int i = 0; i < n; i++) {
+			snprintf(path, sizeof path, "%s/%s", dir, v[i]);
+			bad += corpus_file(path, &skipped);
+			done++;
+		}
+		tu_list_free(v, n);
 	}
-	tu_list_free(v, n);
 	snprintf(dir, sizeof dir, "%s/xla-evaluator", tu_corpus());
 	DIR *dd = opendir(dir);
 	struct dirent *de;

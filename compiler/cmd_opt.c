@@ -176,6 +176,7 @@ int nx_cmd_opt(int argc, char **argv)
 	nx_flags_free(&f);
 	return 0;
 fail:
+	nx_diag_explain(&d, m);
 	rc = nx_cli_report(&d);
 	nx_diag_clear(&d);
 	nx_module_free(m);

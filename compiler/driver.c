@@ -113,6 +113,7 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	if (st == NX_OK)
 		st = nx_lower_module(m, tg, nonneg, &r->neff, &r->len, &r->st, d);
 	r->t_lower = now() - t;
+	nx_diag_explain(d, m); /* a refusal names the user's source */
 	free(nonneg);
 	r->seconds = now() - t0;
 	if (keep_module && st == NX_OK)

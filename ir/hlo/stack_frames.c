@@ -367,3 +367,60 @@ bool nx_inst_source(const nx_module *m, const nx_inst *i, char *buf, size_t n)
 		snprintf(buf + w, n - (size_t)w, " (in %s)", func);
 	return true;
 }
+
+/* ------------------------------------------------------------ diagnostics */
+
+static const nx_inst *find_inst(const nx_module *m, const char *name)
+{
+	for (int c = 0; c < m->ncomps; c++) {
+		const nx_inst *i = nx_comp_find_inst(m->comps[c], name);
+		if (i)
+			return i;
+	}
+	return NULL;
+}
+
+/* Line `line` of the text file `file`, into d->src_line. */
+static void fill_src_line(nx_diag *d)
+{
+	if (d->src_line || !d->file || d->line <= 0 || !strcmp(d->file, "-"))
+		return;
+	nx_diag tmp = {0};
+	size_t len;
+	char *text = nx_read_whole_file(d->file, &len, &tmp);
+	nx_diag_clear(&tmp);
+	if (!text)
+		return;
+	if (nx_looks_like_text(text, len)) {
+		const char *p = text, *end = text + len;
+		for (int l = 1; l < d->line && p < end; l++) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			p = nl ? nl + 1 : end;
+		}
+		if (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			nx_diag_set_src(d, p, (size_t)((nl ? nl : end) - p));
+		}
+	}
+	free(text);
+}
+
+void nx_diag_explain(nx_diag *d, const nx_module *m)
+{
+	if (!d || d->status != NX_ERR_INPUT || !m)
+		return;
+	const nx_inst *i = d->inst ? find_inst(m, d->inst) : NULL;
+	if (i && !d->line && i->line) {
+		free(d->file);
+		d->file = m->file ? nx_xstrdup(m->file) : NULL;
+		d->line = i->line;
+		d->col = i->col;
+	}
+	char src[512];
+	if (i && d->msg && !strstr(d->msg, " [from ") && nx_inst_source(m, i, src, sizeof src)) {
+		char *msg = nx_xasprintf("%s [from %s]", d->msg, src);
+		free(d->msg);
+		d->msg = msg;
+	}
+	fill_src_line(d);
+}

@@ -145,6 +145,7 @@ int nx_cmd_opt(int argc, char **argv)
 	po.check_changed = check_changed;
 	nx_pass_ctx ctx = {.opt_level = f.optlevel, .autocast_type = NX_BF16, .fold_max_elems = 1 << 16};
 	ctx.model_type = f.model_type;
+	ctx.no_mixed_accumulation = !f.mixed_precision_accumulation;
 	ctx.verbose = f.verbose == NX_LOG_DEBUG ? 2 : f.verbose == NX_LOG_INFO ? 1 : 0;
 	ctx.diag = &d;
 	if (nx_parse_autocast(o.auto_cast, o.auto_cast_type, &ctx, &d) != NX_OK ||

@@ -22,6 +22,7 @@ void nx_compile_opts_from_flags(const nx_compile_flags *f, nx_compile_opts *o, n
 	o->auto_cast = cast[f->auto_cast];
 	o->auto_cast_type = cast_type[f->auto_cast_type];
 	o->model_type = model[f->model_type];
+	o->no_mixed_accumulation = !f->mixed_precision_accumulation;
 	o->framework = "XLA";
 	o->output = f->output ? f->output : "file.neff";
 	o->dump_lower = f->dump_lower;

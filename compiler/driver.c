@@ -65,6 +65,7 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 		return nx_diag_set(d, NX_ERR_INPUT, NULL, 0, 0, "unknown target '%s'", o->target);
 	nx_pass_ctx ctx = {.opt_level = o->opt_level, .autocast_type = NX_BF16, .fold_max_elems = 1 << 16};
 	ctx.diag = d;
+	ctx.no_mixed_accumulation = o->no_mixed_accumulation;
 	nx_cost_model cost = {(void *)tg, cost_inst_ns, cost_hbm_ns};
 	ctx.cost = &cost;
 	ctx.verbose = o->pass_verbose;

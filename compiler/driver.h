@@ -23,6 +23,7 @@ typedef struct nx_compile_opts {
 	int replicas;              /* > 0: replica count to compile for (nxcc check --ranks) */
 	unsigned dump_lower;       /* NX_DUMP_* (backend.h): lowering dumps into r->st.dump_text */
 	const char *param_dtype;   /* --param-dtype bf16|fp16 (nxcc train, opt); NULL = f32 */
+	bool no_mixed_accumulation; /* --disable-mixed-precision-accumulation */
 } nx_compile_opts;
 
 void nx_compile_opts_init(nx_compile_opts *o);

@@ -1,7 +1,11 @@
 /* passes/batchnorm_expand.c — batch-norm-training, -inference and -grad
  * become reduce / broadcast / elementwise ops, with the formulas of XLA's
  * operation semantics (N = elements per feature, sums over every dim but
- * feature_index, all math in the operand's type):
+ * feature_index, all math in the operand's type — except that bf16/f16/f8
+ * operands are converted to f32, the formulas run in f32 and each result is
+ * converted back once, unless --disable-mixed-precision-accumulation; torch
+ * lowers LayerNorm to batch-norm-training, and bf16 statistics summed and
+ * squared in bf16 lose most of their digits):
  *   training:  mean = Σx/N, var = Σ(x−mean)²/N, y = (x−mean)·rsqrt(var+ε)·γ + β
  *              → tuple(y, mean, var). XLA's expander uses E[x²] − E[x]² (two
  *              independent reductions); in f32 that cancels badly when the
@@ -55,23 +59,35 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 	int64_t f = in->a.feature_index;
 	if (f < 0 || f >= x->shape->rank)
 		return NULL;
+	/* mixed-precision accumulation: every operand into f32, results back */
+	nx_type orig = x->shape->type;
+	bool widen = !rw->ctx->no_mixed_accumulation && nx_type_bits(orig) < 32;
+	nx_inst *ops[5];
+	for (int k = 0; k < in->noperands && k < 5; k++) {
+		ops[k] = in->operands[k];
+		if (widen && nx_shape_is_array(ops[k]->shape) && nx_type_is_float(ops[k]->shape->type) &&
+		    ops[k]->shape->type != NX_F32)
+			ops[k] = nx_rw_convert(rw, ops[k], NX_F32);
+	}
+	x = ops[0];
 	bn b = {rw, x, f, x->shape->type, NULL};
 	b.fs = nx_shape_array(nx_rw_arena(rw), b.t, 1, &x->shape->dims[f]);
 	int64_t total = nx_shape_elems(x->shape);
 	double n = x->shape->dims[f] ? (double)(total / x->shape->dims[f]) : 0;
 	nx_inst *eps = nx_rw_splat(rw, b.fs, b.t, (double)in->a.epsilon);
-	nx_inst *scale = in->operands[1];
+	nx_inst *scale = ops[1];
 	if (in->op == NX_OP_BATCH_NORM_INFERENCE) {
-		nx_inst *offset = in->operands[2], *mean = in->operands[3], *var = in->operands[4];
+		nx_inst *offset = ops[2], *mean = ops[3], *var = ops[4];
 		nx_inst *r = nx_rw_unary(rw, NX_OP_RSQRT, op2(&b, NX_OP_ADD, var, eps));
 		nx_inst *k = op2(&b, NX_OP_MULTIPLY, scale, r);
 		nx_inst *d = op2(&b, NX_OP_SUBTRACT, x, bc(&b, mean));
-		return op2(&b, NX_OP_ADD, op2(&b, NX_OP_MULTIPLY, d, bc(&b, k)), bc(&b, offset));
+		nx_inst *y = op2(&b, NX_OP_ADD, op2(&b, NX_OP_MULTIPLY, d, bc(&b, k)), bc(&b, offset));
+		return y->shape->type == in->shape->type ? y : nx_rw_convert(rw, y, in->shape->type);
 	}
 	nx_inst *nf = nx_rw_splat(rw, b.fs, b.t, n);
 	nx_inst *res[3];
 	if (in->op == NX_OP_BATCH_NORM_TRAINING) {
-		nx_inst *offset = in->operands[2];
+		nx_inst *offset = ops[2];
 		nx_inst *mean = op2(&b, NX_OP_DIVIDE, sum_f(&b, x), nf);
 		nx_inst *d = op2(&b, NX_OP_SUBTRACT, x, bc(&b, mean));
 		nx_inst *var = op2(&b, NX_OP_DIVIDE, sum_f(&b, op2(&b, NX_OP_MULTIPLY, d, d)), nf);
@@ -81,7 +97,7 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 		res[1] = mean;
 		res[2] = var;
 	} else {
-		nx_inst *mean = in->operands[2], *var = in->operands[3], *dy = in->operands[4];
+		nx_inst *mean = ops[2], *var = ops[3], *dy = ops[4];
 		nx_inst *r = nx_rw_unary(rw, NX_OP_RSQRT, op2(&b, NX_OP_ADD, var, eps));
 		nx_inst *d = op2(&b, NX_OP_SUBTRACT, x, bc(&b, mean));
 		nx_inst *gb = sum_f(&b, dy);
@@ -96,6 +112,9 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 		res[1] = gs;
 		res[2] = gb;
 	}
+	for (int k = 0; k < 3 && nx_shape_is_tuple(in->shape) && k < in->shape->ntuple; k++)
+		if (res[k]->shape->type != in->shape->tuple[k]->type)
+			res[k] = nx_rw_convert(rw, res[k], in->shape->tuple[k]->type);
 	nx_shape *ts[3] = {res[0]->shape, res[1]->shape, res[2]->shape};
 	return nx_rw_add(rw, NX_OP_TUPLE, nx_shape_tuple(nx_rw_arena(rw), 3, ts), res, 3, NULL);
 }

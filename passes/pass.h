@@ -46,6 +46,8 @@ typedef struct nx_pass_ctx {
 	const nx_cost_model *cost;  /* may be NULL below O3 */
 	int64_t fold_max_elems;     /* constant folding size cap */
 	nx_diag *diag;              /* user errors */
+	bool no_mixed_accumulation; /* --disable-mixed-precision-accumulation: bf16/f16
+	                               sums and batch norms stay in their own type */
 } nx_pass_ctx;
 
 typedef nx_status (*nx_pass_fn)(nx_module *m, const nx_pass_ctx *ctx, bool *changed);

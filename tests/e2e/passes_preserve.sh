@@ -5,10 +5,15 @@
 # before and after `nxcc opt -O1`, `-O2`, `-O3` (with --verify-each and
 # --check-changed: a pass that says "unchanged" must print the same module)
 # on the same random inputs and
-# compares the outputs: integers and pred bitwise (bf16/f8 too: the .npy
-# files store them as integer words), floats within a tolerance
-# (the simplifier reassociates nothing, but batchnorm-expand computes in the
-# operand type where the evaluator uses double). NaN == NaN and -0 == +0.
+# compares the outputs: integers and pred bitwise, f32/f64 within a
+# tolerance (the simplifier reassociates nothing, but batchnorm-expand
+# computes in f32 where the evaluator uses double), bf16 and f16 within their
+# own tolerance (batchnorm-expand computes them in f32 and rounds once, the
+# evaluator in double: the two may differ by a rounding of the result);
+# the .npy files store bf16 as integer words, so the types come from
+# `nxcc eval`'s summary lines. NaN == NaN and -0 == +0.
+# Besides the corpus: tests/e2e/preserve/*.hlo (bf16 layer norm through
+# batch-norm-training, bf16 softmax and sums: mixed-precision accumulation).
 # PRESERVE_FILTER=substring limits the modules (for debugging).
 ROOT=${NX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 NXCC=${NXCC:-$ROOT/build/nxcc}
@@ -31,7 +36,26 @@ def load(p):
     off = 10 if d[6] == 1 else 12
     h = ast.literal_eval(d[off:off + hl].decode('latin1'))
     return h['descr'], tuple(h['shape']), d[off + hl:]
+def types(d):
+    # "out0: bf16[4,8]  min ..." lines of nxcc eval, saved as <dir>.log
+    t = {}
+    try:
+        for line in open(d + '.log'):
+            k, _, rest = line.partition(': ')
+            if k.startswith('out'):
+                t[k + '.npy'] = rest.split('[')[0].strip()
+    except OSError:
+        pass
+    return t
+def words(raw, ty):
+    # bf16 / f16 words as floats
+    n = len(raw) // 2
+    w = struct.unpack('<%dH' % n, raw)
+    if ty == 'bf16':
+        return [struct.unpack('<f', struct.pack('<I', v << 16))[0] for v in w]
+    return list(struct.unpack('<%de' % n, raw))
 def compare(a, b):
+  ta = types(a)
   fa = sorted(f for f in os.listdir(a) if f.endswith('.npy') and f.startswith('out'))
   fb = sorted(f for f in os.listdir(b) if f.endswith('.npy') and f.startswith('out'))
   if fa != fb:
@@ -43,6 +67,19 @@ def compare(a, b):
       if x == y:
           continue
       kind, size = dx[1], int(dx[2:])
+      ty = ta.get(f, '')
+      if ty in ('bf16', 'f16'):
+          # two units in the last place of the type, plus one of the
+          # output's scale for results of a cancellation
+          ulp = 2.0 ** (-7 if ty == 'bf16' else -10)
+          vx, vy = words(x, ty), words(y, ty)
+          scale = max([abs(v) for v in vx if not math.isnan(v) and not math.isinf(v)] + [0.0])
+          bad = [i for i in range(len(vx)) if not (vx[i] == vy[i] or (math.isnan(vx[i]) and math.isnan(vy[i])) or
+                 abs(vx[i] - vy[i]) <= 2 * ulp * abs(vx[i]) + ulp * scale)]
+          if bad:
+              i = bad[0]
+              return "%s: %d of %d %s values differ beyond bf16/f16 tolerance, first at %d: %r vs %r" % (f, len(bad), len(vx), ty, i, vx[i], vy[i])
+          continue
       if kind not in 'fc':
           return "%s: integer outputs differ (%s)" % (f, dx)
       code = {2: 'e', 4: 'f', 8: 'd', 16: 'd'}[size]
@@ -77,14 +114,14 @@ sys.exit(bad)
 PY
 
 pass=0; skip=0; fail=0
-for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo; do
+for f in "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo "$ROOT"/tests/e2e/preserve/*.hlo; do
 	case "$f" in *"${PRESERVE_FILTER:-}"*) ;; *) continue ;; esac
 	rep=1
 	[ -f "$(dirname "$f")/replicas.txt" ] && rep=$(tr -dc 0-9 <"$(dirname "$f")/replicas.txt")
-	name=${f#"$CORPUS"/}
-	rm -rf "$T"/ref "$T"/out* "$T"/*.hlo
+	name=${f#"$CORPUS"/}; name=${name#"$ROOT"/}
+	rm -rf "$T"/ref* "$T"/out* "$T"/*.hlo
 	ev() { timeout 60 "$NXCC" eval "$1" --random-inputs 7 --replicas "$rep" --max-memory "$MAXMEM" \
-		--output-dir "$2" $3 >/dev/null 2>"$T/err"; }
+		--output-dir "$2" $3 >"$2.log" 2>"$T/err"; }
 	if ! ev "$f" "$T/ref" --save-inputs; then
 		skip=$((skip + 1)); continue # too big, or the evaluator cannot run it
 	fi

@@ -112,6 +112,8 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	t = now();
 	r->st.dump = o->dump_lower;
 	if (st == NX_OK)
+		st = nx_check_device_types(m, d);
+	if (st == NX_OK)
 		st = nx_lower_module(m, tg, nonneg, &r->neff, &r->len, &r->st, d);
 	r->t_lower = now() - t;
 	nx_diag_explain(d, m); /* a refusal names the user's source */

@@ -66,6 +66,10 @@ typedef struct nx_pass_info {
 #include "passes/passes.def"
 #undef PASS
 
+/* passes/device_types.c: refuses a module that still holds f64 or complex
+ * values before lowering (NX_ERR_INPUT naming op, type and source). */
+nx_status nx_check_device_types(const nx_module *m, nx_diag *d);
+
 int nx_pass_count(void);
 const nx_pass_info *nx_pass_get(int i);
 const nx_pass_info *nx_pass_find(const char *name);

@@ -88,9 +88,18 @@ void nx_cli_inputs_free(nx_cli_input *in, int n)
 	free(in);
 }
 
+void nx_cli_warn_elided(const nx_module *m)
+{
+	if (m && m->nelided)
+		fprintf(stderr,
+		        "nxcc: warning: %s: %d constant%s elided in the dump (constant({...})) and filled with nxcc's deterministic stand-in values (docs/ir.md \"Elided constants\"): numbers computed from this module are not the model's; dump with --xla_dump_large_constants to keep them\n",
+		        m->file ? m->file : "<input>", m->nelided, m->nelided == 1 ? " was" : "s were");
+}
+
 nx_module *nx_cli_read_verified(const char *path, nx_diag *d)
 {
 	nx_module *m = nx_read_file(path, d);
+	nx_cli_warn_elided(m);
 	if (m && nx_verify_module(m, d) != NX_OK) {
 		nx_module_free(m);
 		return NULL;

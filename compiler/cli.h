@@ -35,6 +35,9 @@ nx_status nx_parse_param_dtype(const char *v, struct nx_pass_ctx *ctx, nx_diag *
 /* Reads an HLO module (text or proto) and verifies it; NULL with *d set
  * when either fails. */
 nx_module *nx_cli_read_verified(const char *path, nx_diag *d);
+/* When m had elided constants ({...}, filled by the reader): a warning on
+ * stderr that the numbers of this command are not the model's. */
+void nx_cli_warn_elided(const nx_module *m);
 /* Reads a whole file (malloc'd, NUL-terminated). NULL with *d set on error. */
 char *nx_cli_read_file(const char *path, size_t *len, nx_diag *d);
 /* Writes atomically: a temp file in the same directory, fsync, rename. No

@@ -185,6 +185,7 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	nx_module *opt = cr.module; /* the narrow-type program, with --auto-cast */
 	n = nx_rt_load_bytes(cr.neff, cr.len, file, NULL, &d);
 	m = nx_read_file(file, &d);
+	nx_cli_warn_elided(m);
 	if (!n || !m || nx_verify_module(m, &d) != NX_OK)
 		goto fail;
 	const nx_comp *e = m->entry;

@@ -3,6 +3,7 @@
 
 #include "backend/backend.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 int nx_cmd_list_operators(int argc, char **argv)
@@ -12,7 +13,10 @@ int nx_cmd_list_operators(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: nxcc list-operators --framework XLA\n\n"
-			       "Prints the HLO ops the backend lowers, then the custom-call targets.\n");
+			       "Prints the HLO ops the backend lowers and the custom-call targets it\n"
+			       "lowers (one name a line), then the ops and targets the passes rewrite\n"
+			       "into those (with how), then every other HLO op, marked\n"
+			       "\"(not lowered yet)\": a compile refuses them by name.\n");
 			return 0;
 		}
 		if ((r = nx_cli_flag(argc, argv, &i, "--framework", &v)) != 0) {
@@ -24,10 +28,51 @@ int nx_cmd_list_operators(int argc, char **argv)
 		}
 		return nx_cli_usage_error("list-operators", "unknown argument '%s'", argv[i]);
 	}
+	/* 1. what the backend lowers, one name a line (scripts grep -x these) */
 	for (int op = 0; op < NX_OP_COUNT; op++)
 		if (nx_lower_supports((nx_opcode)op))
 			printf("%s\n", nx_opcode_name((nx_opcode)op));
 	for (int k = 0; nx_lower_custom_calls[k]; k++)
 		printf("custom-call:%s\n", nx_lower_custom_calls[k]);
+	/* 2. what the passes turn into the above (passes/, docs/passes.md) */
+	static const char *const by_passes[] = {
+		"call (inlined)",
+		"batch-norm-training (expanded into reduce and elementwise ops)",
+		"batch-norm-inference (expanded into reduce and elementwise ops)",
+		"batch-norm-grad (expanded into reduce and elementwise ops)",
+		"custom-call:AwsNeuronRmsNorm (rewritten into plain HLO)",
+		"custom-call:AwsNeuronGeluApprxTanh (rewritten into plain HLO)",
+		"custom-call:AwsNeuronSilu (rewritten into plain HLO)",
+		"custom-call:AwsNeuronSiluBackward (rewritten into plain HLO)",
+		"custom-call:AwsNeuronErf (rewritten into plain HLO)",
+		"custom-call:AwsNeuronTransferWithStaticRing (identity)",
+		"custom-call:Sharding (identity on one device)",
+		"custom-call:SPMDFullToShardShape (identity on one device)",
+		"custom-call:SPMDShardToFullShape (identity on one device)",
+		"custom-call:xla.sdy.* (identity on one device)",
+	};
+	for (size_t k = 0; k < sizeof by_passes / sizeof by_passes[0]; k++) {
+		/* a backend row above wins over the pass row */
+		const char *sp = strchr(by_passes[k], ' ');
+		size_t n = sp ? (size_t)(sp - by_passes[k]) : strlen(by_passes[k]);
+		bool lowered = false;
+		for (int op = 0; op < NX_OP_COUNT && !lowered; op++)
+			lowered = nx_lower_supports((nx_opcode)op) && strlen(nx_opcode_name((nx_opcode)op)) == n &&
+			          !strncmp(nx_opcode_name((nx_opcode)op), by_passes[k], n);
+		for (int c = 0; nx_lower_custom_calls[c] && !lowered; c++)
+			lowered = n > 12 && strlen(nx_lower_custom_calls[c]) == n - 12 &&
+			          !strncmp(nx_lower_custom_calls[c], by_passes[k] + 12, n - 12);
+		if (!lowered)
+			printf("%s\n", by_passes[k]);
+	}
+	/* 3. every other HLO opcode: read, verified, optimized and evaluated,
+	 * but a compile refuses it with an error naming the instruction */
+	for (int op = 0; op < NX_OP_COUNT; op++) {
+		const char *name = nx_opcode_name((nx_opcode)op);
+		if (nx_lower_supports((nx_opcode)op) || op == NX_OP_CALL || op == NX_OP_BATCH_NORM_TRAINING ||
+		    op == NX_OP_BATCH_NORM_INFERENCE || op == NX_OP_BATCH_NORM_GRAD)
+			continue;
+		printf("%s (not lowered yet)\n", name);
+	}
 	return 0;
 }

@@ -131,6 +131,9 @@ nx_status nx_compile_logged(const char *file, const nx_compile_flags *f, nx_comp
 	nx_logf(log, NX_LOG_INFO, "compiling %s: target %s, -O%d, auto-cast %s", file, o->target, o->opt_level,
 	        o->auto_cast);
 	nx_status st = nx_driver_compile(file, o, keep_module, r, d);
+	if (r->nelided)
+		nx_logf(log, NX_LOG_WARNING, "%s: %d constant%s elided in the dump (constant({...})) and filled with nxcc's deterministic stand-in values (docs/ir.md \"Elided constants\"): the program computes with them, not with the model's",
+		        file, r->nelided, r->nelided == 1 ? " was" : "s were");
 	o->passes = saved;
 	o->pass_log = NULL;
 	if (cap) {

@@ -86,6 +86,7 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	r->t_read = now() - t;
 	if (!m)
 		return d->status;
+	r->nelided = m->nelided;
 	if (o->replicas > 0)
 		m->replica_count = o->replicas;
 	t = now();

@@ -36,6 +36,7 @@ typedef struct nx_compile_result {
 	/* where the time went: read, verify (both runs), passes, lower */
 	double t_read, t_verify, t_passes, t_lower;
 	nx_module *module; /* the optimized module (caller frees), when keep_module */
+	int nelided;       /* constants the reader filled ({...}): warn */
 } nx_compile_result;
 
 /* Compiles the module at path. On error *d is filled (exit status in

@@ -524,13 +524,15 @@ nx_literal *nx_parse_literal(nx_arena *a, const char *text, size_t len, nx_diag 
 
 /* ir/hlo/stack_frames.c: the user's source of an instruction, for
  * diagnostics: "op_name at file:line (in function)" from metadata
- * source_file/source_line, else from its stack_frame_id in m's tables.
+ * source_file/source_line, else from its stack_frame_id in m's tables (the
+ * innermost frame outside site-/dist-packages, else the innermost).
  * false (buf "") when it has neither an op_name nor a location. */
 bool nx_inst_source(const nx_module *m, const nx_inst *i, char *buf, size_t n);
 
 /* ir/hlo/stack_frames.c: completes a user error about an instruction of m
  * (d->inst): its position when the error has none, " [from <source>]" (as
- * nx_inst_source) and the source line for the caret, read from the file. */
+ * nx_inst_source), a hint after "not supported" messages, and the source
+ * line for the caret, read from the file. */
 void nx_diag_explain(nx_diag *d, const nx_module *m);
 
 /* ir/hlo/print.c: HLO text. The result is malloc'd; caller frees. */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # tools/corpus_status.sh [DIR...] — per corpus graph: does it parse (and
 # verify), optimize at -O2, evaluate under a 1 GiB cap, compile for trn1 at
-# -O2? One tab-separated line per graph; the last column is the first error
-# line of the first stage that failed. Not a test (no pass/fail): the numbers
+# -O2? One tab-separated line per graph; the last two columns are why eval
+# and compile failed (the first error line), when they did. Not a test (no pass/fail): the numbers
 # the closing notes quote. Defaults to the torch-neuronx and jax corpora.
 # STATUS_TIMEOUT (seconds per stage, default 600) guards against hangs.
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,24 +11,25 @@ CORPUS=${NX_CORPUS:-$ROOT/../shared/corpus}
 TO=${STATUS_TIMEOUT:-600}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 [ $# -gt 0 ] || set -- "$CORPUS/hlo/torch-neuronx" "$CORPUS/hlo/jax"
-printf 'dir\tgraph\tparse\topt-O2\teval\tcompile\tfirst error\n'
+printf 'dir\tgraph\tparse\topt-O2\teval\tcompile\teval error\tcompile error\n'
 for d in "$@"; do
 	for f in "$d"/*.hlo; do
 		[ -f "$f" ] || continue
-		rm -f "$T/first"
-		st() { # stage name, command...: prints ok/FAIL, remembers the first error
+		st() { # stage name, command...: prints ok/FAIL, keeps the error in $T/<stage>
 			s=$1; shift
+			rm -f "$T/$s"
 			if timeout "$TO" "$@" >/dev/null 2>"$T/err"; then echo ok; return; fi
 			rc=$?
 			[ $rc -eq 124 ] && echo "timeout ${TO}s" >"$T/err"
-			[ -f "$T/first" ] || echo "$s: $(grep -m1 -E 'error|needs|timeout|refus' "$T/err" | sed "s|^$d/||" | cut -c1-300)" >"$T/first"
+			grep -m1 -E 'error|needs|timeout|refus' "$T/err" | sed "s|^$d/||" | cut -c1-400 >"$T/$s"
 			echo FAIL
 		}
 		p=$(st parse "$NXCC" parse "$f")
 		o=$(st opt "$NXCC" opt -O2 "$f" -o "$T/o.hlo")
 		e=$(st eval "$NXCC" eval "$f" --random-inputs 1 --max-memory 1073741824 --output-dir "$T/ev")
 		c=$(st compile "$NXCC" compile "$f" --framework XLA --target trn1 -O2 --no-cache --output "$T/x.neff")
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$d")" "$(basename "$f" .hlo)" "$p" "$o" "$e" "$c" "$(cat "$T/first" 2>/dev/null)"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$d")" "$(basename "$f" .hlo)" "$p" "$o" "$e" "$c" \
+			"$(cat "$T/eval" 2>/dev/null)" "$(cat "$T/compile" 2>/dev/null)"
 		rm -rf "$T/ev" "$T/x.neff" "$T/o.hlo"
 	done
 done

@@ -318,12 +318,37 @@ void nx_buf_stack_frames(nx_buf *b, const nx_stack_frames *s)
 
 /* ---------------------------------------------------------------- lookup */
 
+
 static const char *meta(const nx_inst *i, const char *key)
 {
 	for (int k = 0; k < i->a.nmetadata; k++)
 		if (!strcmp(i->a.metadata[k].key, key))
 			return i->a.metadata[k].value;
 	return NULL;
+}
+
+/* The frame to show for innermost frame id: walking to the callers, the
+ * first one whose file is not an installed library (site-packages,
+ * dist-packages: flax, haiku, transformers, ...) — the user's own code;
+ * the innermost frame when every one is a library's. */
+static long long user_frame(const nx_stack_frames *s, long long id)
+{
+	long long f = id;
+	for (int step = 0; step < 64 && f > 0 && f <= s->nframes; step++) {
+		int64_t loc = s->frames[f - 1].file_location_id;
+		if (loc > 0 && loc <= s->nlocations) {
+			int64_t fn = s->locations[loc - 1].file_name_id;
+			const char *file = fn > 0 && fn <= s->nfile_names ? s->file_names[fn - 1] : NULL;
+			if (file && !strstr(file, "/site-packages/") && !strstr(file, "/dist-packages/") &&
+			    file[0] != '<')
+				return f;
+		}
+		long long parent = s->frames[f - 1].parent_frame_id;
+		if (parent == f)
+			break; /* XLA prints a frame without a caller as its own parent */
+		f = parent;
+	}
+	return id;
 }
 
 bool nx_inst_source(const nx_module *m, const nx_inst *i, char *buf, size_t n)
@@ -339,7 +364,7 @@ bool nx_inst_source(const nx_module *m, const nx_inst *i, char *buf, size_t n)
 	const char *sf = meta(i, "stack_frame_id");
 	if ((!file || !line) && sf && m) {
 		const nx_stack_frames *s = &m->stack;
-		long long id = strtoll(sf, NULL, 10);
+		long long id = user_frame(s, strtoll(sf, NULL, 10));
 		if (id > 0 && id <= s->nframes) {
 			int64_t loc = s->frames[id - 1].file_location_id;
 			if (loc > 0 && loc <= s->nlocations) {
@@ -419,6 +444,12 @@ void nx_diag_explain(nx_diag *d, const nx_module *m)
 	char src[512];
 	if (i && d->msg && !strstr(d->msg, " [from ") && nx_inst_source(m, i, src, sizeof src)) {
 		char *msg = nx_xasprintf("%s [from %s]", d->msg, src);
+		free(d->msg);
+		d->msg = msg;
+	}
+	if (i && d->msg && strstr(d->msg, "not supported") && !strstr(d->msg, "hint:")) {
+		char *msg = nx_xasprintf("%s; hint: `nxcc list-operators --framework XLA` lists what the backend lowers; "
+		                         "rewrite this op in the model or exclude it from the compiled graph", d->msg);
 		free(d->msg);
 		d->msg = msg;
 	}

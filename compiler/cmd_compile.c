@@ -18,13 +18,9 @@ static void help(void)
 	       "                   [--model-type generic|transformer|unet-inference]\n"
 	       "                   [--output OUT.neff] [--verbose LEVEL] [--logfile FILE] [--stats]\n"
 	       "                   [--time-passes] [--disable-pass NAME] [--dump-after NAME|all]\n"
-	       "                   [--dump-dir DIR] [--dump-format hlo|dot|html]
-"
-	       "                   [--cache-dir DIR|s3://BUCKET/PREFIX] [--no-cache] [--retry-failed]
-"
-	       "                   [--dump-lower plan|memory|streams[,...]]
-
-"
+	       "                   [--dump-dir DIR] [--dump-format hlo|dot|html]\n"
+	       "                   [--cache-dir DIR|s3://BUCKET/PREFIX] [--no-cache] [--retry-failed]\n"
+	       "                   [--dump-lower plan|memory|streams[,...]]\n\n"
 	       "Reads FILE (HLO text or HloModuleProto), verifies it, runs the pass pipeline\n"
 	       "of the -O level, lowers it onto the NeuronCore engines of the target and\n"
 	       "writes the .neff atomically (no partial file on failure; default file.neff).\n"

@@ -38,7 +38,7 @@ static nx_status eval_rms_norm(nx_eval *ev, const nx_inst *i, nx_literal *const 
 	if (i->noperands != 3 || !nx_shape_is_array(i->shape) || i->shape->rank == 0)
 		return nx_eval_error(ev, i, "%s needs (x, weight, eps) and an array result", t);
 	int r = i->shape->rank;
-	int64_t d = axis_of(i, r);
+	int64_t d = nx_custom_call_axis(i, r);
 	if (d < 0 || d >= r || nx_shape_elems(ops[0]->shape) != nx_shape_elems(i->shape) ||
 	    nx_shape_elems(ops[1]->shape) != i->shape->dims[d] || nx_shape_elems(ops[2]->shape) != 1)
 		return nx_eval_error(ev, i, "%s: operands do not match the result and dimension %lld", t, (long long)d);

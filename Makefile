@@ -10,8 +10,14 @@ CPPFLAGS += -D_GNU_SOURCE -I. -I$(BUILD)/gen
 CFLAGS  += $(WARN) $(OPT) $(SAN)
 LDLIBS  += -lprotobuf-c -lcurl -lcrypto -lxxhash -lpthread -lm
 LDFLAGS += $(SAN)
+# LLVM 16 (GpSimd kernels: backend/gpsimd/ emits, runtime-stub JITs). Its
+# headers come in with -isystem so that -Wpedantic -Werror stay on for ours.
+LLVM_CONFIG ?= llvm-config-16
+LLVM_CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(LLVM_CONFIG) --cflags)))
+CPPFLAGS += $(LLVM_CPPFLAGS)
+LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs)
 
-LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/kernels backend/target runtime-stub compiler
+LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/kernels backend/target backend/gpsimd runtime-stub compiler
 LIB_SRC  := $(filter-out compiler/main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
 PROTO    := $(wildcard ir/hlo/*.proto)
 GEN_SRC  := $(patsubst ir/%.proto,$(BUILD)/gen/ir/%.pb-c.c,$(PROTO))

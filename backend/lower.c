@@ -6,6 +6,7 @@
  * lower_dot.c. docs/lowering.md describes the scheme. */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
+#include "backend/gpsimd/gpsimd.h"
 
 #include "ir/eval/eval.h"
 
@@ -52,7 +53,7 @@ enum {
 #undef LOWER
 	NX_LROWS
 };
-_Static_assert(NX_LROWS == 67, "backend/lower.def: update the count (and docs/lowering.md) with the rows");
+_Static_assert(NX_LROWS == 71, "backend/lower.def: update the count (and docs/lowering.md) with the rows");
 
 static const uint8_t lower_family[NX_OP_COUNT] = {
 #define LOWER(op, fam) [NX_OP_##op] = NX_LK_##fam,
@@ -830,6 +831,13 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
 	}
+	/* GpSimd kernels generated with LLVM (backend/gpsimd/): sort, map,
+	 * cumulative reduce-window, select-and-scatter (their lower.def family),
+	 * and the scatter/reduce forms the vector families refuse */
+	bool gs_done;
+	nx_status gs_rc = nx_gpsimd_lower(L, i, ops, out, &gs_done);
+	if (gs_done)
+		return gs_rc;
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
@@ -1333,6 +1341,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		p->streams[en] = L->s[en].v;
 		p->nstream[en] = L->s[en].n;
 	}
+	nx_gpsimd_program(L, p); /* GpSimd kernels (backend/gpsimd/) */
 	p->ndebug = L->ndebug;
 	p->debug_names = L->debug;
 	p->debug_src = L->debug_src;

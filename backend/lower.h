@@ -21,14 +21,14 @@
 	X(ROWPROG, "row-program") X(DOT, "dot") X(REDUCE, "reduce") X(BROADCAST, "broadcast")          \
 	X(TRANSPOSE, "transpose") X(DATA, "data-movement") X(IOTA, "iota") X(GATHER, "gather")         \
 	X(UPDATE, "masked-update") X(RNG, "rng") X(FUSED, "fused") X(CUSTOM, "custom-call")           \
-	X(COLLECTIVE, "collective")
+	X(COLLECTIVE, "collective") X(GPSIMD, "gpsimd")
 enum {
 #define X(e, n) NX_LK_##e,
 	NX_LK_FAMILIES(X)
 #undef X
 	NX_LK_COUNT
 };
-_Static_assert(NX_LK_COUNT == 17, "kernel families: update the count with NX_LK_FAMILIES");
+_Static_assert(NX_LK_COUNT == 18, "kernel families: update the count with NX_LK_FAMILIES");
 /* the family of op (lower.def), NX_LK_NONE when the backend does not lower it */
 int nx_l_family(nx_opcode op);
 const char *nx_l_family_name(int family);
@@ -153,6 +153,7 @@ typedef struct nx_lower {
 	const char *plan_kind;
 	int last_slot; /* the SBUF region nx_l_sbuf_begin handed out last (-1 none) */
 	int64_t last_off, last_bytes;
+	struct nx_gs_list *gs; /* GpSimd kernels so far (backend/gpsimd/gs_lower.c) */
 } nx_lower;
 
 /* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and

@@ -227,7 +227,7 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 			return nx_diag_set(d, NX_ERR_INTERNAL, NULL, 0, 0, "neff: tensor '%s' has a bad shape",
 			                   t->name ? t->name : "?");
 	}
-	int ne = NX_ENG_COUNT + 2 + p->nconsts;
+	int ne = NX_ENG_COUNT + 2 + p->nconsts + p->ngpsimd;
 	entry *ents = calloc((size_t)ne, sizeof *ents);
 	int k = 0;
 	snprintf(ents[k].name, 100, "sg00/def.json");
@@ -245,6 +245,10 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 	for (int c = 0; c < p->nconsts; c++) {
 		snprintf(ents[k].name, 100, "sg00/const/c%d.npy", c);
 		npy(&ents[k++].data, &p->consts[c]);
+	}
+	for (int g = 0; g < p->ngpsimd; g++) { /* GpSimd kernels (backend/target/gpsimd.h) */
+		snprintf(ents[k].name, 100, "sg00/gpsimd/%.80s.bc", p->gpsimd[g].name);
+		bput(&ents[k++].data, p->gpsimd[g].data, p->gpsimd[g].len);
 	}
 	snprintf(ents[k].name, 100, "sg00/debug.json");
 	bprintf(&ents[k].data, "{\"names\": [");
@@ -296,7 +300,7 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 	h[NX_NEFF_OFF_UUID + 6] = (uint8_t)((h[NX_NEFF_OFF_UUID + 6] & 0x0f) | 0x80);
 	h[NX_NEFF_OFF_UUID + 8] = (uint8_t)((h[NX_NEFF_OFF_UUID + 8] & 0x3f) | 0x80);
 	nx_put_le(h + NX_NEFF_OFF_NCORES, (uint32_t)(p->n_cores > 0 ? p->n_cores : 1), 4);
-	nx_put_le(h + NX_NEFF_OFF_FEATURES, p->features, 4);
+	nx_put_le(h + NX_NEFF_OFF_FEATURES, p->features | (p->ngpsimd ? NX_NEFF_FEAT_GPSIMD : 0u), 4);
 	snprintf((char *)h + NX_NEFF_OFF_TARGET, 16, "%s", p->target ? p->target : "");
 	snprintf((char *)h + NX_NEFF_OFF_COMPILER, 32, "nxcc %s",
 	         p->compiler_version ? p->compiler_version : NX_VERSION);

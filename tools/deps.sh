@@ -2,7 +2,7 @@
 # Installs the Debian packages nxcc needs, only when some are missing.
 set -e
 PKGS="build-essential libcmocka-dev libprotobuf-c-dev protobuf-c-compiler llvm-16-dev llvm-16-tools \
-libcurl4-openssl-dev libssl-dev libxxhash-dev python3 python3-numpy python3-boto3 clang libclang-rt-14-dev \
+libcurl4-openssl-dev libssl-dev libxxhash-dev python3 python3-numpy python3-boto3 clang clang-16 libclang-rt-14-dev \
 slurmctld slurmd slurm-client munge graphviz chromium"
 missing=""
 for p in $PKGS; do

@@ -59,6 +59,7 @@ typedef enum nx_opcode_isa {
 #undef INSN
 	NX_I_COUNT
 } nx_isa_op;
+_Static_assert(NX_I_COUNT == 31, "isa.def rows: update the opcode count (append only)");
 
 typedef enum nx_act_func {
 #define ACT(e, name) NX_ACT_##e,
@@ -76,7 +77,7 @@ typedef enum nx_alu_op {
 
 enum { NX_F_NONE, NX_F_ACT, NX_F_ALU };
 typedef enum nx_cost_id { NX_COST_CTRL, NX_COST_MATMUL, NX_COST_ACT, NX_COST_VEC1, NX_COST_VEC2,
-	                  NX_COST_XPART, NX_COST_DMA, NX_COST_CC } nx_cost_id;
+	                  NX_COST_XPART, NX_COST_DMA, NX_COST_CC, NX_COST_GPSIMD } nx_cost_id;
 
 /* Instruction flags. */
 enum {

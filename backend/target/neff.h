@@ -9,6 +9,9 @@
  *   sg00/debug.json     {"names": [...]}: nx_insn.debug_id -> HLO instruction,
  *                       and "sources": [...] (same index): where that kernel
  *                       came from (nx_neff_src; profiles and reports show it)
+ *   sg00/gpsimd/NAME.bc GpSimd kernels, LLVM bitcode defining function NAME
+ *                       (backend/target/gpsimd.h); `call` iarg0 indexes them in
+ *                       name order
  * def.json also records "replicas" (ranks the program runs on; the header's
  * NeuronCore count) and "replica_groups": the table collective instructions
  * index (iarg2), each entry {"groups": [[ids]...]} or {"pairs": [[src, tgt]...]}.
@@ -82,6 +85,13 @@ typedef struct nx_neff_src {
 	int source_line;
 } nx_neff_src;
 
+/* A GpSimd kernel: LLVM bitcode defining the function `name`. */
+typedef struct nx_neff_kernel {
+	const char *name;
+	const uint8_t *data;
+	size_t len;
+} nx_neff_kernel;
+
 typedef struct nx_neff_program {
 	const char *module_name;
 	const char *target;
@@ -103,6 +113,8 @@ typedef struct nx_neff_program {
 	int64_t rank_id_offset;
 	int nrgroups;
 	const nx_neff_rgroup *rgroups; /* replica-group table */
+	int ngpsimd;                   /* GpSimd kernels, sorted by name */
+	const nx_neff_kernel *gpsimd;
 } nx_neff_program;
 
 struct nx_diag;

@@ -168,6 +168,8 @@ double nx_target_cycles(const nx_target *t, const nx_insn *in)
 	case NX_COST_DMA:
 	case NX_COST_CC:
 		return 0; /* time-based, see nx_target_ns */
+	case NX_COST_GPSIMD: /* the launch; the simulator adds the kernel's measured work (docs/gpsimd.md) */
+		return ii + fixed;
 	}
 	return 0;
 }

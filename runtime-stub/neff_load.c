@@ -1,6 +1,8 @@
 /* runtime-stub/neff_load.c — reads and validates a .neff (untrusted input). */
 #include "runtime-stub/json.h"
+#include "runtime-stub/gpsimd.h"
 #include "runtime-stub/rt.h"
+#include "runtime-stub/sim.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,6 +58,7 @@ void nx_neff_free(nx_neff *n)
 		free(n->section_names[i]);
 	free(n->section_names);
 	free(n->section_sizes);
+	nx_gs_prog_free(n->gpsimd);
 	free(n->file);
 	free(n);
 }
@@ -390,13 +393,35 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 	const nx_isa_info *info = &nx_isa_table[in->op];
 	/* Required operands: all but the documented optional ones. */
 	for (int k = 0; k < info->nap; k++) {
-		bool optional = (in->op == NX_I_ACTIVATE && k >= 2) || (in->op == NX_I_TENSOR_SCALAR && k == 2);
+		bool optional = (in->op == NX_I_ACTIVATE && k >= 2) || (in->op == NX_I_TENSOR_SCALAR && k == 2) ||
+		                (in->op == NX_I_CALL && k >= 1);
 		if (!optional && a[k].space == NX_MEM_NONE)
 			return err(c, "%s: instruction %zu (%s): operand %d missing", sec, i, info->name, k);
 		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC)
 			return err(c, "%s: instruction %zu (%s): compute engines cannot access HBM", sec, i, info->name);
 	}
 	switch (in->op) {
+	case NX_I_CALL: { /* GpSimd kernel (backend/target/gpsimd.h) */
+		int nops = 0;
+		while (nops < 4 && a[nops].space != NX_MEM_NONE)
+			nops++;
+		for (int k = nops; k < 4; k++)
+			if (a[k].space != NX_MEM_NONE)
+				return err(c, "%s: instruction %zu (call): operands must come first", sec, i);
+		if (in->iarg[0] < 0 || in->iarg[0] >= n->ngpsimd)
+			return err(c, "%s: instruction %zu (call): kernel %d, the .neff has %d", sec, i, in->iarg[0], n->ngpsimd);
+		if (in->iarg[1] < 1 || in->iarg[1] > nops || in->iarg[2] < 1 || in->iarg[2] > NX_GS_MAX_LANES || in->iarg[3])
+			return err(c, "%s: instruction %zu (call): bad writable count or lanes", sec, i);
+		for (int k = 0; k < nops; k++) {
+			if (a[k].space != NX_MEM_SBUF || a[k].part_start != a[0].part_start || a[k].part_count != a[0].part_count ||
+			    a[k].ndims > 2)
+				return err(c, "%s: instruction %zu (call): operands must be SBUF over the same partitions, 2-D", sec, i);
+			for (int d = 0; d < a[k].ndims; d++)
+				if (a[k].stride[d] < 0)
+					return err(c, "%s: instruction %zu (call): negative stride", sec, i);
+		}
+		break;
+	}
 	case NX_I_WAIT:
 	case NX_I_SIGNAL:
 		if (in->iarg[0] < 0 || in->iarg[0] >= n->nsems)
@@ -627,6 +652,13 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 		n->section_names[i] = strdup(ents[i].name);
 		n->section_sizes[i] = ents[i].size;
 	}
+	{ /* GpSimd kernels: names checked and counted now, compiled after the streams */
+		char gerr[200];
+		if ((n->ngpsimd = nx_rt_gpsimd_count(nents, (const char *const *)n->section_names, gerr, sizeof gerr)) < 0) {
+			free(ents);
+			return err(c, "%s", gerr);
+		}
+	}
 	const tar_ent *de = find(ents, nents, "sg00/def.json");
 	if (!de) {
 		free(ents);
@@ -679,6 +711,17 @@ static nx_status load(ctx *c, nx_neff *n, const nx_target *tgt)
 			break;
 		}
 		st = check_stream(c, n, e);
+	}
+	if (st == NX_OK && n->ngpsimd > 0) { /* validate, sandbox and JIT-compile (sim_gpsimd.c) */
+		char gerr[320];
+		const uint8_t **gd = calloc((size_t)nents + 1, sizeof *gd);
+		for (int k = 0; k < nents; k++)
+			gd[k] = ents[k].data;
+		n->gpsimd = nx_rt_gpsimd_load(nents, (const char *const *)n->section_names, gd, n->section_sizes, gerr,
+		                              sizeof gerr);
+		free(gd);
+		if (!n->gpsimd)
+			st = err(c, "%s", gerr);
 	}
 	const tar_ent *dbg = find(ents, nents, "sg00/debug.json");
 	if (st == NX_OK && dbg) {

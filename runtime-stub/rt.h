@@ -59,6 +59,8 @@ typedef struct nx_neff {
 	int nsections;
 	char **section_names; /* tar entries in file order */
 	size_t *section_sizes;
+	int ngpsimd;                /* sg00/gpsimd/ kernels, JIT-compiled at load */
+	struct nx_gs_prog *gpsimd;  /* runtime-stub/gpsimd.h */
 } nx_neff;
 
 /* t NULL: the target named in the header. NULL + *d on any problem. */

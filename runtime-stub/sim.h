@@ -27,6 +27,7 @@ typedef struct nx_sim {
 	int rank;
 	uint64_t ccseq; /* collectives this rank entered */
 	size_t pc;      /* SP instruction index, for messages */
+	double gs_ns;   /* the last GpSimd call's estimated time (sim_gpsimd.c) */
 } nx_sim;
 
 /* "sg00/pe.bin: instruction 12": the instruction executing (formatted only
@@ -59,6 +60,14 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *loop_idx, int
 nx_status nx_sim_get(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, double **out, uint64_t *n);
 /* Stores n elements into a, rounding to its dtype. */
 nx_status nx_sim_put(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, const double *x, uint64_t n);
+
+/* sim_gpsimd.c: the POOL `call` of a GpSimd kernel; *ns its estimated time.
+ * nx_rt_gpsimd_count checks the sg00/gpsimd/ section names (-1: bad) and
+ * counts them; nx_rt_gpsimd_load JIT-compiles them (NULL + err: rejected). */
+nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, double *ns);
+int nx_rt_gpsimd_count(int nsec, const char *const *names, char *err, size_t errlen);
+struct nx_gs_prog *nx_rt_gpsimd_load(int nsec, const char *const *names, const uint8_t *const *data,
+                                     const size_t *sizes, char *err, size_t errlen);
 
 /* sim_cc.c: the ranks' meeting point. */
 nx_cc_world *nx_cc_world_new(int nranks);

@@ -338,6 +338,8 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 			return s->d->status;
 	uint64_t P = v[0].np, F = v[0].nf, n = P * F;
 	switch (in->op) {
+	case NX_I_CALL: /* GpSimd kernel (sim_gpsimd.c); its time goes to s->gs_ns */
+		return nx_sim_gpsimd(s, in, li, depth, &s->gs_ns);
 	case NX_I_MATMUL: {
 		uint64_t K = v[1].np, M = v[1].nf, N = v[2].nf;
 		if (v[2].np != K || v[0].np != M || v[0].nf != N)

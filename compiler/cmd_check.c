@@ -2,6 +2,7 @@
  * the original module with the reference evaluator on the same inputs and
  * compare every output with a dtype-aware tolerance. */
 #include "compiler/cli.h"
+#include "compiler/custom_op.h"
 #include "compiler/compile_cached.h"
 #include "compiler/report.h"
 #include "compiler/rundev.h"
@@ -331,7 +332,9 @@ int nx_cmd_check(int argc, char **argv)
 		rc = nx_cli_report(&fd);
 	else {
 		nx_log_flags(&log, "check", argc - 1, argv + 1, &f);
-		rc = check(f.inputs[0], &f, seed, nranks, report, &log);
+		rc = nx_custom_ops_setup(&f, &log); /* --custom-op (GpSimd kernels) */
+		if (rc == 0)
+			rc = check(f.inputs[0], &f, seed, nranks, report, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "check %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
 	nx_log_close(&log);

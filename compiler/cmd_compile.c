@@ -2,6 +2,7 @@
  * compile cache (compiler/compile_cached.c). Flags: every neuronx-cc
  * spelling (compiler/flags.c), NEURON_CC_FLAGS merged, the command line wins. */
 #include "compiler/cli.h"
+#include "compiler/custom_op.h"
 #include "compiler/compile_cached.h"
 #include "compiler/errors.h"
 
@@ -129,7 +130,9 @@ int nx_compile_main(int argc, char **argv, bool neuronx_cc)
 	else {
 		f.dump_lower = dump;
 		nx_log_flags(&log, neuronx_cc ? "neuronx-cc compile" : "compile", argc - 1, argv + 1, &f);
-		rc = nx_compile_cached(&f, stats, neuronx_cc, &log);
+		rc = nx_custom_ops_setup(&f, &log); /* --custom-op (GpSimd kernels) */
+		if (rc == 0)
+			rc = nx_compile_cached(&f, stats, neuronx_cc, &log);
 		nx_logf(&log, rc ? NX_LOG_ERROR : NX_LOG_INFO, "compile %s (exit status %d)", rc ? "FAILED" : "PASSED", rc);
 	}
 	/* neuronx-cc's last word, which framework wrappers look for */

@@ -15,7 +15,7 @@ enum { F_BOOL, F_VALUE, F_LIST };
 /* What a flag means. NOEFFECT flags are accepted and listed, nothing more. */
 typedef enum {
 	K_FRAMEWORK, K_TARGET, K_MODEL_TYPE, K_AUTO_CAST, K_AUTO_CAST_TYPE, K_OPTLEVEL, K_LNC,
-	K_SATURATE_INF, K_MIXED_ACC_ON, K_MIXED_ACC_OFF, K_EXPERIMENTAL_O1, K_DISABLE_PASS,
+	K_SATURATE_INF, K_MIXED_ACC_ON, K_MIXED_ACC_OFF, K_EXPERIMENTAL_O1, K_DISABLE_PASS, K_CUSTOM_OP,
 	K_OUTPUT, K_LOGFILE, K_VERBOSE, K_WORKDIR, K_CACHE_DIR, K_NO_CACHE, K_RETRY_FAILED,
 	K_DUMP_AFTER, K_DUMP_DIR, K_DUMP_FORMAT, K_VERIFY_EACH, K_TIME_PASSES, K_STRICT_FLAGS, K_NOEFFECT,
 } flag_kind;
@@ -44,6 +44,7 @@ static const flag_spec specs[] = {
 	{"--disable-mixed-precision-accumulation", F_BOOL, K_MIXED_ACC_OFF},
 	{"--enable-experimental-O1", F_BOOL, K_EXPERIMENTAL_O1},
 	{"--disable-pass", F_VALUE, K_DISABLE_PASS},
+	{"--custom-op", F_VALUE, K_CUSTOM_OP},
 	{"--output", F_VALUE, K_OUTPUT},
 	{"-o", F_VALUE, K_OUTPUT},
 	{"--logfile", F_VALUE, K_LOGFILE},
@@ -133,6 +134,7 @@ void nx_flags_free(nx_compile_flags *f)
 		return;
 	free(f->framework);
 	free_list(f->disable_pass, f->n_disable_pass);
+	free_list(f->custom_op, f->n_custom_op);
 	free_list(f->inputs, f->n_inputs);
 	free(f->output);
 	free(f->logfile);
@@ -349,6 +351,7 @@ static nx_status apply(nx_compile_flags *f, const flag_spec *s, const char *writ
 	case K_MIXED_ACC_OFF: f->mixed_precision_accumulation = false; break;
 	case K_EXPERIMENTAL_O1: f->optlevel = 1; break;
 	case K_DISABLE_PASS: push_list(&f->disable_pass, &f->n_disable_pass, val); break;
+	case K_CUSTOM_OP: push(&f->custom_op, &f->n_custom_op, val); break;
 	case K_OUTPUT: set_str(&f->output, val); break;
 	case K_LOGFILE: set_str(&f->logfile, val); break;
 	case K_VERBOSE:

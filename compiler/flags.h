@@ -40,6 +40,8 @@ typedef struct nx_compile_flags {
 	bool mixed_precision_accumulation; /* default true; --disable-... clears */
 	char **disable_pass;         /* --disable-pass=NAME (repeatable, comma lists) */
 	int n_disable_pass;
+	char **custom_op;            /* --custom-op NAME=kernel.c|.bc|.ll (repeatable; compiler/custom_op.c) */
+	int n_custom_op;
 
 	/* --- flags that change where things go or how much is said --- */
 	char **inputs;               /* positional model files */

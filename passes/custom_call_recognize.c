@@ -169,6 +169,8 @@ static nx_inst *rms_norm(nx_rw *rw, nx_inst *in, int64_t d)
 	return narrow_to(rw, v, in->shape->type);
 }
 
+bool (*nx_custom_target_hook)(const char *target);
+
 static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 {
 	if (in->op != NX_OP_CUSTOM_CALL)
@@ -228,6 +230,8 @@ static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 			return fail(rw, in, "custom-call target '%s' in instruction '%s' needs a 1-D weight as long as the normalized dimension", t);
 		return rms_norm(rw, in, d);
 	}
+	if (nx_custom_target_hook && nx_custom_target_hook(t))
+		return NULL; /* a user GpSimd kernel (--custom-op, compiler/custom_op.c) */
 	static const char *const known[] = {
 		"AwsNeuronArgMax", "AwsNeuronArgMin", "AwsNeuronTopK", "AwsNeuronDropoutMaskV1",
 		"AwsNeuronCollectiveMatmul", "AwsNeuronIntMatmult", "AwsNeuronCustomNativeKernel",

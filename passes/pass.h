@@ -52,6 +52,10 @@ typedef struct nx_pass_ctx {
 
 typedef nx_status (*nx_pass_fn)(nx_module *m, const nx_pass_ctx *ctx, bool *changed);
 
+/* custom-call-recognize also accepts the targets this says yes to (the
+ * user's GpSimd kernels, set by compiler/custom_op.c); NULL: none. */
+extern bool (*nx_custom_target_hook)(const char *target);
+
 /* The registry: passes/passes.def expanded. */
 typedef struct nx_pass_info {
 	const char *name;  /* stable short name: --disable-pass, --dump-after */

@@ -110,4 +110,10 @@ nx_status nx_eval_rng(nx_eval *, const nx_inst *, nx_literal *const *, nx_litera
 nx_status nx_eval_rng_get_and_update_state(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_collective(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 
+/* Custom-call targets outside the built-in ones (user GpSimd kernels, set by
+ * the compiler: compiler/custom_op.c). *handled false: not one of its. */
+typedef nx_status (*nx_eval_custom_fn)(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out,
+                                       bool *handled);
+extern nx_eval_custom_fn nx_eval_custom_hook;
+
 #endif

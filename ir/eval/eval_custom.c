@@ -78,6 +78,8 @@ static nx_status eval_rms_norm(nx_eval *ev, const nx_inst *i, nx_literal *const 
 	return NX_OK;
 }
 
+nx_eval_custom_fn nx_eval_custom_hook;
+
 nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out)
 {
 	const char *t = i->a.custom_call_target ? i->a.custom_call_target : "";
@@ -96,6 +98,13 @@ nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *
 	}
 	if (rms)
 		return eval_rms_norm(ev, i, ops, out);
+	if (!gelu && !gelub && !sm && !smb && !tanhf_ && !erf_ && !silu && !silub && nx_eval_custom_hook) {
+		/* user GpSimd kernels (compiler/custom_op.c) */
+		bool handled = false;
+		nx_status hrc = nx_eval_custom_hook(ev, i, ops, out, &handled);
+		if (handled)
+			return hrc;
+	}
 	if (!gelu && !gelub && !sm && !smb && !tanhf_ && !erf_ && !silu && !silub)
 		return nx_eval_error(ev, i, "custom-call target '%s' is not supported by the evaluator", t);
 	int need = smb ? 2 : 1;

@@ -1,0 +1,13 @@
+/* compiler/custom_op.h — `--custom-op NAME=FILE` (compiler/custom_op.c). */
+#ifndef NX_CUSTOM_OP_H
+#define NX_CUSTOM_OP_H
+
+#include "compiler/flags.h"
+#include "compiler/log.h"
+
+/* Compiles/reads the user's kernels and registers them with the backend and
+ * the evaluator; turns the compile cache off when there are any. Returns
+ * an exit status (0, or 1 with the message printed). */
+int nx_custom_ops_setup(nx_compile_flags *f, nx_log *log);
+
+#endif

@@ -15,7 +15,7 @@ allowed() {
 	ir/hlo|ir/verify|ir/eval) echo "ir $1" ;;
 	passes) echo "ir ir/hlo ir/verify ir/eval passes" ;;
 	backend/target) echo "backend/target ir" ;;
-	backend|backend/*) echo "ir ir/hlo ir/verify ir/eval passes backend backend/target backend/kernels $1" ;;
+	backend|backend/*) echo "ir ir/hlo ir/verify ir/eval passes backend backend/target backend/kernels backend/gpsimd $1" ;;
 	runtime-stub) echo "runtime-stub backend/target ir" ;;
 	compiler) echo "*" ;;
 	*) echo "?" ;;

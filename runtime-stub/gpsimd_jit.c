@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define BUDGET 20000000000ULL /* IR instructions per kernel run */
 
@@ -312,6 +314,66 @@ static int instrument(LLVMModuleRef m, const char *kname, char *err, size_t n)
 	return 0;
 }
 
+/* LLVM 16's bitcode reader ends the process on some malformed inputs
+ * (report_fatal_error, e.g. "can't skip to bit ..."), so untrusted bitcode
+ * is parsed, verified and validated first in a child process; only what
+ * passed there is parsed here. The child's message (its stderr included)
+ * comes back through a pipe. */
+static int precheck(const uint8_t *data, size_t len, const char *name, char *err, size_t n)
+{
+	int fd[2];
+	if (pipe(fd) != 0) {
+		snprintf(err, n, "GpSimd kernel '%s': pipe: cannot check the bitcode", name);
+		return -1;
+	}
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd[0]), close(fd[1]);
+		snprintf(err, n, "GpSimd kernel '%s': fork: cannot check the bitcode", name);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		dup2(fd[1], 2);
+		LLVMContextRef ctx = LLVMContextCreate();
+		LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data, len, name);
+		LLVMModuleRef m = NULL;
+		char msg[400] = "", *vm = NULL;
+		int bad = 1;
+		if (LLVMParseBitcodeInContext2(ctx, mb, &m))
+			snprintf(msg, sizeof msg, "GpSimd kernel '%s': not valid LLVM bitcode", name);
+		else if (LLVMVerifyModule(m, LLVMReturnStatusAction, &vm))
+			snprintf(msg, sizeof msg, "GpSimd kernel '%s': fails LLVM's verifier: %.200s", name, vm ? vm : "");
+		else if (validate(m, name, msg, sizeof msg) == 0)
+			bad = 0, snprintf(msg, sizeof msg, "OK");
+		if (write(fd[1], msg, strlen(msg)) < 0)
+			bad = 1;
+		_exit(bad);
+	}
+	close(fd[1]);
+	char buf[400];
+	size_t got = 0;
+	ssize_t r;
+	while (got < sizeof buf - 1 && (r = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
+		got += (size_t)r;
+	buf[got] = 0;
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(buf, "OK"))
+		return 0;
+	if (strstr(buf, "GpSimd kernel '") == buf) {
+		snprintf(err, n, "%s", buf);
+		return -1;
+	}
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	snprintf(err, n, "GpSimd kernel '%s': not valid LLVM bitcode (%.200s)", name, got ? buf : "the reader failed");
+	return -1;
+}
+
 /* ------------------------------------------------------------ JIT */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_llvm(void)
@@ -395,6 +457,8 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
 			         NX_GS_MAX_BITCODE);
 			goto bad;
 		}
+		if (precheck(data[k], len[k], names[k], err, errlen))
+			goto bad;
 		LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
 		LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
 		LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data[k], len[k], names[k]);

@@ -16,6 +16,7 @@ typedef enum nx_gs_kind {
 	NX_GS_SCATTER,    /* scatter with any combiner, duplicate indices in order */
 	NX_GS_SELSCAT,    /* select-and-scatter */
 	NX_GS_CUSTOM,     /* custom-call of a user kernel */
+	NX_GS_TOPK,       /* topk along the last dimension (stable, total order) */
 } nx_gs_kind;
 
 /* A user custom operator: custom_call_target NAME runs function NAME of

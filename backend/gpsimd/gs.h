@@ -55,6 +55,8 @@ int nx_gs_comp(nx_gs *g, const nx_comp *c, const nx_gs_val *args, nx_gs_val *out
 nx_gs_val nx_gs_load(nx_gs *g, nx_type t, LLVMValueRef ptr);
 void nx_gs_store(nx_gs *g, nx_gs_val v, LLVMValueRef ptr);
 nx_gs_val nx_gs_convert(nx_gs *g, nx_gs_val v, nx_type to);
+/* i64 key ordering v by the total order (floats) or by value (integers) */
+LLVMValueRef nx_gs_order_key(nx_gs *g, nx_gs_val v);
 /* Loop helpers over i64 counters kept in allocas (mem2reg promotes them). */
 typedef struct nx_gs_loop {
 	LLVMValueRef var;
@@ -80,6 +82,7 @@ typedef struct nx_gs_kspec {
 	int nin;      /* map/reduce/sort/cumulative: operands; slots after them are inits/outputs */
 	/* reduce-window along the row (cumulative): window size, stride, low pad */
 	int64_t win, wstride, wpad;
+	bool largest; /* top-k */
 } nx_gs_kspec;
 /* Builds the kernel function `name` into g->mod. */
 nx_status nx_gs_build(nx_gs *g, const nx_gs_kspec *k, const char *name);

@@ -186,6 +186,15 @@ static LLVMValueRef total_key(nx_gs *g, LLVMValueRef f)
 	return LLVMBuildSelect(g->b, neg, LLVMBuildXor(g->b, i, c32(g, 0x7fffffff), ""), i, "");
 }
 
+LLVMValueRef nx_gs_order_key(nx_gs *g, nx_gs_val v)
+{
+	if (is_f(v.t))
+		return LLVMBuildSExt(g->b, total_key(g, v.v), g->i64, "");
+	if (is_signed(v.t))
+		return LLVMBuildSExt(g->b, v.v, g->i64, "");
+	return LLVMBuildZExt(g->b, v.v, g->i64, "");
+}
+
 static LLVMValueRef compare(nx_gs *g, const nx_inst *i, nx_gs_val a, nx_gs_val b)
 {
 	nx_cmp_dir d = i->a.direction;

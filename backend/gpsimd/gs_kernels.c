@@ -298,6 +298,63 @@ static int row_cumulative(kctx *c, LLVMValueRef r)
 	return 0;
 }
 
+/* top-k: slot 0 the row (R), 1 the values (K), 2 the s32 indices (K); the
+ * best m so far kept sorted, a new element inserted after its equals */
+static int row_topk(kctx *c, LLVMValueRef r)
+{
+	nx_gs *g = c->g;
+	const nx_gs_kspec *k = c->k;
+	LLVMBuilderRef b = g->b;
+	int64_t R = k->slot[0].R, K = k->slot[1].R;
+	nx_type t = k->slot[0].t;
+	LLVMTypeRef st = LLVMIntTypeInContext(g->ctx, (unsigned)(8 * esz(t)));
+	LLVMValueRef m = nx_gs_var(g, g->i64, "m"), j = nx_gs_var(g, g->i64, "j"), q = nx_gs_var(g, g->i64, "q");
+	LLVMBuildStore(b, nx_gs_c64(g, 0), m);
+	nx_gs_loop l = nx_gs_for(g, nx_gs_c64(g, 0), nx_gs_c64(g, R), "e");
+	LLVMValueRef e = nx_gs_idx(g, &l);
+	LLVMValueRef key = nx_gs_order_key(g, ld(c, 0, r, e));
+	LLVMBuildStore(b, ldv(g, m), j);
+	LLVMBasicBlockRef sc = block(g, "scan"), sk = block(g, "scank"), sd = block(g, "scanned");
+	LLVMBasicBlockRef ins = block(g, "insert"), shc = block(g, "shift"), shb = block(g, "shiftb"), put = block(g, "put");
+	LLVMBasicBlockRef next = block(g, "enext");
+	LLVMBuildBr(b, sc);
+	LLVMPositionBuilderAtEnd(b, sc); /* while j > 0 && better(key, vals[j-1]) */
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, ldv(g, j), nx_gs_c64(g, 0), ""), sk, sd);
+	LLVMPositionBuilderAtEnd(b, sk);
+	LLVMValueRef jm1 = LLVMBuildSub(b, ldv(g, j), nx_gs_c64(g, 1), "");
+	LLVMValueRef ok = nx_gs_order_key(g, ld(c, 1, r, jm1));
+	LLVMValueRef better = LLVMBuildICmp(b, k->largest ? LLVMIntSGT : LLVMIntSLT, key, ok, "");
+	LLVMBasicBlockRef dec = block(g, "dec");
+	LLVMBuildCondBr(b, better, dec, sd);
+	LLVMPositionBuilderAtEnd(b, dec);
+	LLVMBuildStore(b, jm1, j);
+	LLVMBuildBr(b, sc);
+	LLVMPositionBuilderAtEnd(b, sd);
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, ldv(g, j), nx_gs_c64(g, K), ""), ins, next);
+	LLVMPositionBuilderAtEnd(b, ins); /* q = min(m, K-1) down to j+1: shift */
+	LLVMValueRef last = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ldv(g, m), nx_gs_c64(g, K), ""), ldv(g, m),
+	                                    nx_gs_c64(g, K - 1), "");
+	LLVMBuildStore(b, last, q);
+	LLVMBuildBr(b, shc);
+	LLVMPositionBuilderAtEnd(b, shc);
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, ldv(g, q), ldv(g, j), ""), shb, put);
+	LLVMPositionBuilderAtEnd(b, shb);
+	LLVMValueRef qm1 = LLVMBuildSub(b, ldv(g, q), nx_gs_c64(g, 1), "");
+	LLVMBuildStore(b, LLVMBuildLoad2(b, st, elem(c, 1, r, qm1), ""), elem(c, 1, r, ldv(g, q)));
+	LLVMBuildStore(b, LLVMBuildLoad2(b, g->i32, elem(c, 2, r, qm1), ""), elem(c, 2, r, ldv(g, q)));
+	LLVMBuildStore(b, qm1, q);
+	LLVMBuildBr(b, shc);
+	LLVMPositionBuilderAtEnd(b, put);
+	LLVMBuildStore(b, LLVMBuildLoad2(b, st, elem(c, 0, r, e), ""), elem(c, 1, r, ldv(g, j)));
+	LLVMBuildStore(b, LLVMBuildTrunc(b, e, g->i32, ""), elem(c, 2, r, ldv(g, j)));
+	LLVMValueRef mn = LLVMBuildAdd(b, ldv(g, m), nx_gs_c64(g, 1), "");
+	LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ldv(g, m), nx_gs_c64(g, K), ""), mn, ldv(g, m), ""), m);
+	LLVMBuildBr(b, next);
+	LLVMPositionBuilderAtEnd(b, next);
+	nx_gs_endfor(g, &l);
+	return 0;
+}
+
 static bool has(const nx_ivec *v, int64_t x)
 {
 	for (int k = 0; k < v->n; k++)
@@ -487,6 +544,7 @@ nx_status nx_gs_build(nx_gs *g, const nx_gs_kspec *k, const char *name)
 		case NX_GS_REDUCE: rc = row_reduce(&c, r); break;
 		case NX_GS_SORT: rc = row_sort(&c, r); break;
 		case NX_GS_CUMULATIVE: rc = row_cumulative(&c, r); break;
+		case NX_GS_TOPK: rc = row_topk(&c, r); break;
 		default: rc = nx_gs_fail(g, "no kernel family");
 		}
 		if (rc == 0)

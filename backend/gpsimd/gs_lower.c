@@ -44,7 +44,7 @@ const nx_custom_op *nx_gpsimd_custom_op(const char *name)
 /* ------------------------------------------------------------ selection */
 bool nx_gpsimd_supports(nx_opcode op)
 {
-	return op == NX_OP_SORT || op == NX_OP_MAP || op == NX_OP_REDUCE_WINDOW || op == NX_OP_SELECT_AND_SCATTER ||
+	return op == NX_OP_SORT || op == NX_OP_TOPK || op == NX_OP_MAP || op == NX_OP_REDUCE_WINDOW || op == NX_OP_SELECT_AND_SCATTER ||
 	       op == NX_OP_SCATTER || op == NX_OP_REDUCE;
 }
 
@@ -96,6 +96,8 @@ nx_gs_kind nx_gpsimd_kind(const nx_lower *L, const nx_inst *i)
 	(void)L;
 	if (i->op == NX_OP_CUSTOM_CALL)
 		return nx_gpsimd_custom_op(i->a.custom_call_target) ? NX_GS_CUSTOM : NX_GS_NONE;
+	if (i->op == NX_OP_TOPK)
+		return types_ok(i) && nx_shape_is_tuple(i->shape) && i->shape->ntuple == 2 ? NX_GS_TOPK : NX_GS_NONE;
 	if (!nx_gpsimd_supports(i->op) || !types_ok(i) || i->ncalled < 1)
 		return NX_GS_NONE;
 	switch (i->op) {
@@ -439,6 +441,28 @@ static nx_status lower_sort(nx_lower *L, const nx_inst *i, nx_lval *const *ops, 
 	return rc;
 }
 
+static nx_status lower_topk(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
+{
+	const nx_shape *s = ops[0]->shape;
+	int64_t R = s->dims[s->rank - 1], K = i->shape->tuple[0]->dims[s->rank - 1], O = R ? nx_shape_elems(s) / R : 0;
+	bool largest = true;
+	for (int k = 0; k < i->a.nunknown; k++)
+		if (!strcmp(i->a.unknown[k].key, "largest"))
+			largest = strcmp(i->a.unknown[k].value, "false") != 0;
+	nx_gs_kspec k = {.kind = NX_GS_TOPK, .inst = i, .nslot = 3, .nin = 1, .largest = largest};
+	k.slot[0] = (nx_gs_slot){s->type, R};
+	k.slot[1] = (nx_gs_slot){s->type, K};
+	k.slot[2] = (nx_gs_slot){NX_S32, K};
+	*out = tuple_of(L, i, 2);
+	if (O == 0 || K == 0)
+		return NX_OK;
+	int kidx = make_kernel(L, &k);
+	if (kidx < 0)
+		return L->d->status ? L->d->status : NX_ERR_INPUT;
+	gs_io io[3] = {{ops[0], NULL}, {NULL, (*out)->tuple[0]}, {NULL, (*out)->tuple[1]}};
+	return run_rows(L, &k, kidx, 1, io, O);
+}
+
 static nx_status lower_map(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
 {
 	int n = i->noperands;
@@ -626,6 +650,7 @@ nx_status nx_gpsimd_lower(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	switch (kind) {
 	case NX_GS_SORT: return lower_sort(L, i, ops, out);
 	case NX_GS_MAP: return lower_map(L, i, ops, out);
+	case NX_GS_TOPK: return lower_topk(L, i, ops, out);
 	case NX_GS_REDUCE: return lower_reduce(L, i, ops, out);
 	case NX_GS_CUMULATIVE: return lower_cumulative(L, i, ops, out);
 	case NX_GS_SCATTER: case NX_GS_SELSCAT: return lower_whole(L, kind, i, ops, out);

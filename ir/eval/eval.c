@@ -804,6 +804,7 @@ static nx_status eval_inst(nx_eval *ev, const nx_inst *i, nx_literal *const *ops
 	case NX_OP_GATHER: return nx_eval_gather(ev, i, ops, out);
 	case NX_OP_SCATTER: return nx_eval_scatter(ev, i, ops, out);
 	case NX_OP_SORT: return nx_eval_sort(ev, i, ops, out);
+	case NX_OP_TOPK: return nx_eval_topk(ev, i, ops, out); /* eval_topk.c */
 	case NX_OP_FFT: return nx_eval_fft(ev, i, ops, out);
 	case NX_OP_BATCH_NORM_GRAD:
 	case NX_OP_BATCH_NORM_INFERENCE:

@@ -103,6 +103,7 @@ nx_status nx_eval_select_and_scatter(nx_eval *, const nx_inst *, nx_literal *con
 nx_status nx_eval_gather(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_scatter(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_sort(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
+nx_status nx_eval_topk(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_fft(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_batch_norm(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);
 nx_status nx_eval_rng_bit_generator(nx_eval *, const nx_inst *, nx_literal *const *, nx_literal **);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # End to end: GpSimd kernels generated with LLVM (backend/gpsimd/, docs/gpsimd.md).
-# `nxcc check` (simulator vs evaluator) on sort (1-3 operands, ascending,
+# `nxcc check` (simulator vs evaluator) on top-k, sort (1-3 operands, ascending,
 # descending under the total order with NaN keys, custom comparator, ties),
 # argmax reduce, map, cumulative sums, scatter-add with duplicate indices,
 # scatter-max, select-and-scatter, from 1 element to sizes that take several
@@ -29,6 +29,7 @@ for c in "1 0" "5,33 0" "7,300 1" "1024,4096 1"; do set -- $c; gen sort_asc $1 x
 for c in "1 0" "6,17 1" "300,40 0"; do set -- $c; gen sort3 $1 x $2 x x; chk "sort3 $1" "$T/sort3.hlo"; done
 for c in "2 0" "3,50 1" "129,64 1"; do set -- $c; gen sort_custom $1 x $2 x x; chk "sort_custom $1" "$T/sort_custom.hlo"; done
 for c in "1 - 0" "8,40 8 1" "40,8 8 0" "300,2000 300 1"; do set -- $c; gen argmax $1 $2 $3 x x; chk "argmax $1" "$T/argmax.hlo"; done
+for c in "1 1 1 true" "6,50 6,5 5 true" "6,50 6,5 5 false" "300,1000 300,16 16 true"; do set -- $c; gen topk $1 $2 $3 $4 x; chk "topk $1 k=$3 largest=$4" "$T/topk.hlo"; done
 for c in "1 0" "4,5 0,1" "700,2048 0,1"; do set -- $c; gen map $1 x x $2 x; chk "map $1" "$T/map.hlo"; done
 gen cumsum 1 x x x "size=1 pad=0_0"; chk "cumsum 1" "$T/cumsum.hlo"
 gen cumsum 3,20 x x x "size=1x20 pad=0_0x19_0"; chk "cumsum 3,20" "$T/cumsum.hlo"

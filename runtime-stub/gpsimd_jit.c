@@ -23,6 +23,7 @@
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -441,6 +442,20 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
 	p->names = calloc((size_t)n + 1, sizeof *p->names);
 	p->fn = calloc((size_t)n + 1, sizeof *p->fn);
 	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+	{ /* host target machine at codegen level "less": the IR was optimized at compile time */
+		char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+		LLVMTargetRef tgt;
+		char *terr = NULL;
+		if (!LLVMGetTargetFromTriple(triple, &tgt, &terr)) {
+			LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, triple, cpu, feat, LLVMCodeGenLevelLess, LLVMRelocDefault,
+			                                                  LLVMCodeModelJITDefault);
+			LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+		}
+		LLVMDisposeMessage(terr);
+		LLVMDisposeMessage(triple);
+		LLVMDisposeMessage(cpu);
+		LLVMDisposeMessage(feat);
+	}
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&p->jit, jb);
 	if (e) {
 		p->jit = NULL;

@@ -38,6 +38,7 @@ if [ -n "${CALLGRIND:-}" ]; then
 else
 	bench reader "$BUILD/bench/bench_reader" "$HLO" 20
 	bench eval_dot "$BUILD/bench/bench_eval_dot" 1024
+	bench gpsimd sh bench/gpsimd.sh # GpSimd kernel compile / load ms per kernel
 fi
 
 if [ -z "${CALLGRIND:-}" ]; then

@@ -577,8 +577,10 @@ static nx_status lower_cumulative(nx_lower *L, const nx_inst *i, nx_lval *const 
 	return rc;
 }
 
-/* scatter and select-and-scatter: whole tensors in one partition */
-static nx_status lower_whole(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
+/* scatter and select-and-scatter: whole tensors in one partition (*kcache:
+ * a kernel built for the same shapes, or -1) */
+static nx_status lower_whole(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_lval *const *ops, nx_lval **out,
+                             int *kcache)
 {
 	nx_gs_kspec k = {.kind = kind, .inst = i, .nslot = kind == NX_GS_SCATTER ? 3 : 4, .nin = 3};
 	gs_io io[4] = {{0}};
@@ -601,7 +603,7 @@ static nx_status lower_whole(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_
 	if (nx_gs_region_bytes(&k, 1) > L->sbuf_half)
 		return nx_l_err(L, "%s: operands of %lld bytes do not fit one SBUF partition half (GpSimd runs it in one partition)",
 		                nx_opcode_name(i->op), (long long)nx_gs_region_bytes(&k, 1));
-	int kidx = make_kernel(L, &k);
+	int kidx = *kcache >= 0 ? *kcache : (*kcache = make_kernel(L, &k));
 	if (kidx < 0)
 		return L->d->status ? L->d->status : NX_ERR_INPUT;
 	if (kind == NX_GS_SCATTER && nx_shape_elems(ops[2]->shape) == 0) {
@@ -609,6 +611,154 @@ static nx_status lower_whole(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_
 		return nx_l_copy_view_split(L, &v, *out);
 	}
 	return run_rows(L, &k, kidx, 1, io, 1);
+}
+
+/* The operand dimension along which a scatter (select-and-scatter) splits
+ * into independent parts, and the matching dimension of the updates
+ * (source): a window dimension the updates cover whole and no index
+ * addresses (a dimension with a size-1, stride-1, unpadded window). -1: none. */
+static int split_dim(nx_gs_kind kind, const nx_inst *i, int *ud)
+{
+	const nx_shape *os = i->operands[0]->shape;
+	int best = -1;
+	if (kind == NX_GS_SCATTER) {
+		const nx_scatter_dnums *sd = &i->a.scatter;
+		const nx_shape *us = i->operands[2]->shape;
+		int k = 0;
+		for (int d = 0; d < os->rank; d++) {
+			bool ins = false, idx = false;
+			for (int j = 0; j < sd->inserted_window_dims.n; j++)
+				ins |= sd->inserted_window_dims.v[j] == d;
+			if (ins)
+				continue;
+			for (int j = 0; j < sd->scatter_dims_to_operand_dims.n; j++)
+				idx |= sd->scatter_dims_to_operand_dims.v[j] == d;
+			int u = (int)sd->update_window_dims.v[k++];
+			if (!idx && us->dims[u] == os->dims[d] && os->dims[d] > 1 && (best < 0 || os->dims[d] > os->dims[best]))
+				best = d, *ud = u;
+		}
+		return best;
+	}
+	for (int d = 0; d < os->rank; d++) {
+		const nx_window_dim *w = &i->a.window.dims[d];
+		if (w->size == 1 && w->stride <= 1 && !w->pad_lo && !w->pad_hi && w->window_dilation <= 1 &&
+		    w->base_dilation <= 1 && os->dims[d] > 1 && (best < 0 || os->dims[d] > os->dims[best]))
+			best = d, *ud = d;
+	}
+	return best;
+}
+
+static nx_inst *fake_operand(nx_lower *L, const nx_inst *o, int d, int64_t n)
+{
+	nx_inst *f = nx_arena_alloc(&L->a, sizeof *f);
+	*f = *o;
+	f->shape = nx_shape_copy(&L->a, o->shape);
+	f->shape->dims[d] = n;
+	return f;
+}
+
+/* slice [c0, c0 + n) of dimension d of v into a fresh value, or back */
+static nx_status slice_copy(nx_lower *L, nx_lval *v, int d, int64_t c0, nx_lval *part, bool into_part)
+{
+	nx_ldview s = nx_l_dview(v), p = nx_l_dview(part);
+	s.off = c0 * s.stride[d];
+	s.dims[d] = p.dims[d];
+	const nx_ldview *src = into_part ? &s : &p, *dst = into_part ? &p : &s;
+	nx_lsync y, w = dst->buf->war;
+	nx_status rc = nx_l_dma_vv(L, src, dst, &w, &y);
+	nx_l_max(&dst->buf->written, &y);
+	nx_l_max(&dst->buf->war, &y);
+	return rc;
+}
+
+/* kernels built for part shapes (operand, updates/source), reused by equal parts */
+typedef struct split_cache {
+	int n;
+	const nx_shape *op[8], *up[8];
+	int kidx[8];
+} split_cache;
+
+static bool same_dims(const nx_shape *a, const nx_shape *b)
+{
+	return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof *a->dims * (size_t)a->rank);
+}
+
+static int *cache_slot(split_cache *c, const nx_shape *op, const nx_shape *up)
+{
+	for (int k = 0; k < c->n; k++)
+		if (same_dims(c->op[k], op) && same_dims(c->up[k], up))
+			return &c->kidx[k];
+	if (c->n == 8)
+		return NULL;
+	c->op[c->n] = op, c->up[c->n] = up, c->kidx[c->n] = -1;
+	return &c->kidx[c->n++];
+}
+
+/* scatter / select-and-scatter, split along independent dimensions
+ * (recursively, one at a time) into parts that fit one SBUF partition half */
+static nx_status lower_split_c(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_lval *const *ops, nx_lval **out,
+                               split_cache *cache)
+{
+	int ui0 = kind == NX_GS_SCATTER ? 2 : 1, none = -1;
+	int *kc = cache_slot(cache, i->operands[0]->shape, i->operands[ui0]->shape);
+	if (!kc)
+		kc = &none;
+	nx_gs_kspec k = {.kind = kind, .inst = i, .nslot = kind == NX_GS_SCATTER ? 3 : 4, .nin = 3};
+	for (int j = 0; j < 3; j++)
+		k.slot[j] = (nx_gs_slot){ops[j]->shape->type, nx_shape_elems(ops[j]->shape) ? nx_shape_elems(ops[j]->shape) : 1};
+	if (kind == NX_GS_SELSCAT)
+		k.slot[3] = (nx_gs_slot){i->shape->type, k.slot[0].R};
+	int ud = -1, d = split_dim(kind, i, &ud);
+	if (nx_gs_region_bytes(&k, 1) <= L->sbuf_half || d < 0 || nx_shape_elems(i->shape) == 0)
+		return lower_whole(L, kind, i, ops, out, kc);
+	const nx_shape *os = ops[0]->shape, *us = ops[kind == NX_GS_SCATTER ? 2 : 1]->shape;
+	int ui = kind == NX_GS_SCATTER ? 2 : 1;
+	int64_t D = os->dims[d], lo = 1, hi = D;
+	while (lo < hi) { /* the largest part that fits */
+		int64_t m = (lo + hi + 1) / 2;
+		nx_gs_kspec t = k;
+		t.slot[0].R = k.slot[0].R / D * m;
+		t.slot[ui].R = k.slot[ui].R / us->dims[ud] * m;
+		if (kind == NX_GS_SELSCAT)
+			t.slot[3].R = t.slot[0].R;
+		if (nx_gs_region_bytes(&t, 1) <= L->sbuf_half)
+			lo = m;
+		else
+			hi = m - 1;
+	}
+	*out = nx_l_newval(L, i->shape);
+	for (int64_t c0 = 0; c0 < D; c0 += lo) {
+		int64_t n = D - c0 < lo ? D - c0 : lo;
+		nx_inst *f = nx_arena_alloc(&L->a, sizeof *f);
+		*f = *i;
+		f->operands = nx_arena_alloc(&L->a, sizeof *f->operands * (size_t)i->noperands);
+		memcpy(f->operands, i->operands, sizeof *f->operands * (size_t)i->noperands);
+		f->operands[0] = fake_operand(L, i->operands[0], d, n);
+		f->operands[ui] = fake_operand(L, i->operands[ui], ud, n);
+		f->shape = f->operands[0]->shape;
+		nx_lval *part[3] = {nx_l_newval(L, f->operands[0]->shape), ops[1], ops[2]}, *po = NULL;
+		part[ui] = nx_l_newval(L, f->operands[ui]->shape);
+		nx_status rc = slice_copy(L, ops[0], d, c0, part[0], true);
+		if (rc == NX_OK)
+			rc = slice_copy(L, ops[ui], ud, c0, part[ui], true);
+		if (rc == NX_OK)
+			rc = lower_split_c(L, kind, f, part, &po, cache);
+		if (rc == NX_OK)
+			rc = slice_copy(L, *out, d, c0, po, false);
+		nx_l_release_buf(L, part[0]->buf);
+		nx_l_release_buf(L, part[ui]->buf);
+		if (po)
+			nx_l_release_buf(L, po->buf);
+		if (rc)
+			return rc;
+	}
+	return NX_OK;
+}
+
+static nx_status lower_split(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
+{
+	split_cache c = {0};
+	return lower_split_c(L, kind, i, ops, out, &c);
 }
 
 static nx_status lower_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
@@ -653,7 +803,7 @@ nx_status nx_gpsimd_lower(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	case NX_GS_TOPK: return lower_topk(L, i, ops, out);
 	case NX_GS_REDUCE: return lower_reduce(L, i, ops, out);
 	case NX_GS_CUMULATIVE: return lower_cumulative(L, i, ops, out);
-	case NX_GS_SCATTER: case NX_GS_SELSCAT: return lower_whole(L, kind, i, ops, out);
+	case NX_GS_SCATTER: case NX_GS_SELSCAT: return lower_split(L, kind, i, ops, out);
 	case NX_GS_CUSTOM: return lower_custom(L, i, ops, out);
 	default: return NX_OK;
 	}

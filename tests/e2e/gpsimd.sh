@@ -39,6 +39,8 @@ gen cumsum 600,3000 x x x "size=1x3000 pad=0_0x2999_0"; chk "cumsum 600,3000" "$
 chk scatter_add "$D/scatter_add.hlo"
 chk scatter_max "$D/scatter_max.hlo"
 chk selscat "$D/selscat.hlo"
+chk scatter_add_big "$D/scatter_add_big.hlo"
+chk selscat_big "$D/selscat_big.hlo"
 # user kernel: compiled by clang-16, run on GpSimd, checked against the evaluator's host JIT
 E="$NX_ROOT/examples/custom_op"
 chk custom_op "$E/swish_clip.hlo" --custom-op "swish_clip=$E/swish_clip.c"

@@ -83,6 +83,10 @@ typedef struct nx_gs_kspec {
 	/* reduce-window along the row (cumulative): window size, stride, low pad */
 	int64_t win, wstride, wpad;
 	bool largest; /* top-k */
+	/* scatter over a part of the operand: rows [r0, r0 + n) of dim pdim of
+	 * pfull (r0 in slot 3, s32); pdim -1: the whole operand */
+	int pdim;
+	int64_t pfull, r0; /* r0: not part of the kernel (the lowering writes it) */
 } nx_gs_kspec;
 /* Builds the kernel function `name` into g->mod. */
 nx_status nx_gs_build(nx_gs *g, const nx_gs_kspec *k, const char *name);

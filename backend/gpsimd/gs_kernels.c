@@ -416,8 +416,15 @@ static int whole_scatter(kctx *c)
 		LLVMValueRef st = nx_type_is_int(iv.t) && (iv.t == NX_U8 || iv.t == NX_U16 || iv.t == NX_U32 || iv.t == NX_U64)
 		                      ? LLVMBuildZExt(b, iv.v, g->i64, "")
 		                      : LLVMBuildSExt(b, iv.v, g->i64, "");
+		int64_t full = od == c->k->pdim ? c->k->pfull : os->dims[od];
 		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntSGE, st, nx_gs_c64(g, 0), ""), "");
-		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntSLE, st, nx_gs_c64(g, os->dims[od] - wsize[od]), ""), "");
+		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntSLE, st, nx_gs_c64(g, full - wsize[od]), ""), "");
+		if (od == c->k->pdim) { /* a part of the operand: rows [r0, r0 + n) of dim od (slot 3 holds r0) */
+			LLVMValueRef r0 = LLVMBuildSExt(b, ld(c, 3, NULL, nx_gs_c64(g, 0)).v, g->i64, "r0");
+			st = LLVMBuildSub(b, st, r0, "");
+			fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntSGE, st, nx_gs_c64(g, 0), ""), "");
+			fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntSLE, st, nx_gs_c64(g, os->dims[od] - wsize[od]), ""), "");
+		}
 		lin = LLVMBuildAdd(b, lin, LLVMBuildMul(b, st, nx_gs_c64(g, ostr[od]), ""), "");
 	}
 	for (int k = 0; k < nwin; k++)

@@ -249,6 +249,11 @@ static nx_status run_chunk(nx_lower *L, const nx_gs_kspec *k, int kidx, int lane
 	prev = loads;
 	nx_l_max(&prev, &L->sbuf_free[h]);
 	nx_l_wait(L, NX_ENG_POOL, &prev);
+	if (k->kind == NX_GS_SCATTER && k->pdim >= 0) { /* the part's first row, for the kernel (slot 3) */
+		nx_insn *r0 = nx_l_emit(L, NX_ENG_POOL, NX_I_IOTA);
+		r0->ap[0] = slot_ap(k, 3, NX_DT_S32, (int)P, base, T);
+		r0->iarg[0] = (int32_t)k->r0;
+	}
 	nx_insn *c = nx_l_emit(L, NX_ENG_POOL, NX_I_CALL);
 	c->iarg[0] = kidx;
 	c->iarg[1] = 1;
@@ -577,12 +582,24 @@ static nx_status lower_cumulative(nx_lower *L, const nx_inst *i, nx_lval *const 
 	return rc;
 }
 
+/* A scatter over rows [r0, r0 + n) of operand dim pdim (of pfull). */
+typedef struct gs_part {
+	int pdim;
+	int64_t pfull, r0;
+} gs_part;
+
 /* scatter and select-and-scatter: whole tensors in one partition (*kcache:
- * a kernel built for the same shapes, or -1) */
+ * a kernel built for the same shapes, or -1; part: NULL or the operand rows
+ * this scatter covers) */
 static nx_status lower_whole(nx_lower *L, nx_gs_kind kind, const nx_inst *i, nx_lval *const *ops, nx_lval **out,
-                             int *kcache)
+                             int *kcache, const gs_part *part)
 {
-	nx_gs_kspec k = {.kind = kind, .inst = i, .nslot = kind == NX_GS_SCATTER ? 3 : 4, .nin = 3};
+	nx_gs_kspec k = {.kind = kind, .inst = i, .nslot = kind == NX_GS_SCATTER ? 3 : 4, .nin = 3, .pdim = -1};
+	if (part) { /* slot 3: r0, written by an iota on POOL before the call */
+		k.pdim = part->pdim, k.pfull = part->pfull, k.r0 = part->r0;
+		k.nslot = 4;
+		k.slot[3] = (nx_gs_slot){NX_S32, 1};
+	}
 	gs_io io[4] = {{0}};
 	for (int j = 0; j < 3; j++) {
 		k.slot[j] = (nx_gs_slot){ops[j]->shape->type, nx_shape_elems(ops[j]->shape)};
@@ -671,6 +688,9 @@ static nx_status slice_copy(nx_lower *L, nx_lval *v, int d, int64_t c0, nx_lval 
 	return rc;
 }
 
+typedef struct split_cache split_cache;
+static nx_status lower_rows(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out, split_cache *cache);
+
 /* kernels built for part shapes (operand, updates/source), reused by equal parts */
 typedef struct split_cache {
 	int n;
@@ -710,7 +730,8 @@ static nx_status lower_split_c(nx_lower *L, nx_gs_kind kind, const nx_inst *i, n
 		k.slot[3] = (nx_gs_slot){i->shape->type, k.slot[0].R};
 	int ud = -1, d = split_dim(kind, i, &ud);
 	if (nx_gs_region_bytes(&k, 1) <= L->sbuf_half || d < 0 || nx_shape_elems(i->shape) == 0)
-		return lower_whole(L, kind, i, ops, out, kc);
+		return d < 0 && kind == NX_GS_SCATTER && nx_shape_elems(i->shape) ? lower_rows(L, i, ops, out, cache)
+		                                                                    : lower_whole(L, kind, i, ops, out, kc, NULL);
 	const nx_shape *os = ops[0]->shape, *us = ops[kind == NX_GS_SCATTER ? 2 : 1]->shape;
 	int ui = kind == NX_GS_SCATTER ? 2 : 1;
 	int64_t D = os->dims[d], lo = 1, hi = D;
@@ -747,6 +768,65 @@ static nx_status lower_split_c(nx_lower *L, nx_gs_kind kind, const nx_inst *i, n
 			rc = slice_copy(L, *out, d, c0, po, false);
 		nx_l_release_buf(L, part[0]->buf);
 		nx_l_release_buf(L, part[ui]->buf);
+		if (po)
+			nx_l_release_buf(L, po->buf);
+		if (rc)
+			return rc;
+	}
+	return NX_OK;
+}
+
+/* a scatter whose operand alone is too large: parts of rows along an
+ * indexed dimension with a window of 1 (an inserted dimension); every part
+ * sees all indices and updates and applies those landing in it */
+static nx_status lower_rows(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out, split_cache *cache)
+{
+	const nx_scatter_dnums *sd = &i->a.scatter;
+	const nx_shape *os = ops[0]->shape;
+	int pd = -1;
+	for (int j = 0; j < sd->scatter_dims_to_operand_dims.n; j++) {
+		int64_t d = sd->scatter_dims_to_operand_dims.v[j];
+		for (int q = 0; q < sd->inserted_window_dims.n; q++)
+			if (sd->inserted_window_dims.v[q] == d && os->dims[d] > 1 && (pd < 0 || os->dims[d] > os->dims[pd]))
+				pd = (int)d;
+	}
+	nx_gs_kspec k = {.kind = NX_GS_SCATTER, .inst = i, .nslot = 4, .nin = 3};
+	for (int j = 0; j < 3; j++)
+		k.slot[j] = (nx_gs_slot){ops[j]->shape->type, nx_shape_elems(ops[j]->shape) ? nx_shape_elems(ops[j]->shape) : 1};
+	k.slot[3] = (nx_gs_slot){NX_S32, 1};
+	int64_t D = pd >= 0 ? os->dims[pd] : 1, n = 0;
+	for (int64_t lo = 1, hi = D; pd >= 0 && lo <= hi;) { /* the most rows that fit */
+		int64_t m = (lo + hi) / 2;
+		nx_gs_kspec t = k;
+		t.slot[0].R = k.slot[0].R / D * m;
+		if (nx_gs_region_bytes(&t, 1) <= L->sbuf_half)
+			n = m, lo = m + 1;
+		else
+			hi = m - 1;
+	}
+	if (n == 0) {
+		k.nslot = 3;
+		return nx_l_err(L, "scatter: operands of %lld bytes do not fit one SBUF partition half and no part of them does "
+		                   "(GpSimd runs scatter in one partition)", (long long)nx_gs_region_bytes(&k, 1));
+	}
+	*out = nx_l_newval(L, i->shape);
+	for (int64_t r0 = 0; r0 < D; r0 += n) {
+		int64_t m = D - r0 < n ? D - r0 : n;
+		nx_inst *f = nx_arena_alloc(&L->a, sizeof *f);
+		*f = *i;
+		f->operands = nx_arena_alloc(&L->a, sizeof *f->operands * (size_t)i->noperands);
+		memcpy(f->operands, i->operands, sizeof *f->operands * (size_t)i->noperands);
+		f->operands[0] = fake_operand(L, i->operands[0], pd, m);
+		f->shape = f->operands[0]->shape;
+		nx_lval *part[3] = {nx_l_newval(L, f->shape), ops[1], ops[2]}, *po = NULL;
+		gs_part pp = {pd, D, r0};
+		int none = -1, *kc = cache_slot(cache, f->shape, ops[2]->shape);
+		nx_status rc = slice_copy(L, ops[0], pd, r0, part[0], true);
+		if (rc == NX_OK)
+			rc = lower_whole(L, NX_GS_SCATTER, f, part, &po, kc ? kc : &none, &pp);
+		if (rc == NX_OK)
+			rc = slice_copy(L, *out, pd, r0, po, false);
+		nx_l_release_buf(L, part[0]->buf);
 		if (po)
 			nx_l_release_buf(L, po->buf);
 		if (rc)

@@ -40,6 +40,8 @@ chk scatter_add "$D/scatter_add.hlo"
 chk scatter_max "$D/scatter_max.hlo"
 chk selscat "$D/selscat.hlo"
 chk scatter_add_big "$D/scatter_add_big.hlo"
+chk scatter_add_huge "$D/scatter_add_huge.hlo"
+chk scatter_rows "$D/scatter_rows.hlo"
 chk selscat_big "$D/selscat_big.hlo"
 # user kernel: compiled by clang-16, run on GpSimd, checked against the evaluator's host JIT
 E="$NX_ROOT/examples/custom_op"

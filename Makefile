@@ -12,10 +12,13 @@ LDLIBS  += -lprotobuf-c -lcurl -lcrypto -lxxhash -lpthread -lm
 LDFLAGS += $(SAN)
 # LLVM 16 (GpSimd kernels: backend/gpsimd/ emits, runtime-stub JITs). Its
 # headers come in with -isystem so that -Wpedantic -Werror stay on for ours.
+# libLLVM is not linked: backend/target/llvm_api.c dlopens it on first use,
+# so processes without GpSimd kernels do not pay for loading it.
 LLVM_CONFIG ?= llvm-config-16
 LLVM_CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(LLVM_CONFIG) --cflags)))
-CPPFLAGS += $(LLVM_CPPFLAGS)
-LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs)
+LLVM_LIBS := $(shell $(LLVM_CONFIG) --ldflags --libs)
+CPPFLAGS += $(LLVM_CPPFLAGS) -DNX_LLVM_SO='"$(shell $(LLVM_CONFIG) --libdir)/libLLVM-16.so"'
+LDLIBS  += -ldl
 
 LIB_DIRS := ir ir/hlo ir/verify ir/eval passes backend backend/kernels backend/target backend/gpsimd runtime-stub compiler
 LIB_SRC  := $(filter-out compiler/main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
@@ -64,6 +67,8 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libnxcc.a $(BUIL
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a -lcmocka $(LDLIBS)
 
 unit: $(UNIT_BIN)
+# test_gpsimd builds LLVM IR itself (the library loads LLVM at run time)
+$(BUILD)/tests/test_gpsimd: LDLIBS += $(LLVM_LIBS)
 
 deps:
 	@sh tools/deps.sh

@@ -15,6 +15,7 @@
  * kernel past its instruction budget longjmps out of the kernel (no C++
  * frames are involved) with a message. The JIT resolves only those two
  * functions and the allow-list: there is no process symbol generator. */
+#include "backend/target/llvm_api.h"
 #include "runtime-stub/gpsimd.h"
 
 #include <llvm-c/Analysis.h>
@@ -183,14 +184,14 @@ static int fail(char *err, size_t n, const char *kname, const char *fmt, const c
 /* pointer operand a direct access to an alloca (or a constant GEP of one) */
 static bool stack_direct(LLVMValueRef p)
 {
-	if (LLVMIsAAllocaInst(p))
+	if (nx_llvm.LLVMIsAAllocaInst(p))
 		return true;
-	if (LLVMIsAGetElementPtrInst(p)) {
-		int n = LLVMGetNumOperands(p);
+	if (nx_llvm.LLVMIsAGetElementPtrInst(p)) {
+		int n = nx_llvm.LLVMGetNumOperands(p);
 		for (int k = 1; k < n; k++)
-			if (!LLVMIsAConstantInt(LLVMGetOperand(p, (unsigned)k)))
+			if (!nx_llvm.LLVMIsAConstantInt(nx_llvm.LLVMGetOperand(p, (unsigned)k)))
 				return false;
-		return LLVMIsAAllocaInst(LLVMGetOperand(p, 0)) != NULL;
+		return nx_llvm.LLVMIsAAllocaInst(nx_llvm.LLVMGetOperand(p, 0)) != NULL;
 	}
 	return false;
 }
@@ -198,40 +199,40 @@ static bool stack_direct(LLVMValueRef p)
 static int validate(LLVMModuleRef m, const char *kname, char *err, size_t n)
 {
 	size_t len;
-	const char *asmtxt = LLVMGetModuleInlineAsm(m, &len);
+	const char *asmtxt = nx_llvm.LLVMGetModuleInlineAsm(m, &len);
 	if (asmtxt && len)
 		return fail(err, n, kname, "%smodule-level inline assembly", "");
-	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
-		if (LLVMIsDeclaration(g))
-			return fail(err, n, kname, "external global '%s'", LLVMGetValueName2(g, &len));
-	if (LLVMGetFirstGlobalAlias(m) || LLVMGetFirstGlobalIFunc(m))
+	for (LLVMValueRef g = nx_llvm.LLVMGetFirstGlobal(m); g; g = nx_llvm.LLVMGetNextGlobal(g))
+		if (nx_llvm.LLVMIsDeclaration(g))
+			return fail(err, n, kname, "external global '%s'", nx_llvm.LLVMGetValueName2(g, &len));
+	if (nx_llvm.LLVMGetFirstGlobalAlias(m) || nx_llvm.LLVMGetFirstGlobalIFunc(m))
 		return fail(err, n, kname, "%saliases or ifuncs", "");
-	LLVMValueRef entry = LLVMGetNamedFunction(m, kname);
-	if (!entry || LLVMIsDeclaration(entry))
+	LLVMValueRef entry = nx_llvm.LLVMGetNamedFunction(m, kname);
+	if (!entry || nx_llvm.LLVMIsDeclaration(entry))
 		return fail(err, n, kname, "%sno entry function of the kernel's name", "");
-	LLVMTypeRef ft = LLVMGlobalGetValueType(entry), pt[2];
-	if (LLVMCountParamTypes(ft) != 2 || LLVMGetTypeKind(LLVMGetReturnType(ft)) != LLVMVoidTypeKind ||
-	    (LLVMGetParamTypes(ft, pt), LLVMGetTypeKind(pt[0]) != LLVMPointerTypeKind) ||
-	    LLVMGetTypeKind(pt[1]) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(pt[1]) != 32 || LLVMIsFunctionVarArg(ft))
+	LLVMTypeRef ft = nx_llvm.LLVMGlobalGetValueType(entry), pt[2];
+	if (nx_llvm.LLVMCountParamTypes(ft) != 2 || nx_llvm.LLVMGetTypeKind(nx_llvm.LLVMGetReturnType(ft)) != LLVMVoidTypeKind ||
+	    (nx_llvm.LLVMGetParamTypes(ft, pt), nx_llvm.LLVMGetTypeKind(pt[0]) != LLVMPointerTypeKind) ||
+	    nx_llvm.LLVMGetTypeKind(pt[1]) != LLVMIntegerTypeKind || nx_llvm.LLVMGetIntTypeWidth(pt[1]) != 32 || nx_llvm.LLVMIsFunctionVarArg(ft))
 		return fail(err, n, kname, "%sentry is not void(ptr, i32)", "");
-	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-		const char *nm = LLVMGetValueName2(f, &len);
-		if (LLVMIsDeclaration(f)) {
+	for (LLVMValueRef f = nx_llvm.LLVMGetFirstFunction(m); f; f = nx_llvm.LLVMGetNextFunction(f)) {
+		const char *nm = nx_llvm.LLVMGetValueName2(f, &len);
+		if (nx_llvm.LLVMIsDeclaration(f)) {
 			if (!allowed_decl(nm))
 				return fail(err, n, kname, "calls '%s', which is not on the allow-list (docs/gpsimd.md)", nm);
 			continue;
 		}
-		for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
-			for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
-				LLVMOpcode op = LLVMGetInstructionOpcode(i);
+		for (LLVMBasicBlockRef b = nx_llvm.LLVMGetFirstBasicBlock(f); b; b = nx_llvm.LLVMGetNextBasicBlock(b))
+			for (LLVMValueRef i = nx_llvm.LLVMGetFirstInstruction(b); i; i = nx_llvm.LLVMGetNextInstruction(i)) {
+				LLVMOpcode op = nx_llvm.LLVMGetInstructionOpcode(i);
 				if (op == LLVMAtomicRMW || op == LLVMAtomicCmpXchg || op == LLVMInvoke || op == LLVMCallBr ||
 				    op == LLVMIndirectBr || op == LLVMLandingPad || op == LLVMResume)
-					return fail(err, n, kname, "unsupported instruction '%s'", LLVMIsAInvokeInst(i) ? "invoke" : "atomic/exception");
-				if ((op == LLVMLoad || op == LLVMStore) && LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic)
+					return fail(err, n, kname, "unsupported instruction '%s'", nx_llvm.LLVMIsAInvokeInst(i) ? "invoke" : "atomic/exception");
+				if ((op == LLVMLoad || op == LLVMStore) && nx_llvm.LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic)
 					return fail(err, n, kname, "%satomic memory access", "");
 				if (op == LLVMCall) {
-					LLVMValueRef callee = LLVMGetCalledValue(i);
-					if (!LLVMIsAFunction(callee))
+					LLVMValueRef callee = nx_llvm.LLVMGetCalledValue(i);
+					if (!nx_llvm.LLVMIsAFunction(callee))
 						return fail(err, n, kname, "%sindirect call or inline assembly", "");
 				}
 			}
@@ -241,77 +242,77 @@ static int validate(LLVMModuleRef m, const char *kname, char *err, size_t n)
 
 static LLVMValueRef decl(LLVMModuleRef m, const char *name, LLVMTypeRef ft)
 {
-	LLVMValueRef f = LLVMGetNamedFunction(m, name);
-	return f ? f : LLVMAddFunction(m, name, ft);
+	LLVMValueRef f = nx_llvm.LLVMGetNamedFunction(m, name);
+	return f ? f : nx_llvm.LLVMAddFunction(m, name, ft);
 }
 
 static int instrument(LLVMModuleRef m, const char *kname, char *err, size_t n)
 {
-	LLVMContextRef ctx = LLVMGetModuleContext(m);
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
-	LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), vd = LLVMVoidTypeInContext(ctx);
+	LLVMContextRef ctx = nx_llvm.LLVMGetModuleContext(m);
+	LLVMTypeRef i32 = nx_llvm.LLVMInt32TypeInContext(ctx), i64 = nx_llvm.LLVMInt64TypeInContext(ctx);
+	LLVMTypeRef ptr = nx_llvm.LLVMPointerTypeInContext(ctx, 0), vd = nx_llvm.LLVMVoidTypeInContext(ctx);
 	LLVMTypeRef ca[3] = {ptr, i64, i32};
-	LLVMTypeRef chk_t = LLVMFunctionType(vd, ca, 3, 0), tick_t = LLVMFunctionType(vd, &i64, 1, 0);
-	if (LLVMGetNamedFunction(m, "__nx_gs_chk") || LLVMGetNamedFunction(m, "__nx_gs_tick"))
+	LLVMTypeRef chk_t = nx_llvm.LLVMFunctionType(vd, ca, 3, 0), tick_t = nx_llvm.LLVMFunctionType(vd, &i64, 1, 0);
+	if (nx_llvm.LLVMGetNamedFunction(m, "__nx_gs_chk") || nx_llvm.LLVMGetNamedFunction(m, "__nx_gs_tick"))
 		return fail(err, n, kname, "%sdefines the runtime's check functions", "");
 	LLVMValueRef chk = decl(m, "__nx_gs_chk", chk_t), tick = decl(m, "__nx_gs_tick", tick_t);
-	LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
-	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-		if (LLVMIsDeclaration(f))
+	LLVMTargetDataRef td = nx_llvm.LLVMGetModuleDataLayout(m);
+	LLVMBuilderRef b = nx_llvm.LLVMCreateBuilderInContext(ctx);
+	for (LLVMValueRef f = nx_llvm.LLVMGetFirstFunction(m); f; f = nx_llvm.LLVMGetNextFunction(f)) {
+		if (nx_llvm.LLVMIsDeclaration(f))
 			continue;
-		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+		for (LLVMBasicBlockRef bb = nx_llvm.LLVMGetFirstBasicBlock(f); bb; bb = nx_llvm.LLVMGetNextBasicBlock(bb)) {
 			int64_t count = 0;
 			LLVMValueRef first = NULL;
-			for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+			for (LLVMValueRef i = nx_llvm.LLVMGetFirstInstruction(bb); i; i = nx_llvm.LLVMGetNextInstruction(i)) {
 				count++;
-				if (!first && !LLVMIsAPHINode(i))
+				if (!first && !nx_llvm.LLVMIsAPHINode(i))
 					first = i;
 			}
-			for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-				LLVMOpcode op = LLVMGetInstructionOpcode(i);
+			for (LLVMValueRef i = nx_llvm.LLVMGetFirstInstruction(bb); i; i = nx_llvm.LLVMGetNextInstruction(i)) {
+				LLVMOpcode op = nx_llvm.LLVMGetInstructionOpcode(i);
 				LLVMValueRef p = NULL, p2 = NULL, len = NULL;
 				int write = 0;
 				if (op == LLVMLoad) {
-					p = LLVMGetOperand(i, 0);
-					len = LLVMConstInt(i64, LLVMStoreSizeOfType(td, LLVMTypeOf(i)), 0);
+					p = nx_llvm.LLVMGetOperand(i, 0);
+					len = nx_llvm.LLVMConstInt(i64, nx_llvm.LLVMStoreSizeOfType(td, nx_llvm.LLVMTypeOf(i)), 0);
 				} else if (op == LLVMStore) {
-					p = LLVMGetOperand(i, 1), write = 1;
-					len = LLVMConstInt(i64, LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(i, 0))), 0);
+					p = nx_llvm.LLVMGetOperand(i, 1), write = 1;
+					len = nx_llvm.LLVMConstInt(i64, nx_llvm.LLVMStoreSizeOfType(td, nx_llvm.LLVMTypeOf(nx_llvm.LLVMGetOperand(i, 0))), 0);
 				} else if (op == LLVMCall) {
 					size_t nl;
-					const char *nm = LLVMGetValueName2(LLVMGetCalledValue(i), &nl);
+					const char *nm = nx_llvm.LLVMGetValueName2(nx_llvm.LLVMGetCalledValue(i), &nl);
 					if (is_mem_intrinsic(nm)) {
-						p = LLVMGetOperand(i, 0), write = 1;
-						len = LLVMGetOperand(i, 2);
+						p = nx_llvm.LLVMGetOperand(i, 0), write = 1;
+						len = nx_llvm.LLVMGetOperand(i, 2);
 						if (strncmp(nm, "llvm.memset.", 12) != 0)
-							p2 = LLVMGetOperand(i, 1);
-						if (LLVMTypeOf(len) != i64)
+							p2 = nx_llvm.LLVMGetOperand(i, 1);
+						if (nx_llvm.LLVMTypeOf(len) != i64)
 							len = NULL;
 						if (!len) {
-							LLVMDisposeBuilder(b);
+							nx_llvm.LLVMDisposeBuilder(b);
 							return fail(err, n, kname, "%smemory intrinsic with a non-64-bit length", "");
 						}
 					}
 				}
 				if (!p || (stack_direct(p) && !p2 && op != LLVMCall))
 					continue;
-				LLVMPositionBuilderBefore(b, i);
-				LLVMValueRef a[3] = {p, len, LLVMConstInt(i32, (unsigned)write, 0)};
-				LLVMBuildCall2(b, chk_t, chk, a, 3, "");
+				nx_llvm.LLVMPositionBuilderBefore(b, i);
+				LLVMValueRef a[3] = {p, len, nx_llvm.LLVMConstInt(i32, (unsigned)write, 0)};
+				nx_llvm.LLVMBuildCall2(b, chk_t, chk, a, 3, "");
 				if (p2) {
-					LLVMValueRef a2[3] = {p2, len, LLVMConstInt(i32, 0, 0)};
-					LLVMBuildCall2(b, chk_t, chk, a2, 3, "");
+					LLVMValueRef a2[3] = {p2, len, nx_llvm.LLVMConstInt(i32, 0, 0)};
+					nx_llvm.LLVMBuildCall2(b, chk_t, chk, a2, 3, "");
 				}
 			}
 			if (first) {
-				LLVMPositionBuilderBefore(b, first);
-				LLVMValueRef c = LLVMConstInt(i64, (unsigned long long)count, 0);
-				LLVMBuildCall2(b, tick_t, tick, &c, 1, "");
+				nx_llvm.LLVMPositionBuilderBefore(b, first);
+				LLVMValueRef c = nx_llvm.LLVMConstInt(i64, (unsigned long long)count, 0);
+				nx_llvm.LLVMBuildCall2(b, tick_t, tick, &c, 1, "");
 			}
 		}
 	}
-	LLVMDisposeBuilder(b);
+	nx_llvm.LLVMDisposeBuilder(b);
 	return 0;
 }
 
@@ -337,14 +338,14 @@ static int precheck(const uint8_t *data, size_t len, const char *name, char *err
 	if (pid == 0) {
 		close(fd[0]);
 		dup2(fd[1], 2);
-		LLVMContextRef ctx = LLVMContextCreate();
-		LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data, len, name);
+		LLVMContextRef ctx = nx_llvm.LLVMContextCreate();
+		LLVMMemoryBufferRef mb = nx_llvm.LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data, len, name);
 		LLVMModuleRef m = NULL;
 		char msg[400] = "", *vm = NULL;
 		int bad = 1;
-		if (LLVMParseBitcodeInContext2(ctx, mb, &m))
+		if (nx_llvm.LLVMParseBitcodeInContext2(ctx, mb, &m))
 			snprintf(msg, sizeof msg, "GpSimd kernel '%s': not valid LLVM bitcode", name);
-		else if (LLVMVerifyModule(m, LLVMReturnStatusAction, &vm))
+		else if (nx_llvm.LLVMVerifyModule(m, LLVMReturnStatusAction, &vm))
 			snprintf(msg, sizeof msg, "GpSimd kernel '%s': fails LLVM's verifier: %.200s", name, vm ? vm : "");
 		else if (validate(m, name, msg, sizeof msg) == 0)
 			bad = 0, snprintf(msg, sizeof msg, "OK");
@@ -379,15 +380,14 @@ static int precheck(const uint8_t *data, size_t len, const char *name, char *err
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_llvm(void)
 {
-	LLVMInitializeNativeTarget();
-	LLVMInitializeNativeAsmPrinter();
+	/* the host target: nx_llvm_load */
 }
 
 static int llvm_err(LLVMErrorRef e, char *err, size_t n, const char *what)
 {
-	char *m = LLVMGetErrorMessage(e);
+	char *m = nx_llvm.LLVMGetErrorMessage(e);
 	snprintf(err, n, "GpSimd: %s: %.200s", what, m);
-	LLVMDisposeErrorMessage(m);
+	nx_llvm.LLVMDisposeErrorMessage(m);
 	return -1;
 }
 
@@ -401,13 +401,13 @@ static int define_symbols(LLVMOrcLLJITRef J, char *err, size_t n)
 	LLVMJITSymbolFlags fl = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
 	int k = 0;
 	for (int j = 0; j < NLIBM; j++, k++)
-		pairs[k] = (LLVMOrcCSymbolMapPair){LLVMOrcLLJITMangleAndIntern(J, libm_names[j]),
+		pairs[k] = (LLVMOrcCSymbolMapPair){nx_llvm.LLVMOrcLLJITMangleAndIntern(J, libm_names[j]),
 		                                   {(LLVMOrcJITTargetAddress)(uintptr_t)libm_addrs[j], fl}};
 	for (int j = 0; j < 5; j++, k++)
-		pairs[k] = (LLVMOrcCSymbolMapPair){LLVMOrcLLJITMangleAndIntern(J, extra[j]),
+		pairs[k] = (LLVMOrcCSymbolMapPair){nx_llvm.LLVMOrcLLJITMangleAndIntern(J, extra[j]),
 		                                   {(LLVMOrcJITTargetAddress)(uintptr_t)extrap[j], fl}};
-	LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, (size_t)k);
-	LLVMErrorRef e = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(J), mu);
+	LLVMOrcMaterializationUnitRef mu = nx_llvm.LLVMOrcAbsoluteSymbols(pairs, (size_t)k);
+	LLVMErrorRef e = nx_llvm.LLVMOrcJITDylibDefine(nx_llvm.LLVMOrcLLJITGetMainJITDylib(J), mu);
 	return e ? llvm_err(e, err, n, "defining the runtime symbols") : 0;
 }
 
@@ -416,7 +416,7 @@ void nx_gs_prog_free(nx_gs_prog *p)
 	if (!p)
 		return;
 	if (p->jit)
-		LLVMOrcDisposeLLJIT(p->jit);
+		nx_llvm.LLVMOrcDisposeLLJIT(p->jit);
 	for (int k = 0; k < p->n; k++)
 		free(p->names[k]);
 	free(p->names);
@@ -437,26 +437,31 @@ const char *nx_gs_prog_name(const nx_gs_prog *p, int k)
 nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *const *data, const size_t *len,
                             char *err, size_t errlen)
 {
+	const char *why = nx_llvm_load();
+	if (why) {
+		snprintf(err, errlen, "%s", why);
+		return NULL;
+	}
 	pthread_once(&init_once, init_llvm);
 	nx_gs_prog *p = calloc(1, sizeof *p);
 	p->names = calloc((size_t)n + 1, sizeof *p->names);
 	p->fn = calloc((size_t)n + 1, sizeof *p->fn);
-	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderRef jb = nx_llvm.LLVMOrcCreateLLJITBuilder();
 	{ /* host target machine at codegen level "less": the IR was optimized at compile time */
-		char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+		char *triple = nx_llvm.LLVMGetDefaultTargetTriple(), *cpu = nx_llvm.LLVMGetHostCPUName(), *feat = nx_llvm.LLVMGetHostCPUFeatures();
 		LLVMTargetRef tgt;
 		char *terr = NULL;
-		if (!LLVMGetTargetFromTriple(triple, &tgt, &terr)) {
-			LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, triple, cpu, feat, LLVMCodeGenLevelLess, LLVMRelocDefault,
+		if (!nx_llvm.LLVMGetTargetFromTriple(triple, &tgt, &terr)) {
+			LLVMTargetMachineRef tm = nx_llvm.LLVMCreateTargetMachine(tgt, triple, cpu, feat, LLVMCodeGenLevelLess, LLVMRelocDefault,
 			                                                  LLVMCodeModelJITDefault);
-			LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+			nx_llvm.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, nx_llvm.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
 		}
-		LLVMDisposeMessage(terr);
-		LLVMDisposeMessage(triple);
-		LLVMDisposeMessage(cpu);
-		LLVMDisposeMessage(feat);
+		nx_llvm.LLVMDisposeMessage(terr);
+		nx_llvm.LLVMDisposeMessage(triple);
+		nx_llvm.LLVMDisposeMessage(cpu);
+		nx_llvm.LLVMDisposeMessage(feat);
 	}
-	LLVMErrorRef e = LLVMOrcCreateLLJIT(&p->jit, jb);
+	LLVMErrorRef e = nx_llvm.LLVMOrcCreateLLJIT(&p->jit, jb);
 	if (e) {
 		p->jit = NULL;
 		llvm_err(e, err, errlen, "creating the JIT");
@@ -474,43 +479,43 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
 		}
 		if (precheck(data[k], len[k], names[k], err, errlen))
 			goto bad;
-		LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-		LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
-		LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data[k], len[k], names[k]);
+		LLVMOrcThreadSafeContextRef tsc = nx_llvm.LLVMOrcCreateNewThreadSafeContext();
+		LLVMContextRef ctx = nx_llvm.LLVMOrcThreadSafeContextGetContext(tsc);
+		LLVMMemoryBufferRef mb = nx_llvm.LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)data[k], len[k], names[k]);
 		LLVMModuleRef m = NULL;
 		char *msg = NULL;
-		if (LLVMParseBitcodeInContext2(ctx, mb, &m)) {
-			LLVMDisposeMemoryBuffer(mb);
-			LLVMOrcDisposeThreadSafeContext(tsc);
+		if (nx_llvm.LLVMParseBitcodeInContext2(ctx, mb, &m)) {
+			nx_llvm.LLVMDisposeMemoryBuffer(mb);
+			nx_llvm.LLVMOrcDisposeThreadSafeContext(tsc);
 			snprintf(err, errlen, "GpSimd kernel '%s': not valid LLVM bitcode", names[k]);
 			goto bad;
 		}
-		LLVMDisposeMemoryBuffer(mb);
+		nx_llvm.LLVMDisposeMemoryBuffer(mb);
 		int bad = 0;
-		if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+		if (nx_llvm.LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
 			snprintf(err, errlen, "GpSimd kernel '%s': fails LLVM's verifier: %.200s", names[k], msg ? msg : "");
 			bad = 1;
 		}
-		LLVMDisposeMessage(msg);
+		nx_llvm.LLVMDisposeMessage(msg);
 		if (!bad && (validate(m, names[k], err, errlen) || instrument(m, names[k], err, errlen)))
 			bad = 1;
 		if (bad) {
-			LLVMDisposeModule(m);
-			LLVMOrcDisposeThreadSafeContext(tsc);
+			nx_llvm.LLVMDisposeModule(m);
+			nx_llvm.LLVMOrcDisposeThreadSafeContext(tsc);
 			goto bad;
 		}
-		LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-		LLVMOrcDisposeThreadSafeContext(tsc);
-		e = LLVMOrcLLJITAddLLVMIRModule(p->jit, LLVMOrcLLJITGetMainJITDylib(p->jit), tsm);
+		LLVMOrcThreadSafeModuleRef tsm = nx_llvm.LLVMOrcCreateNewThreadSafeModule(m, tsc);
+		nx_llvm.LLVMOrcDisposeThreadSafeContext(tsc);
+		e = nx_llvm.LLVMOrcLLJITAddLLVMIRModule(p->jit, nx_llvm.LLVMOrcLLJITGetMainJITDylib(p->jit), tsm);
 		if (e) {
-			LLVMOrcDisposeThreadSafeModule(tsm);
+			nx_llvm.LLVMOrcDisposeThreadSafeModule(tsm);
 			llvm_err(e, err, errlen, names[k]);
 			goto bad;
 		}
 	}
 	for (int k = 0; k < n; k++) {
 		LLVMOrcExecutorAddress addr = 0;
-		e = LLVMOrcLLJITLookup(p->jit, &addr, names[k]);
+		e = nx_llvm.LLVMOrcLLJITLookup(p->jit, &addr, names[k]);
 		if (e) {
 			llvm_err(e, err, errlen, names[k]);
 			goto bad;

@@ -22,7 +22,7 @@
 #include "backend/gpsimd/gpsimd.h"
 #include "backend/target/gpsimd.h"
 
-#include <llvm-c/Core.h>
+#include "backend/target/llvm_api.h"
 
 #define NX_GS_MAXSLOT 12
 

@@ -71,41 +71,41 @@ static LLVMTypeRef store_type(nx_gs *g, nx_type t)
 
 LLVMValueRef nx_gs_c64(nx_gs *g, int64_t v)
 {
-	return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+	return nx_llvm.LLVMConstInt(g->i64, (unsigned long long)v, 1);
 }
 
 static LLVMValueRef c32(nx_gs *g, uint32_t v)
 {
-	return LLVMConstInt(g->i32, v, 0);
+	return nx_llvm.LLVMConstInt(g->i32, v, 0);
 }
 
 /* f32 -> the f32 holding its bf16 rounding (nearest-even, NaN kept quiet) */
 static LLVMValueRef round_bf16_bits(nx_gs *g, LLVMValueRef f)
 {
 	LLVMBuilderRef b = g->b;
-	LLVMValueRef u = LLVMBuildBitCast(b, f, g->i32, "u");
-	LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(g, 16), ""), c32(g, 1), "");
-	LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, c32(g, 0x7fff), lsb, ""), "");
-	r = LLVMBuildAnd(b, r, c32(g, 0xffff0000u), "");
-	LLVMValueRef nan = LLVMBuildOr(b, LLVMBuildAnd(b, u, c32(g, 0xffff0000u), ""), c32(g, 0x00400000u), "");
-	LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, f, f, "");
-	return LLVMBuildSelect(b, isnan, nan, r, "bf"); /* i32 with the bf16 in the high half */
+	LLVMValueRef u = nx_llvm.LLVMBuildBitCast(b, f, g->i32, "u");
+	LLVMValueRef lsb = nx_llvm.LLVMBuildAnd(b, nx_llvm.LLVMBuildLShr(b, u, c32(g, 16), ""), c32(g, 1), "");
+	LLVMValueRef r = nx_llvm.LLVMBuildAdd(b, u, nx_llvm.LLVMBuildAdd(b, c32(g, 0x7fff), lsb, ""), "");
+	r = nx_llvm.LLVMBuildAnd(b, r, c32(g, 0xffff0000u), "");
+	LLVMValueRef nan = nx_llvm.LLVMBuildOr(b, nx_llvm.LLVMBuildAnd(b, u, c32(g, 0xffff0000u), ""), c32(g, 0x00400000u), "");
+	LLVMValueRef isnan = nx_llvm.LLVMBuildFCmp(b, LLVMRealUNO, f, f, "");
+	return nx_llvm.LLVMBuildSelect(b, isnan, nan, r, "bf"); /* i32 with the bf16 in the high half */
 }
 
 static LLVMValueRef fix(nx_gs *g, LLVMValueRef v, nx_type t)
 {
 	if (t != NX_BF16)
 		return v;
-	return LLVMBuildBitCast(g->b, round_bf16_bits(g, v), g->f32, "");
+	return nx_llvm.LLVMBuildBitCast(g->b, round_bf16_bits(g, v), g->f32, "");
 }
 
 nx_gs_val nx_gs_load(nx_gs *g, nx_type t, LLVMValueRef ptr)
 {
-	LLVMValueRef v = LLVMBuildLoad2(g->b, store_type(g, t), ptr, "");
+	LLVMValueRef v = nx_llvm.LLVMBuildLoad2(g->b, store_type(g, t), ptr, "");
 	if (t == NX_BF16)
-		v = LLVMBuildBitCast(g->b, LLVMBuildShl(g->b, LLVMBuildZExt(g->b, v, g->i32, ""), c32(g, 16), ""), g->f32, "");
+		v = nx_llvm.LLVMBuildBitCast(g->b, nx_llvm.LLVMBuildShl(g->b, nx_llvm.LLVMBuildZExt(g->b, v, g->i32, ""), c32(g, 16), ""), g->f32, "");
 	else if (t == NX_PRED)
-		v = LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+		v = nx_llvm.LLVMBuildICmp(g->b, LLVMIntNE, v, nx_llvm.LLVMConstInt(g->i8, 0, 0), "");
 	return (nx_gs_val){v, t};
 }
 
@@ -113,28 +113,28 @@ void nx_gs_store(nx_gs *g, nx_gs_val x, LLVMValueRef ptr)
 {
 	LLVMValueRef v = x.v;
 	if (x.t == NX_BF16)
-		v = LLVMBuildTrunc(g->b, LLVMBuildLShr(g->b, round_bf16_bits(g, v), c32(g, 16), ""), g->i16, "");
+		v = nx_llvm.LLVMBuildTrunc(g->b, nx_llvm.LLVMBuildLShr(g->b, round_bf16_bits(g, v), c32(g, 16), ""), g->i16, "");
 	else if (x.t == NX_PRED)
-		v = LLVMBuildZExt(g->b, v, g->i8, "");
-	LLVMBuildStore(g->b, v, ptr);
+		v = nx_llvm.LLVMBuildZExt(g->b, v, g->i8, "");
+	nx_llvm.LLVMBuildStore(g->b, v, ptr);
 }
 
 static LLVMValueRef intrinsic(nx_gs *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *args, int n)
 {
-	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-	LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, ov, (size_t)nov);
-	LLVMTypeRef ft = LLVMIntrinsicGetType(g->ctx, id, ov, (size_t)nov);
-	return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+	unsigned id = nx_llvm.LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = nx_llvm.LLVMGetIntrinsicDeclaration(g->mod, id, ov, (size_t)nov);
+	LLVMTypeRef ft = nx_llvm.LLVMIntrinsicGetType(g->ctx, id, ov, (size_t)nov);
+	return nx_llvm.LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
 }
 
 static LLVMValueRef libm(nx_gs *g, const char *name, LLVMValueRef *args, int n)
 {
 	LLVMTypeRef at[2] = {g->f32, g->f32};
-	LLVMTypeRef ft = LLVMFunctionType(g->f32, at, (unsigned)n, 0);
-	LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+	LLVMTypeRef ft = nx_llvm.LLVMFunctionType(g->f32, at, (unsigned)n, 0);
+	LLVMValueRef f = nx_llvm.LLVMGetNamedFunction(g->mod, name);
 	if (!f)
-		f = LLVMAddFunction(g->mod, name, ft);
-	return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+		f = nx_llvm.LLVMAddFunction(g->mod, name, ft);
+	return nx_llvm.LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
 }
 
 nx_gs_val nx_gs_convert(nx_gs *g, nx_gs_val x, nx_type to)
@@ -145,8 +145,8 @@ nx_gs_val nx_gs_convert(nx_gs *g, nx_gs_val x, nx_type to)
 	if (x.t == to)
 		return x;
 	if (to == NX_PRED) {
-		v = is_f(x.t) ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(g->f32, 0), "")
-		              : x.t == NX_PRED ? v : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+		v = is_f(x.t) ? nx_llvm.LLVMBuildFCmp(b, LLVMRealUNE, v, nx_llvm.LLVMConstReal(g->f32, 0), "")
+		              : x.t == NX_PRED ? v : nx_llvm.LLVMBuildICmp(b, LLVMIntNE, v, nx_llvm.LLVMConstInt(nx_llvm.LLVMTypeOf(v), 0, 0), "");
 		return (nx_gs_val){v, to};
 	}
 	if (is_f(x.t) && is_f(to))
@@ -157,42 +157,42 @@ nx_gs_val nx_gs_convert(nx_gs *g, nx_gs_val x, nx_type to)
 		return (nx_gs_val){v, to};
 	}
 	if (is_f(to)) {
-		v = is_signed(x.t) ? LLVMBuildSIToFP(b, v, g->f32, "") : LLVMBuildUIToFP(b, v, g->f32, "");
+		v = is_signed(x.t) ? nx_llvm.LLVMBuildSIToFP(b, v, g->f32, "") : nx_llvm.LLVMBuildUIToFP(b, v, g->f32, "");
 		return (nx_gs_val){fix(g, v, to), to};
 	}
-	unsigned fb = LLVMGetIntTypeWidth(LLVMTypeOf(v)), tb = LLVMGetIntTypeWidth(tt);
+	unsigned fb = nx_llvm.LLVMGetIntTypeWidth(nx_llvm.LLVMTypeOf(v)), tb = nx_llvm.LLVMGetIntTypeWidth(tt);
 	if (tb < fb)
-		v = LLVMBuildTrunc(b, v, tt, "");
+		v = nx_llvm.LLVMBuildTrunc(b, v, tt, "");
 	else if (tb > fb)
-		v = is_signed(x.t) ? LLVMBuildSExt(b, v, tt, "") : LLVMBuildZExt(b, v, tt, "");
+		v = is_signed(x.t) ? nx_llvm.LLVMBuildSExt(b, v, tt, "") : nx_llvm.LLVMBuildZExt(b, v, tt, "");
 	return (nx_gs_val){v, to};
 }
 
 static LLVMValueRef constant(nx_gs *g, const nx_literal *l, nx_type t)
 {
 	if (is_f(t))
-		return LLVMConstReal(g->f32, nx_lit_get_f64(l, 0));
+		return nx_llvm.LLVMConstReal(g->f32, nx_lit_get_f64(l, 0));
 	if (t == NX_PRED)
-		return LLVMConstInt(g->i1, nx_lit_get_i64(l, 0) != 0, 0);
+		return nx_llvm.LLVMConstInt(g->i1, nx_lit_get_i64(l, 0) != 0, 0);
 	LLVMTypeRef tt = nx_gs_ctype(g, t);
-	return LLVMConstInt(tt, is_signed(t) ? (unsigned long long)nx_lit_get_i64(l, 0) : nx_lit_get_u64(l, 0), 1);
+	return nx_llvm.LLVMConstInt(tt, is_signed(t) ? (unsigned long long)nx_lit_get_i64(l, 0) : nx_lit_get_u64(l, 0), 1);
 }
 
 /* the total order key of an f32 (as a signed i32 compare) */
 static LLVMValueRef total_key(nx_gs *g, LLVMValueRef f)
 {
-	LLVMValueRef i = LLVMBuildBitCast(g->b, f, g->i32, "");
-	LLVMValueRef neg = LLVMBuildICmp(g->b, LLVMIntSLT, i, c32(g, 0), "");
-	return LLVMBuildSelect(g->b, neg, LLVMBuildXor(g->b, i, c32(g, 0x7fffffff), ""), i, "");
+	LLVMValueRef i = nx_llvm.LLVMBuildBitCast(g->b, f, g->i32, "");
+	LLVMValueRef neg = nx_llvm.LLVMBuildICmp(g->b, LLVMIntSLT, i, c32(g, 0), "");
+	return nx_llvm.LLVMBuildSelect(g->b, neg, nx_llvm.LLVMBuildXor(g->b, i, c32(g, 0x7fffffff), ""), i, "");
 }
 
 LLVMValueRef nx_gs_order_key(nx_gs *g, nx_gs_val v)
 {
 	if (is_f(v.t))
-		return LLVMBuildSExt(g->b, total_key(g, v.v), g->i64, "");
+		return nx_llvm.LLVMBuildSExt(g->b, total_key(g, v.v), g->i64, "");
 	if (is_signed(v.t))
-		return LLVMBuildSExt(g->b, v.v, g->i64, "");
-	return LLVMBuildZExt(g->b, v.v, g->i64, "");
+		return nx_llvm.LLVMBuildSExt(g->b, v.v, g->i64, "");
+	return nx_llvm.LLVMBuildZExt(g->b, v.v, g->i64, "");
 }
 
 static LLVMValueRef compare(nx_gs *g, const nx_inst *i, nx_gs_val a, nx_gs_val b)
@@ -202,7 +202,7 @@ static LLVMValueRef compare(nx_gs *g, const nx_inst *i, nx_gs_val a, nx_gs_val b
 	if (is_f(a.t) && i->a.compare_type != NX_CMPT_TOTALORDER) {
 		static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
 		                                       LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-		return LLVMBuildFCmp(bl, fp[d], a.v, b.v, "");
+		return nx_llvm.LLVMBuildFCmp(bl, fp[d], a.v, b.v, "");
 	}
 	LLVMValueRef x = a.v, y = b.v;
 	bool sgn = is_signed(a.t) || is_f(a.t);
@@ -212,58 +212,58 @@ static LLVMValueRef compare(nx_gs *g, const nx_inst *i, nx_gs_val a, nx_gs_val b
 		sgn = false;
 	static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
 	static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
-	return LLVMBuildICmp(bl, sgn ? sp[d] : up[d], x, y, "");
+	return nx_llvm.LLVMBuildICmp(bl, sgn ? sp[d] : up[d], x, y, "");
 }
 
 static LLVMValueRef maxmin(nx_gs *g, bool max, nx_gs_val a, nx_gs_val b)
 {
 	LLVMBuilderRef bl = g->b;
 	if (is_f(a.t)) { /* isnan(a) ? a : isnan(b) ? b : (a < b) == max ? b : a */
-		LLVMValueRef lt = max ? LLVMBuildFCmp(bl, LLVMRealOLT, a.v, b.v, "") : LLVMBuildFCmp(bl, LLVMRealOLT, b.v, a.v, "");
-		LLVMValueRef r = LLVMBuildSelect(bl, lt, b.v, a.v, "");
-		r = LLVMBuildSelect(bl, LLVMBuildFCmp(bl, LLVMRealUNO, b.v, b.v, ""), b.v, r, "");
-		return LLVMBuildSelect(bl, LLVMBuildFCmp(bl, LLVMRealUNO, a.v, a.v, ""), a.v, r, "");
+		LLVMValueRef lt = max ? nx_llvm.LLVMBuildFCmp(bl, LLVMRealOLT, a.v, b.v, "") : nx_llvm.LLVMBuildFCmp(bl, LLVMRealOLT, b.v, a.v, "");
+		LLVMValueRef r = nx_llvm.LLVMBuildSelect(bl, lt, b.v, a.v, "");
+		r = nx_llvm.LLVMBuildSelect(bl, nx_llvm.LLVMBuildFCmp(bl, LLVMRealUNO, b.v, b.v, ""), b.v, r, "");
+		return nx_llvm.LLVMBuildSelect(bl, nx_llvm.LLVMBuildFCmp(bl, LLVMRealUNO, a.v, a.v, ""), a.v, r, "");
 	}
 	bool s = is_signed(a.t);
-	LLVMValueRef lt = max ? LLVMBuildICmp(bl, s ? LLVMIntSLT : LLVMIntULT, a.v, b.v, "")
-	                      : LLVMBuildICmp(bl, s ? LLVMIntSLT : LLVMIntULT, b.v, a.v, "");
-	return LLVMBuildSelect(bl, lt, b.v, a.v, "");
+	LLVMValueRef lt = max ? nx_llvm.LLVMBuildICmp(bl, s ? LLVMIntSLT : LLVMIntULT, a.v, b.v, "")
+	                      : nx_llvm.LLVMBuildICmp(bl, s ? LLVMIntSLT : LLVMIntULT, b.v, a.v, "");
+	return nx_llvm.LLVMBuildSelect(bl, lt, b.v, a.v, "");
 }
 
 static LLVMValueRef idiv(nx_gs *g, bool rem, nx_gs_val a, nx_gs_val b)
 {
 	LLVMBuilderRef bl = g->b;
-	LLVMTypeRef t = LLVMTypeOf(a.v);
-	LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0), ones = LLVMConstAllOnes(t);
-	LLVMValueRef bz = LLVMBuildICmp(bl, LLVMIntEQ, b.v, zero, "");
-	LLVMValueRef safe = LLVMBuildSelect(bl, bz, one, b.v, "");
+	LLVMTypeRef t = nx_llvm.LLVMTypeOf(a.v);
+	LLVMValueRef zero = nx_llvm.LLVMConstInt(t, 0, 0), one = nx_llvm.LLVMConstInt(t, 1, 0), ones = nx_llvm.LLVMConstAllOnes(t);
+	LLVMValueRef bz = nx_llvm.LLVMBuildICmp(bl, LLVMIntEQ, b.v, zero, "");
+	LLVMValueRef safe = nx_llvm.LLVMBuildSelect(bl, bz, one, b.v, "");
 	LLVMValueRef r;
 	if (is_signed(a.t)) {
-		unsigned w = LLVMGetIntTypeWidth(t);
-		LLVMValueRef min = LLVMConstShl(one, LLVMConstInt(t, w - 1, 0));
-		LLVMValueRef ovf = LLVMBuildAnd(bl, LLVMBuildICmp(bl, LLVMIntEQ, a.v, min, ""),
-		                                LLVMBuildICmp(bl, LLVMIntEQ, safe, ones, ""), "");
-		safe = LLVMBuildSelect(bl, ovf, one, safe, "");
-		r = rem ? LLVMBuildSRem(bl, a.v, safe, "") : LLVMBuildSDiv(bl, a.v, safe, "");
-		r = LLVMBuildSelect(bl, ovf, rem ? zero : min, r, "");
+		unsigned w = nx_llvm.LLVMGetIntTypeWidth(t);
+		LLVMValueRef min = nx_llvm.LLVMConstShl(one, nx_llvm.LLVMConstInt(t, w - 1, 0));
+		LLVMValueRef ovf = nx_llvm.LLVMBuildAnd(bl, nx_llvm.LLVMBuildICmp(bl, LLVMIntEQ, a.v, min, ""),
+		                                nx_llvm.LLVMBuildICmp(bl, LLVMIntEQ, safe, ones, ""), "");
+		safe = nx_llvm.LLVMBuildSelect(bl, ovf, one, safe, "");
+		r = rem ? nx_llvm.LLVMBuildSRem(bl, a.v, safe, "") : nx_llvm.LLVMBuildSDiv(bl, a.v, safe, "");
+		r = nx_llvm.LLVMBuildSelect(bl, ovf, rem ? zero : min, r, "");
 	} else
-		r = rem ? LLVMBuildURem(bl, a.v, safe, "") : LLVMBuildUDiv(bl, a.v, safe, "");
-	return LLVMBuildSelect(bl, bz, rem ? a.v : ones, r, "");
+		r = rem ? nx_llvm.LLVMBuildURem(bl, a.v, safe, "") : nx_llvm.LLVMBuildUDiv(bl, a.v, safe, "");
+	return nx_llvm.LLVMBuildSelect(bl, bz, rem ? a.v : ones, r, "");
 }
 
 static LLVMValueRef shift(nx_gs *g, nx_opcode op, nx_gs_val a, nx_gs_val b)
 {
 	LLVMBuilderRef bl = g->b;
-	LLVMTypeRef t = LLVMTypeOf(a.v);
-	unsigned w = LLVMGetIntTypeWidth(t);
-	LLVMValueRef big = LLVMBuildICmp(bl, LLVMIntUGE, b.v, LLVMConstInt(t, w, 0), "");
-	LLVMValueRef s = LLVMBuildSelect(bl, big, LLVMConstInt(t, 0, 0), b.v, "");
+	LLVMTypeRef t = nx_llvm.LLVMTypeOf(a.v);
+	unsigned w = nx_llvm.LLVMGetIntTypeWidth(t);
+	LLVMValueRef big = nx_llvm.LLVMBuildICmp(bl, LLVMIntUGE, b.v, nx_llvm.LLVMConstInt(t, w, 0), "");
+	LLVMValueRef s = nx_llvm.LLVMBuildSelect(bl, big, nx_llvm.LLVMConstInt(t, 0, 0), b.v, "");
 	if (op == NX_OP_SHIFT_LEFT)
-		return LLVMBuildSelect(bl, big, LLVMConstInt(t, 0, 0), LLVMBuildShl(bl, a.v, s, ""), "");
+		return nx_llvm.LLVMBuildSelect(bl, big, nx_llvm.LLVMConstInt(t, 0, 0), nx_llvm.LLVMBuildShl(bl, a.v, s, ""), "");
 	if (op == NX_OP_SHIFT_RIGHT_LOGICAL)
-		return LLVMBuildSelect(bl, big, LLVMConstInt(t, 0, 0), LLVMBuildLShr(bl, a.v, s, ""), "");
-	s = LLVMBuildSelect(bl, big, LLVMConstInt(t, w - 1, 0), b.v, "");
-	return LLVMBuildAShr(bl, a.v, s, "");
+		return nx_llvm.LLVMBuildSelect(bl, big, nx_llvm.LLVMConstInt(t, 0, 0), nx_llvm.LLVMBuildLShr(bl, a.v, s, ""), "");
+	s = nx_llvm.LLVMBuildSelect(bl, big, nx_llvm.LLVMConstInt(t, w - 1, 0), b.v, "");
+	return nx_llvm.LLVMBuildAShr(bl, a.v, s, "");
 }
 
 static const char *unary_libm(nx_opcode op)
@@ -307,10 +307,10 @@ static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *
 	case NX_OP_BITCAST_CONVERT:
 		if (nx_type_bytes(t) != nx_type_bytes(x[0].t) || t == NX_BF16 || x[0].t == NX_BF16 || t == NX_PRED)
 			return nx_gs_fail(g, "bitcast-convert %s -> %s", nx_type_name(x[0].t), nx_type_name(t));
-		o->v = LLVMBuildBitCast(b, x[0].v, nx_gs_ctype(g, t), "");
+		o->v = nx_llvm.LLVMBuildBitCast(b, x[0].v, nx_gs_ctype(g, t), "");
 		return 0;
 	case NX_OP_COMPARE: o->v = compare(g, i, x[0], x[1]); return 0;
-	case NX_OP_SELECT: o->v = LLVMBuildSelect(b, x[0].v, x[1].v, x[2].v, ""); return 0;
+	case NX_OP_SELECT: o->v = nx_llvm.LLVMBuildSelect(b, x[0].v, x[1].v, x[2].v, ""); return 0;
 	case NX_OP_MAXIMUM: o->v = maxmin(g, true, x[0], x[1]); return 0;
 	case NX_OP_MINIMUM: o->v = maxmin(g, false, x[0], x[1]); return 0;
 	case NX_OP_CLAMP: { /* min(max(x, lo), hi) */
@@ -318,10 +318,10 @@ static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *
 		o->v = maxmin(g, false, m, x[2]);
 		return 0;
 	}
-	case NX_OP_AND: o->v = LLVMBuildAnd(b, x[0].v, x[1].v, ""); return 0;
-	case NX_OP_OR: o->v = LLVMBuildOr(b, x[0].v, x[1].v, ""); return 0;
-	case NX_OP_XOR: o->v = LLVMBuildXor(b, x[0].v, x[1].v, ""); return 0;
-	case NX_OP_NOT: o->v = LLVMBuildNot(b, x[0].v, ""); return 0;
+	case NX_OP_AND: o->v = nx_llvm.LLVMBuildAnd(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_OR: o->v = nx_llvm.LLVMBuildOr(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_XOR: o->v = nx_llvm.LLVMBuildXor(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_NOT: o->v = nx_llvm.LLVMBuildNot(b, x[0].v, ""); return 0;
 	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
 		if (is_f(t) || t == NX_PRED)
 			break;
@@ -333,12 +333,12 @@ static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *
 	if (is_f(t)) {
 		LLVMValueRef v;
 		switch (i->op) {
-		case NX_OP_ADD: v = LLVMBuildFAdd(b, x[0].v, x[1].v, ""); break;
-		case NX_OP_SUBTRACT: v = LLVMBuildFSub(b, x[0].v, x[1].v, ""); break;
-		case NX_OP_MULTIPLY: v = LLVMBuildFMul(b, x[0].v, x[1].v, ""); break;
-		case NX_OP_DIVIDE: v = LLVMBuildFDiv(b, x[0].v, x[1].v, ""); break;
-		case NX_OP_REMAINDER: v = LLVMBuildFRem(b, x[0].v, x[1].v, ""); break;
-		case NX_OP_NEGATE: v = LLVMBuildFNeg(b, x[0].v, ""); break;
+		case NX_OP_ADD: v = nx_llvm.LLVMBuildFAdd(b, x[0].v, x[1].v, ""); break;
+		case NX_OP_SUBTRACT: v = nx_llvm.LLVMBuildFSub(b, x[0].v, x[1].v, ""); break;
+		case NX_OP_MULTIPLY: v = nx_llvm.LLVMBuildFMul(b, x[0].v, x[1].v, ""); break;
+		case NX_OP_DIVIDE: v = nx_llvm.LLVMBuildFDiv(b, x[0].v, x[1].v, ""); break;
+		case NX_OP_REMAINDER: v = nx_llvm.LLVMBuildFRem(b, x[0].v, x[1].v, ""); break;
+		case NX_OP_NEGATE: v = nx_llvm.LLVMBuildFNeg(b, x[0].v, ""); break;
 		case NX_OP_ABS: {
 			LLVMTypeRef ov = g->f32;
 			LLVMValueRef a = x[0].v;
@@ -349,19 +349,19 @@ static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *
 		case NX_OP_ATAN2: { LLVMValueRef a[2] = {x[0].v, x[1].v}; v = libm(g, "atan2f", a, 2); break; }
 		case NX_OP_RSQRT: {
 			LLVMValueRef a = x[0].v;
-			v = LLVMBuildFDiv(b, LLVMConstReal(g->f32, 1.0), libm(g, "sqrtf", &a, 1), "");
+			v = nx_llvm.LLVMBuildFDiv(b, nx_llvm.LLVMConstReal(g->f32, 1.0), libm(g, "sqrtf", &a, 1), "");
 			break;
 		}
 		case NX_OP_LOGISTIC: {
-			LLVMValueRef a = LLVMBuildFNeg(b, x[0].v, "");
-			v = LLVMBuildFDiv(b, LLVMConstReal(g->f32, 1.0),
-			                  LLVMBuildFAdd(b, LLVMConstReal(g->f32, 1.0), libm(g, "expf", &a, 1), ""), "");
+			LLVMValueRef a = nx_llvm.LLVMBuildFNeg(b, x[0].v, "");
+			v = nx_llvm.LLVMBuildFDiv(b, nx_llvm.LLVMConstReal(g->f32, 1.0),
+			                  nx_llvm.LLVMBuildFAdd(b, nx_llvm.LLVMConstReal(g->f32, 1.0), libm(g, "expf", &a, 1), ""), "");
 			break;
 		}
 		case NX_OP_SIGN: {
-			LLVMValueRef z = LLVMConstReal(g->f32, 0), a = x[0].v;
-			LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, a, z, ""), neg = LLVMBuildFCmp(b, LLVMRealOLT, a, z, "");
-			v = LLVMBuildSelect(b, pos, LLVMConstReal(g->f32, 1), LLVMBuildSelect(b, neg, LLVMConstReal(g->f32, -1), a, ""), "");
+			LLVMValueRef z = nx_llvm.LLVMConstReal(g->f32, 0), a = x[0].v;
+			LLVMValueRef pos = nx_llvm.LLVMBuildFCmp(b, LLVMRealOGT, a, z, ""), neg = nx_llvm.LLVMBuildFCmp(b, LLVMRealOLT, a, z, "");
+			v = nx_llvm.LLVMBuildSelect(b, pos, nx_llvm.LLVMConstReal(g->f32, 1), nx_llvm.LLVMBuildSelect(b, neg, nx_llvm.LLVMConstReal(g->f32, -1), a, ""), "");
 			break;
 		}
 		default:
@@ -377,19 +377,19 @@ static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *
 	}
 	LLVMTypeRef tt = nx_gs_ctype(g, t);
 	switch (i->op) {
-	case NX_OP_ADD: o->v = LLVMBuildAdd(b, x[0].v, x[1].v, ""); return 0;
-	case NX_OP_SUBTRACT: o->v = LLVMBuildSub(b, x[0].v, x[1].v, ""); return 0;
-	case NX_OP_MULTIPLY: o->v = LLVMBuildMul(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_ADD: o->v = nx_llvm.LLVMBuildAdd(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_SUBTRACT: o->v = nx_llvm.LLVMBuildSub(b, x[0].v, x[1].v, ""); return 0;
+	case NX_OP_MULTIPLY: o->v = nx_llvm.LLVMBuildMul(b, x[0].v, x[1].v, ""); return 0;
 	case NX_OP_DIVIDE: o->v = idiv(g, false, x[0], x[1]); return 0;
 	case NX_OP_REMAINDER: o->v = idiv(g, true, x[0], x[1]); return 0;
-	case NX_OP_NEGATE: o->v = LLVMBuildSub(b, LLVMConstInt(tt, 0, 0), x[0].v, ""); return 0;
+	case NX_OP_NEGATE: o->v = nx_llvm.LLVMBuildSub(b, nx_llvm.LLVMConstInt(tt, 0, 0), x[0].v, ""); return 0;
 	case NX_OP_ABS:
 		if (!is_signed(t)) {
 			*o = x[0];
 			return 0;
 		}
-		o->v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x[0].v, LLVMConstInt(tt, 0, 0), ""),
-		                       LLVMBuildSub(b, LLVMConstInt(tt, 0, 0), x[0].v, ""), x[0].v, "");
+		o->v = nx_llvm.LLVMBuildSelect(b, nx_llvm.LLVMBuildICmp(b, LLVMIntSLT, x[0].v, nx_llvm.LLVMConstInt(tt, 0, 0), ""),
+		                       nx_llvm.LLVMBuildSub(b, nx_llvm.LLVMConstInt(tt, 0, 0), x[0].v, ""), x[0].v, "");
 		return 0;
 	default:
 		return nx_gs_fail(g, "operation '%s' on %s in a GpSimd computation", nx_opcode_name(i->op), nx_type_name(t));
@@ -451,15 +451,15 @@ fail:
 /* ------------------------------------------------------------ loops */
 LLVMValueRef nx_gs_var(nx_gs *g, LLVMTypeRef t, const char *name)
 {
-	LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b);
-	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
-	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	LLVMBasicBlockRef cur = nx_llvm.LLVMGetInsertBlock(g->b);
+	LLVMBasicBlockRef entry = nx_llvm.LLVMGetEntryBasicBlock(g->fn);
+	LLVMValueRef first = nx_llvm.LLVMGetFirstInstruction(entry);
 	if (first)
-		LLVMPositionBuilderBefore(g->b, first);
+		nx_llvm.LLVMPositionBuilderBefore(g->b, first);
 	else
-		LLVMPositionBuilderAtEnd(g->b, entry);
-	LLVMValueRef a = LLVMBuildAlloca(g->b, t, name);
-	LLVMPositionBuilderAtEnd(g->b, cur);
+		nx_llvm.LLVMPositionBuilderAtEnd(g->b, entry);
+	LLVMValueRef a = nx_llvm.LLVMBuildAlloca(g->b, t, name);
+	nx_llvm.LLVMPositionBuilderAtEnd(g->b, cur);
 	return a;
 }
 
@@ -467,27 +467,27 @@ nx_gs_loop nx_gs_for(nx_gs *g, LLVMValueRef lo, LLVMValueRef hi, const char *nam
 {
 	nx_gs_loop l;
 	l.var = nx_gs_var(g, g->i64, name);
-	LLVMBuildStore(g->b, lo, l.var);
-	l.cond = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cond");
-	l.body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "body");
-	l.end = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "end");
-	LLVMBuildBr(g->b, l.cond);
-	LLVMPositionBuilderAtEnd(g->b, l.cond);
-	LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, l.var, "");
-	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi, ""), l.body, l.end);
-	LLVMPositionBuilderAtEnd(g->b, l.body);
+	nx_llvm.LLVMBuildStore(g->b, lo, l.var);
+	l.cond = nx_llvm.LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cond");
+	l.body = nx_llvm.LLVMAppendBasicBlockInContext(g->ctx, g->fn, "body");
+	l.end = nx_llvm.LLVMAppendBasicBlockInContext(g->ctx, g->fn, "end");
+	nx_llvm.LLVMBuildBr(g->b, l.cond);
+	nx_llvm.LLVMPositionBuilderAtEnd(g->b, l.cond);
+	LLVMValueRef i = nx_llvm.LLVMBuildLoad2(g->b, g->i64, l.var, "");
+	nx_llvm.LLVMBuildCondBr(g->b, nx_llvm.LLVMBuildICmp(g->b, LLVMIntSLT, i, hi, ""), l.body, l.end);
+	nx_llvm.LLVMPositionBuilderAtEnd(g->b, l.body);
 	return l;
 }
 
 LLVMValueRef nx_gs_idx(nx_gs *g, const nx_gs_loop *l)
 {
-	return LLVMBuildLoad2(g->b, g->i64, l->var, "");
+	return nx_llvm.LLVMBuildLoad2(g->b, g->i64, l->var, "");
 }
 
 void nx_gs_endfor(nx_gs *g, nx_gs_loop *l)
 {
-	LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, l->var, "");
-	LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, nx_gs_c64(g, 1), ""), l->var);
-	LLVMBuildBr(g->b, l->cond);
-	LLVMPositionBuilderAtEnd(g->b, l->end);
+	LLVMValueRef i = nx_llvm.LLVMBuildLoad2(g->b, g->i64, l->var, "");
+	nx_llvm.LLVMBuildStore(g->b, nx_llvm.LLVMBuildAdd(g->b, i, nx_gs_c64(g, 1), ""), l->var);
+	nx_llvm.LLVMBuildBr(g->b, l->cond);
+	nx_llvm.LLVMPositionBuilderAtEnd(g->b, l->end);
 }

@@ -171,6 +171,11 @@ static int make_kernel(nx_lower *L, const nx_gs_kspec *k)
 		nx_l_err(L, "more than %d GpSimd kernels", NX_GS_MAX_KERNELS);
 		return -1;
 	}
+	const char *why = nx_llvm_load();
+	if (why) {
+		nx_l_err(L, "%s", why);
+		return -1;
+	}
 	kernel_name(L, k->inst, name, sizeof name);
 	nx_status rc;
 	if (k->kind == NX_GS_CUSTOM) {

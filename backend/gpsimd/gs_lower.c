@@ -682,10 +682,10 @@ static nx_inst *fake_operand(nx_lower *L, const nx_inst *o, int d, int64_t n)
 /* slice [c0, c0 + n) of dimension d of v into a fresh value, or back */
 static nx_status slice_copy(nx_lower *L, nx_lval *v, int d, int64_t c0, nx_lval *part, bool into_part)
 {
-	nx_ldview s = nx_l_dview(v), p = nx_l_dview(part);
+	nx_lview s = nx_l_view_of(v), p = nx_l_view_of(part);
 	s.off = c0 * s.stride[d];
 	s.dims[d] = p.dims[d];
-	const nx_ldview *src = into_part ? &s : &p, *dst = into_part ? &p : &s;
+	const nx_lview *src = into_part ? &s : &p, *dst = into_part ? &p : &s;
 	nx_lsync y, w = dst->buf->war;
 	nx_status rc = nx_l_dma_vv(L, src, dst, &w, &y);
 	nx_l_max(&dst->buf->written, &y);

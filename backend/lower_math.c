@@ -203,6 +203,16 @@ static void trunc_steps(nx_lprog *p, int x, int t, int tmp)
 	p->s[k].c = t;
 }
 
+/* A zero result takes the sign of x (XLA: floor/ceil/round of -0.3 or -0
+ * is -0; x - fmod(x, 1) gives +0): o = o == 0 ? x * 0 : o; uses z, tmp. */
+static void signed_zero_steps(nx_lprog *p, int x, int o, int z, int tmp)
+{
+	TS(p, MUL, z, x, 0.0f);
+	TS(p, EQ, tmp, o, 0.0f);
+	int k = nx_lp_add(p, NX_ENG_DVE, NX_I_SELECT, 0, o, tmp, z, 0);
+	p->s[k].c = o;
+}
+
 /* slot d = sign(x) as -1/0/1 (0 for NaN); uses tmp */
 static void sign_steps(nx_lprog *p, int x, int d, int tmp)
 {
@@ -231,6 +241,7 @@ nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 		trunc_steps(&p, x, t, a);
 		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, i->op == NX_OP_FLOOR ? NX_ALU_LT : NX_ALU_GT, a, x, t, 0);
 		nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_TENSOR, i->op == NX_OP_FLOOR ? NX_ALU_SUB : NX_ALU_ADD, o, t, a, 0);
+		signed_zero_steps(&p, x, o, t, a);
 		break;
 	case NX_OP_ROUND_NEAREST_AFZ:
 		p.nscratch = 3;
@@ -241,6 +252,7 @@ nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 		sign_steps(&p, x, b, o);
 		TT(&p, MUL, a, a, b);
 		TT(&p, ADD, o, t, a);
+		signed_zero_steps(&p, x, o, t, a);
 		break;
 	case NX_OP_ROUND_NEAREST_EVEN:
 		p.nscratch = 4;
@@ -256,6 +268,7 @@ nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 		sign_steps(&p, x, a, c);
 		TT(&p, MUL, b, b, a);
 		TT(&p, ADD, o, t, b);
+		signed_zero_steps(&p, x, o, t, a);
 		break;
 	case NX_OP_CONVERT:
 		if (!is_float(i->operands[0]->shape->type) || is_float(i->shape->type))

@@ -45,8 +45,7 @@ echo "ok: 44 graphs, failures only among the known ones"
 # (stack-frame tables, elided constants, sharding custom calls, call); the
 # backend refuses what it does not lower yet, each graph with its known
 # message, which names the op and the user's source (issue 11's table in
-# /work/notes/f11.md). gpt_j compiles (~200 s on a loaded 2-core machine:
-# the timeout is only a hang guard, >= 10x that).
+# the closing notes of issue 11). The timeout is only a hang guard.
 J="$NX_CORPUS/hlo/jax"
 [ -d "$J" ] || fail "corpus not found at $J"
 "$NXCC" parallel-compile "$J" --jobs 2 --no-cache --timeout 2400 --report "$T/j.json" > "$T/jlog" 2>&1
@@ -57,12 +56,15 @@ gs = r.get("graphs") or r.get("results") or []
 assert len(gs) == 13, "report lists %d jax graphs" % len(gs)
 loop = "(while): tuple operands are not supported here [from jit("
 conv = "(convolution): operation 'convolution' is not supported by the backend yet [from jit("
+# graphs whose parameters alone exceed one trn1 core's 16 GiB of HBM
+hbm = ("HBM plan needs at least", "bytes of HBM of one trn1 core")
 known = {
-    "large_language_models__llama3_8b__inference__1gpu__module_0087.jit__prefill_jit.hlo": loop,
-    "large_language_models__llama3_8b__inference__1gpu__module_2266.jit__generate_jit.hlo": loop,
-    "large_language_models__llama3_8b__inference__8gpu__module_0035.jit__prefill_jit.hlo": loop,
-    "large_language_models__llama3_8b__training__module_0099.jit_train_step.hlo": loop,
-    "large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo": loop,
+    "large_language_models__gpt_j_6b__inference__1gpu__module_0218.jit_predict_step.hlo": hbm,
+    "large_language_models__llama3_8b__inference__1gpu__module_0087.jit__prefill_jit.hlo": hbm,
+    "large_language_models__llama3_8b__inference__1gpu__module_2266.jit__generate_jit.hlo": hbm,
+    "large_language_models__llama3_8b__inference__8gpu__module_0035.jit__prefill_jit.hlo": hbm,
+    "large_language_models__llama3_8b__training__module_0099.jit_train_step.hlo": hbm,
+    "large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo": hbm,
     "science__colabfold__inference__1gpu__module_0200.jit_apply_fn.hlo": loop,
     "multimodal__lit__inference__1gpu__module_3910.jit_predict_step.hlo": conv,
     "vision_diffusion__efficientnet__inference__1gpu__module_0961.jit_predict_step.hlo": conv,
@@ -80,7 +82,7 @@ for g in gs:
     if name in known:
         if ok:
             bad.append((name, "now compiles: remove it from the known list"))
-        elif known[name] not in (g.get("error") or ""):
+        elif not any(k in (g.get("error") or "") for k in (known[name] if isinstance(known[name], tuple) else (known[name],))):
             bad.append((name, g.get("error")))
     elif not ok:
         bad.append((name, g.get("error") or st))

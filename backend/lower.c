@@ -1388,10 +1388,14 @@ static nx_status refuse_unplannable(nx_lower *L)
 			int64_t b = nx_shape_bytes(i->shape);
 			if (b < 0 || b > L->t->hbm_bytes) {
 				L->cur = i;
-				return nx_l_err(L, "%s needs %s bytes, more than the %lld bytes of HBM of one %s core",
-				                nx_shape_str(&L->a, i->shape, false),
-				                b < 0 ? "over 2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
-				                (long long)L->t->hbm_bytes, L->t->name);
+				/* a tuple's shape can be thousands of characters: the
+				 * message keeps its head, the numbers come first */
+				const char *sh = nx_shape_str(&L->a, i->shape, false);
+				int shn = (int)strlen(sh) > 160 ? 160 : (int)strlen(sh);
+				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone, more than the %lld "
+				                   "bytes of HBM of one %s core (%.*s%s)",
+				                b < 0 ? "2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
+				                (long long)L->t->hbm_bytes, L->t->name, shn, sh, shn < (int)strlen(sh) ? "..." : "");
 			}
 		}
 	return NX_OK;

@@ -7,6 +7,7 @@
  * several programs over contiguous row ranges. */
 #include "backend/lower_ext.h"
 
+#include <math.h>
 #include <string.h>
 
 static int64_t al64(int64_t x)
@@ -270,6 +271,42 @@ nx_status nx_l_math(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 		TT(&p, ADD, o, t, b);
 		signed_zero_steps(&p, x, o, t, a);
 		break;
+	case NX_OP_REDUCE_PRECISION: {
+		/* f32 rounded to mantissa_bits (tf32 auto-cast: 10) by Veltkamp's
+		 * split: c = s * (2^(23-m) + 1), hi = c - (c - s) is s rounded to
+		 * nearest on m + 1 significant bits, in three exact-order f32 ops.
+		 * |x| >= 2^100 is scaled by 2^-40 first (c must not overflow) and
+		 * back after (powers of two are exact; a carry past the largest
+		 * finite value gives inf, as XLA's reduce-precision does); inf
+		 * passes through. Exponent ranges narrower than f32's are refused. */
+		int mb = (int)i->a.mantissa_bits;
+		if (i->shape->type != NX_F32 || i->a.exponent_bits < 8)
+			return nx_l_err(L, "reduce-precision to exponent_bits=%d, mantissa_bits=%d of %s: the backend "
+			                   "rounds f32 to exponent_bits >= 8 only",
+			                (int)i->a.exponent_bits, mb, nx_type_name(i->shape->type));
+		if (mb >= 23) {
+			p.nscratch = 0;
+			nx_lp_add(&p, NX_ENG_DVE, NX_I_TENSOR_COPY, 0, o, x, -1, 0);
+			break;
+		}
+		int big = 2, sc = 3, s_ = 4, cc = 5, dd = 6, inf = 7;
+		p.nscratch = 6;
+		TS(&p, ABS_MAX, big, x, 0.0f);
+		TS(&p, GT, inf, big, 3.4028234663852886e38f); /* |x| = inf */
+		TS(&p, GE, big, big, 0x1p100f);
+		TS(&p, MUL, sc, x, 0x1p-40f);
+		int k = nx_lp_add(&p, NX_ENG_DVE, NX_I_SELECT, 0, s_, big, sc, 0);
+		p.s[k].c = x;
+		TS(&p, MUL, cc, s_, (float)(ldexp(1.0, 23 - mb) + 1.0));
+		TT(&p, SUB, dd, cc, s_);
+		TT(&p, SUB, o, cc, dd);
+		TS(&p, MUL, sc, o, 0x1p40f);
+		k = nx_lp_add(&p, NX_ENG_DVE, NX_I_SELECT, 0, o, big, sc, 0);
+		p.s[k].c = o;
+		k = nx_lp_add(&p, NX_ENG_DVE, NX_I_SELECT, 0, o, inf, x, 0);
+		p.s[k].c = o;
+		break;
+	}
 	case NX_OP_CONVERT:
 		if (!is_float(i->operands[0]->shape->type) || is_float(i->shape->type))
 			goto no;

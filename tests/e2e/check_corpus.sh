@@ -1,7 +1,7 @@
 #!/bin/bash
 # End to end: `nxcc check` (compile, simulate, compare with the evaluator) on
 # the MLP / linear-model corpus graphs and examples/*.hlo at -O1..-O3 for trn1
-# and trn2, f32 and bf16 auto-cast (the pp_2 graphs on 2 simulated ranks); byte-identical .neff; instruction count
+# and trn2, f32 and bf16 auto-cast, tf32 and fp8_e4m3 on the MLP graphs (the pp_2 graphs on 2 simulated ranks); byte-identical .neff; instruction count
 # independent of tensor volume; an unsupported op is exit 1 naming it.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
@@ -25,6 +25,17 @@ for f in $files; do
 	done
 done
 echo "checked $n configurations"
+
+# The other auto-cast types on the MLP graphs: tf32 (reduce-precision to
+# e8m10 before each matmul) and fp8_e4m3, trn1 -O2.
+for f in "$corpus"/mlp__*.hlo; do
+	for ty in tf32 fp8_e4m3; do
+		out=$("$NXCC" check "$f" --framework XLA --target trn1 -O2 --auto-cast all --auto-cast-type $ty --random-inputs 1 2>&1) ||
+			fail "$(basename "$f") --auto-cast-type $ty: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+		n=$((n + 1))
+	done
+done
+echo "checked $n configurations with tf32 and fp8_e4m3"
 
 # Graphs that need the data / custom-call / batch-dot lowerings
 # (backend/lower_data.c, lower_math.c, lower_custom.c), f32, one target and

@@ -455,7 +455,9 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_REDUCE);
 	in->func = (uint8_t)alu;
 	in->iarg[0] = 1;
-	nx_dtype pdt = nx_alu_kinds[alu] == 'i' ? NX_DT_S32 : NX_DT_F32; /* partials */
+	/* partials: s32 (a narrow sum wraps), u32 for u32 data (max/min compare
+	 * unsigned: differential seed 805) */
+	nx_dtype pdt = nx_alu_kinds[alu] != 'i' ? NX_DT_F32 : src->dt == NX_DT_U32 ? NX_DT_U32 : NX_DT_S32;
 	nx_ap part = nx_ap_sbuf(pdt, 0, (int)P, base + o_part, 1, s1, c1);
 	part.loop_stride[0] = 4;
 	in->ap[0] = part;

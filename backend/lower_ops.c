@@ -205,9 +205,15 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 	for (int k = d + 1; k < s->rank; k++)
 		inner *= s->dims[k];
 	int esz = nx_dtype_bytes[out->dt];
+	/* a narrow integer iota past its type's range wraps (XLA): made in s32,
+	 * then wrapped in place by int_add 0 into the type (the stores saturate;
+	 * each element is written at or before where it is read) */
+	int64_t top = out->dt == NX_DT_S8 ? 127 : out->dt == NX_DT_U8 ? 255 : out->dt == NX_DT_S16 ? 32767
+	              : out->dt == NX_DT_U16 ? 65535 : INT64_MAX;
+	bool wrap = len - 1 > top;
 	int64_t base;
 	int h;
-	nx_status rc = nx_l_sbuf_begin(L, al64(len * esz), &base, &h);
+	nx_status rc = nx_l_sbuf_begin(L, al64(len * (wrap ? 4 : esz)), &base, &h);
 	if (rc)
 		return rc;
 	if (len > (1 << 24) || outer > (1 << 24) || inner > (1 << 24))
@@ -217,8 +223,15 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 	uint32_t c1[1] = {(uint32_t)len};
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_IOTA);
-	in->ap[0] = nx_ap_sbuf(out->dt, 0, 1, base, 1, st1, c1);
+	in->ap[0] = nx_ap_sbuf(wrap ? NX_DT_S32 : out->dt, 0, 1, base, 1, st1, c1);
 	in->iarg[2] = 1;
+	if (wrap) { /* differential seed 9058: s8[144] iota */
+		nx_insn *w = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_SCALAR);
+		w->func = NX_ALU_IADD;
+		w->ap[0] = nx_ap_sbuf(out->dt, 0, 1, base, 1, st1, c1);
+		w->ap[1] = in->ap[0];
+		w->fimm[0] = 0;
+	}
 	nx_lsync done = nx_l_signal(L, NX_ENG_DVE);
 	int32_t st[3];
 	uint32_t c[3];

@@ -81,7 +81,7 @@ demo: all
 	$(BUILD)/nxcc run $(BUILD)/mlp_step.neff --random-inputs 1 --output-dir $(BUILD)/demo-out
 	$(BUILD)/nxcc check examples/mlp_step.hlo --target trn1 -O2 --random-inputs 1
 
-test: all unit shared
+test: all unit shared $(BUILD)/fuzz/diff_inproc
 	@BUILD=$(BUILD) sh tests/run.sh
 
 # Layering rules (tools/check_layers.sh); tests/run.sh runs it as a test group.
@@ -141,8 +141,20 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/harness.h $(BUILD)/libnxcc.
 $(BUILD)/fuzz/gen_seeds: tests/fuzz/gen_seeds.c tests/unit/neff_prog.h $(BUILD)/libnxcc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
-fuzz: fuzz-build
+fuzz: fuzz-build $(BUILD)/fuzz/diff_inproc
 .PHONY: fuzz-build
+
+# The differential campaign in one process (tests/fuzz/diff_inproc.c): random
+# modules from tests/fuzz/gen_hlo.py through eval, opt -O1/-O2/-O3 and the
+# simulated device, FUZZ_MODULES (default 10000) from FUZZ_SEED (default 1).
+$(BUILD)/fuzz/diff_inproc: tests/fuzz/diff_inproc.c $(BUILD)/libnxcc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libnxcc.a $(LDLIBS)
+fuzz-diff: $(BUILD)/fuzz/diff_inproc
+	@mkdir -p build-fuzz/diff
+	python3 tests/fuzz/gen_hlo.py --batch $(or $(FUZZ_SEED),1) $(or $(FUZZ_MODULES),10000) | \
+	  $(BUILD)/fuzz/diff_inproc build-fuzz/diff
+.PHONY: fuzz-diff
 
 # Evaluator matmul benchmark (bench/bench_eval_dot.c).
 $(BUILD)/bench/bench_eval_dot: bench/bench_eval_dot.c $(BUILD)/libnxcc.a

@@ -1,6 +1,7 @@
 /* compiler/cmd_check.c — `nxcc check`: compile, run on the simulator, evaluate
  * the original module with the reference evaluator on the same inputs and
  * compare every output with a dtype-aware tolerance. */
+#include "compiler/check.h"
 #include "compiler/cli.h"
 #include "compiler/custom_op.h"
 #include "compiler/compile_cached.h"
@@ -37,8 +38,7 @@ static void help(void)
 	       "per-output error table added, also when the check fails (docs/looking.md).\n");
 }
 
-/* Longest reduction or contraction in any computation of m. */
-static int64_t longest_reduction(const nx_module *m)
+int64_t nx_check_longest_reduction(const nx_module *m)
 {
 	int64_t L = 1;
 	for (int c = 0; c < m->ncomps; c++)
@@ -57,11 +57,11 @@ static int64_t longest_reduction(const nx_module *m)
 	return L;
 }
 
-static void leaves(const nx_literal *l, const nx_literal **out, int *n, int cap)
+void nx_check_leaves(const nx_literal *l, const nx_literal **out, int *n, int cap)
 {
 	if (l->shape->ntuple || nx_shape_is_tuple(l->shape)) {
 		for (int k = 0; k < l->ntuple; k++)
-			leaves(l->tuple[k], out, n, cap);
+			nx_check_leaves(l->tuple[k], out, n, cap);
 		return;
 	}
 	if (*n < cap)
@@ -100,12 +100,9 @@ static double autocast_bound(const char *type)
 	return 32 * ldexp(1, -3);
 }
 
-/* Compares every output; prints one line each; returns the number that differ. */
-static int compare_outputs(const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
-                           const nx_compile_opts *op, const char *what, nx_report_output *rows)
+int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
+                     nx_report_output *rows)
 {
-	(void)op;
-	(void)what;
 	int bad = 0;
 	for (int k = 0; k < nref; k++) {
 		const nx_literal *r = refs[k], *g = outs[k];
@@ -149,7 +146,7 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 		}
 		char shp[256];
 		nx_shape_print(shp, sizeof shp, r->shape, false);
-		printf("out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
+		fprintf(out, "out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
 		       worst_rel, (long long)where, exact ? " (exact)" : "");
 		if (rows) {
 			nx_report_output *o = &rows[k];
@@ -161,7 +158,7 @@ static int compare_outputs(const nx_literal *const *refs, nx_literal *const *out
 			o->got = where >= 0 ? nx_lit_get_f64(g, where) : 0;
 		}
 		if (nbad) {
-			printf("  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
+			fprintf(out, "  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
 			       (long long)ne, (long long)where, nx_lit_get_f64(r, where), nx_lit_get_f64(g, where));
 			bad++;
 		}
@@ -219,7 +216,7 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 		goto fail;
 	const nx_literal *refs[4096];
 	int nref = 0;
-	leaves(ref[0], refs, &nref, 4096);
+	nx_check_leaves(ref[0], refs, &nref, 4096);
 	if (nref != n->noutputs || nref > 4096) {
 		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d outputs, the module %d", n->noutputs, nref);
 		goto fail;
@@ -243,14 +240,14 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 		if (nranks > 1)
 			printf("rank %d:\n", r);
 		nref = 0;
-		leaves(ref[r], refs, &nref, 4096);
-		bad += compare_outputs(refs, outs[r], nref, longest_reduction(m), &o, "", r == 0 ? rows : NULL);
+		nx_check_leaves(ref[r], refs, &nref, 4096);
+		bad += nx_check_compare(stdout, refs, outs[r], nref, nx_check_longest_reduction(m), r == 0 ? rows : NULL);
 		if (opt) {
 			/* Auto-cast: the device ran the narrow-type program; the original f32
 			 * module measures how far auto-cast moved the results. */
 			const nx_literal *orefs[4096];
 			int noref = 0;
-			leaves(oref[r], orefs, &noref, 4096);
+			nx_check_leaves(oref[r], orefs, &noref, 4096);
 			double bound = autocast_bound(o.auto_cast_type);
 			for (int k = 0; k < nref && k < noref; k++) {
 				double rel = rel_l2(orefs[k], outs[r][k]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Random valid HLO modules for the differential campaign (tests/fuzz/diff.sh).
 
-gen_hlo.py SEED prints one module. Every module is a small random DAG over
+gen_hlo.py SEED prints one module; gen_hlo.py --batch FIRST COUNT prints
+COUNT of them framed for the in-process campaign (tests/fuzz/diff_inproc.c). Every module is a small random DAG over
 parameters and constants of one element type per chain, using elementwise
 unary and binary ops (integer: divide, remainder, shifts, bitwise ops, abs,
 negate, compare + select, wrapping converts; float: the arithmetic ops),
@@ -190,8 +191,22 @@ class Gen:
             self.seed, "\n".join(self.comps), body, root)
 
 
-if __name__ == "__main__":
-    seed = int(sys.argv[1])
+def module(seed):
     g = Gen(seed)
     g.seed = seed
-    sys.stdout.write(g.module())
+    return g.module()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--batch":
+        # gen_hlo.py --batch FIRST COUNT: COUNT modules from seed FIRST, each
+        # framed by "@@ SEED BYTES" (tests/fuzz/diff_inproc.c reads them)
+        first, count = int(sys.argv[2]), int(sys.argv[3])
+        out = sys.stdout.buffer
+        for s in range(first, first + count):
+            b = module(s).encode()
+            out.write(b"@@ %d %d\n" % (s, len(b)))
+            out.write(b)
+        out.flush()
+    else:
+        sys.stdout.write(module(int(sys.argv[1])))

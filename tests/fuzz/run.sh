@@ -3,14 +3,15 @@
 # FUZZ_SECONDS (default 60) each. Exits non-zero when any target finds a crash,
 # a leak, a timeout or a round-trip mismatch; the input is left in
 # build-fuzz/artifacts/<target>/ (add it to tests/fuzz/regress/ once fixed).
-# Then the differential campaign (tests/fuzz/diff.sh: random valid modules
-# through eval, opt -O1/-O2/-O3 and check on trn1/trn2) for FUZZ_SECONDS.
+# Then the differential campaign in one process (tests/fuzz/diff_inproc.c:
+# random valid modules through eval, opt -O1/-O2/-O3 and the simulated
+# device on trn1/trn2): FUZZ_MODULES (default 10000) from FUZZ_SEED.
 #   FUZZ_SECONDS=300 FUZZ_TARGETS="text proto" sh tests/fuzz/run.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
 B=build-fuzz
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"text proto neff literal"}
+TARGETS=${FUZZ_TARGETS:-"text proto hloproto neff defjson literal npy"}
 CORPUS=${NX_CORPUS:-$ROOT/../shared/corpus}
 
 # Seeds: hand-written ones (tests/fuzz/seeds), the repository's HLO files,
@@ -22,7 +23,8 @@ hlo_files() {
 	ls "$CORPUS"/hlo/torch-neuronx/*.hlo "$CORPUS"/xla-evaluator/*/module.hlo 2>/dev/null
 }
 mkdir -p $B/seeds
-for t in $TARGETS; do mkdir -p $B/corpus/$t $B/artifacts/$t $B/seeds/$t; done
+for t in text proto hloproto neff defjson literal npy; do mkdir -p $B/seeds/$t; done
+for t in $TARGETS; do mkdir -p $B/corpus/$t $B/artifacts/$t; done
 if [ ! -f $B/seeds/.done ]; then
 	hlo_files | while read -r f; do
 		# Large graphs are kept whole for the text target's dictionary of
@@ -34,13 +36,18 @@ if [ ! -f $B/seeds/.done ]; then
 	# shellcheck disable=SC2046
 	$B/fuzz/gen_seeds literal $B/seeds/literal $(hlo_files | grep -v torch-neuronx) >/dev/null
 	$B/fuzz/gen_seeds neff $B/seeds/neff
+	$B/fuzz/gen_seeds defjson $B/seeds/defjson
+	# shellcheck disable=SC2046
+	$B/fuzz/gen_seeds npy $B/seeds/npy $(hlo_files | grep -v torch-neuronx) >/dev/null
+	# the HloProto target wraps each HloModuleProto seed itself
+	cp $B/seeds/proto/* $B/seeds/hloproto/ 2>/dev/null
 	touch $B/seeds/.done
 fi
 
 fail=0
 for t in $TARGETS; do
 	case $t in
-	text) max=65536 ;; proto) max=65536 ;; neff) max=65536 ;; *) max=4096 ;;
+	text | proto | hloproto | neff) max=65536 ;; *) max=4096 ;;
 	esac
 	extra=""
 	[ -d tests/fuzz/seeds/$t ] && extra=tests/fuzz/seeds/$t
@@ -60,6 +67,8 @@ for t in $TARGETS; do
 		grep -E 'ERROR|SUMMARY|fuzz:|Test unit written' $B/fuzz_$t.log | head -10
 	fi
 done
-echo "fuzz: differential campaign for ${SECS}s"
-FUZZ_SECONDS=$SECS sh tests/fuzz/diff.sh || fail=1
+echo "fuzz: differential campaign, ${FUZZ_MODULES:-10000} modules from seed ${FUZZ_SEED:-1}"
+mkdir -p $B/diff
+python3 tests/fuzz/gen_hlo.py --batch "${FUZZ_SEED:-1}" "${FUZZ_MODULES:-10000}" |
+	"${BUILD:-build}/fuzz/diff_inproc" $B/diff || fail=1
 exit $fail

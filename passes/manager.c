@@ -5,6 +5,7 @@
 #include "ir/file_atomic.h"
 #include "passes/dump_graph.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,15 @@ static nx_status dump(manager *mg, const nx_pass_info *p)
 		return NX_OK;
 	const char *dir = o->dump_dir ? o->dump_dir : ".";
 	const char *fmt = o->dump_format ? o->dump_format : "hlo";
+	/* the module name comes from the input (a .pb's name field): only
+	 * [A-Za-z0-9_-] and inner dots reach the path, never '/' or '..' */
+	char name[128];
+	size_t n = 0;
+	for (const char *c = mg->m->name; *c && n < sizeof name - 1; c++, n++)
+		name[n] = isalnum((unsigned char)*c) || *c == '-' || *c == '_' || (*c == '.' && n) ? *c : '_';
+	name[n] = 0;
 	char base[4096];
-	snprintf(base, sizeof(base), "%s/%s.%03d.%s", dir, mg->m->name, mg->dump_seq++, p->name);
+	snprintf(base, sizeof(base), "%s/%s.%03d.%s", dir, n ? name : "module", mg->dump_seq++, p->name);
 	nx_diag d = {0};
 	nx_status st = nx_mkdir_p(dir, &d);
 	if (st == NX_OK && (!strcmp(fmt, "dot") || !strcmp(fmt, "html"))) {

@@ -193,7 +193,7 @@ static void know_add(nx_lower *L, int k, int64_t cnt, const nx_lsync *kn)
 {
 	if (L->nknow[k] == L->capknow[k]) {
 		L->capknow[k] = L->capknow[k] ? 2 * L->capknow[k] : 64;
-		L->know[k] = realloc(L->know[k], L->capknow[k] * sizeof *L->know[k]);
+		L->know[k] = nx_xrealloc(L->know[k], L->capknow[k] * sizeof *L->know[k]);
 	}
 	struct nx_lknow *r = &L->know[k][L->nknow[k]];
 	r->cnt = cnt;
@@ -240,7 +240,7 @@ void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y)
 		return;
 	if (L->nklog[e] == L->capklog[e]) {
 		L->capklog[e] = L->capklog[e] ? 2 * L->capklog[e] : 64;
-		L->klog[e] = realloc(L->klog[e], L->capklog[e] * sizeof *L->klog[e]);
+		L->klog[e] = nx_xrealloc(L->klog[e], L->capklog[e] * sizeof *L->klog[e]);
 	}
 	L->klog[e][L->nklog[e]].at = s->n;
 	L->klog[e][L->nklog[e]].k = L->kn[e];
@@ -307,8 +307,8 @@ nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 	y.s[NX_LSEM_ENG + e] = L->ecount[e];
 	if (L->nsig[e] == L->capsig[e]) {
 		L->capsig[e] = L->capsig[e] ? 2 * L->capsig[e] : 64;
-		L->sig_idx[e] = realloc(L->sig_idx[e], L->capsig[e] * sizeof *L->sig_idx[e]);
-		L->sig_cnt[e] = realloc(L->sig_cnt[e], L->capsig[e] * sizeof *L->sig_cnt[e]);
+		L->sig_idx[e] = nx_xrealloc(L->sig_idx[e], L->capsig[e] * sizeof *L->sig_idx[e]);
+		L->sig_cnt[e] = nx_xrealloc(L->sig_cnt[e], L->capsig[e] * sizeof *L->sig_cnt[e]);
 	}
 	L->sig_idx[e][L->nsig[e]] = L->s[e].n - 1;
 	L->sig_cnt[e][L->nsig[e]++] = L->ecount[e];
@@ -537,7 +537,7 @@ void nx_l_release_buf(nx_lower *L, nx_lbuf *b)
 		return;
 	if (L->nfree == L->capfree) {
 		L->capfree = L->capfree ? L->capfree * 2 : 64;
-		L->freel = realloc(L->freel, (size_t)L->capfree * sizeof *L->freel);
+		L->freel = nx_xrealloc(L->freel, (size_t)L->capfree * sizeof *L->freel);
 	}
 	L->freel[L->nfree++] = b;
 }
@@ -740,7 +740,7 @@ static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
 		return nx_l_err(L, "constant value does not fit the device type %s", nx_dtype_names[v->dt]);
 	if (L->nconsts == L->capconsts) {
 		L->capconsts = L->capconsts ? 2 * L->capconsts : 16;
-		L->consts = realloc(L->consts, (size_t)L->capconsts * sizeof *L->consts);
+		L->consts = nx_xrealloc(L->consts, (size_t)L->capconsts * sizeof *L->consts);
 	}
 	nx_neff_tensor *t = &L->consts[L->nconsts++];
 	memset(t, 0, sizeof *t);
@@ -771,7 +771,7 @@ static void push(nodes *ns, const nx_inst *i)
 {
 	if (ns->n == ns->cap) {
 		ns->cap = ns->cap ? ns->cap * 2 : 256;
-		ns->v = realloc(ns->v, (size_t)ns->cap * sizeof *ns->v);
+		ns->v = nx_xrealloc(ns->v, (size_t)ns->cap * sizeof *ns->v);
 	}
 	ns->v[ns->n++] = i;
 }
@@ -934,8 +934,8 @@ static void add_debug(nx_lower *L, const char *name, const nx_inst *i)
 {
 	if (L->ndebug == L->capdebug) {
 		L->capdebug = L->capdebug ? 2 * L->capdebug : 64;
-		L->debug = realloc(L->debug, (size_t)L->capdebug * sizeof *L->debug);
-		L->debug_src = realloc(L->debug_src, (size_t)L->capdebug * sizeof *L->debug_src);
+		L->debug = nx_xrealloc(L->debug, (size_t)L->capdebug * sizeof *L->debug);
+		L->debug_src = nx_xrealloc(L->debug_src, (size_t)L->capdebug * sizeof *L->debug_src);
 	}
 	nx_neff_src r = {0};
 	if (i) {
@@ -983,7 +983,7 @@ static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
 	}
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
-		*out = realloc(*out, (size_t)*cap * sizeof **out);
+		*out = nx_xrealloc(*out, (size_t)*cap * sizeof **out);
 	}
 	(*out)[(*n)++] = v;
 }

@@ -247,7 +247,7 @@ static void hbm_accesses(const nx_lower *L, hacc **out, size_t *nout)
 				}
 				if (*nout == cap) {
 					cap = cap ? 2 * cap : 256;
-					*out = realloc(*out, cap * sizeof **out);
+					*out = nx_xrealloc(*out, cap * sizeof **out);
 				}
 				hacc *h = &(*out)[(*nout)++];
 				h->id = in->debug_id;
@@ -374,7 +374,7 @@ void nx_l_check_onchip_races(const nx_lower *L, int space)
 				if (ap->space != space)
 					continue;
 				if (nv == cap)
-					v = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof *v);
+					v = nx_xrealloc(v, (cap = cap ? 2 * cap : 1024) * sizeof *v);
 				oacc *o = &v[nv++];
 				ap_extent(ap, trip, depth, &o->lo, &o->hi);
 				o->e = e;
@@ -452,9 +452,9 @@ void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep)
 		if (kept)
 			continue;
 		nx_insn *in = &L->s[NX_ENG_POOL].v[S->n];
-		drop_cnt = realloc(drop_cnt, (nd + 1) * sizeof *drop_cnt);
-		drop_mult = realloc(drop_mult, (nd + 1) * sizeof *drop_mult);
-		drop_q = realloc(drop_q, (nd + 1) * sizeof *drop_q);
+		drop_cnt = nx_xrealloc(drop_cnt, (nd + 1) * sizeof *drop_cnt);
+		drop_mult = nx_xrealloc(drop_mult, (nd + 1) * sizeof *drop_mult);
+		drop_q = nx_xrealloc(drop_q, (nd + 1) * sizeof *drop_q);
 		drop_q[nd] = in->iarg[0];
 		drop_mult[nd] = S->mult;
 		drop_cnt[nd] = (int64_t)S->n; /* stream index for now: counts below */

@@ -158,7 +158,7 @@ static int table_add(nx_lower *L, bool pairs, int n, const int *lens, const int3
 	}
 	if (L->nrg == L->caprg) {
 		L->caprg = L->caprg ? 2 * L->caprg : 8;
-		L->rg = realloc(L->rg, sizeof *L->rg * (size_t)L->caprg);
+		L->rg = nx_xrealloc(L->rg, sizeof *L->rg * (size_t)L->caprg);
 	}
 	L->rg[L->nrg] = (nx_neff_rgroup){pairs, n, lens, ids};
 	return L->nrg++;

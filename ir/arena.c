@@ -152,8 +152,11 @@ char *nx_xasprintf(const char *fmt, ...)
 
 void *nx_xrealloc(void *p, size_t n)
 {
-	void *q = realloc(p, n);
-	if (!q)
+	void *q = realloc(p, n ? n : 1);
+	if (!q) {
+		/* no diagnostic can be built without memory: say so and stop */
+		fprintf(stderr, "nxcc: out of memory (allocating %zu bytes)\n", n);
 		abort();
+	}
 	return q;
 }

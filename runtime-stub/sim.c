@@ -6,10 +6,12 @@
 #include "runtime-stub/sim.h"
 
 #include "runtime-stub/profile.h"
+#include "ir/thread.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define GIB_D 1073741824.0
@@ -432,10 +434,20 @@ nx_status nx_rt_run_ranks(int nranks, const nx_neff *const *n, const void *const
 	if (nranks == 1) {
 		run_rank(&jobs[0]);
 	} else {
-		for (int r = 0; r < nranks; r++)
-			if (pthread_create(&th[r], NULL, run_rank, &jobs[r]) != 0)
-				NX_ASSERT(!"pthread_create failed");
-		for (int r = 0; r < nranks; r++)
+		int started = 0;
+		for (; started < nranks; started++) {
+			int e = nx_thread_create(&th[started], run_rank, &jobs[started]);
+			if (e == 0)
+				continue;
+			/* the ranks already running stop at their next collective */
+			jobs[started].rc = nx_diag_set(&jobs[started].d, NX_ERR_IO, NULL, 0, 0,
+			                               "cannot start a thread for rank %d of %d: %s", started, nranks,
+			                               strerror(e));
+			for (int r = started; r < nranks; r++)
+				nx_cc_halt(w, r, true);
+			break;
+		}
+		for (int r = 0; r < started; r++)
 			pthread_join(th[r], NULL);
 	}
 	/* the first rank whose error is its own (others report "rank R failed") */

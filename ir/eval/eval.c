@@ -7,6 +7,7 @@
  * is released after its last use in its computation, so peak memory is the
  * live set, not the sum of all instructions. */
 #include "ir/eval/eval_impl.h"
+#include "ir/thread.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -947,10 +948,25 @@ nx_status nx_eval_module(const nx_module *m, const nx_eval_opts *o, int nargs,
 		run_replica(&jobs[0]);
 	} else {
 		pthread_t *th = calloc((size_t)n, sizeof(pthread_t));
-		for (int r = 0; r < n; r++)
-			if (pthread_create(&th[r], NULL, run_replica, &jobs[r]) != 0)
-				NX_ASSERT(!"pthread_create failed");
-		for (int r = 0; r < n; r++)
+		NX_ASSERT(th);
+		int started = 0;
+		for (; started < n; started++) {
+			int e = nx_thread_create(&th[started], run_replica, &jobs[started]);
+			if (e == 0)
+				continue;
+			/* the replicas already running are released from their
+			 * exchanges and stop: the thread error is the one reported */
+			jobs[started].st = nx_diag_set(&jobs[started].diag, NX_ERR_IO, m->file, 0, 0,
+			                               "cannot start a thread for replica %d of %d: %s", started, n,
+			                               strerror(e));
+			pthread_mutex_lock(&g.mu);
+			g.failed = true;
+			g.failed_replica = started;
+			pthread_cond_broadcast(&g.cv);
+			pthread_mutex_unlock(&g.mu);
+			break;
+		}
+		for (int r = 0; r < started; r++)
 			pthread_join(th[r], NULL);
 		free(th);
 	}

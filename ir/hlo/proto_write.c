@@ -501,6 +501,12 @@ static int cmp_i64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+static int cmp_comp_id(const void *x, const void *y)
+{
+	int64_t a = (*(nx_comp *const *)x)->id, b = (*(nx_comp *const *)y)->id;
+	return a < b ? -1 : a > b;
+}
+
 /* Ids are the references of the proto: they must be unique. */
 static bool check_ids(wctx *w)
 {
@@ -522,15 +528,19 @@ static bool check_ids(wctx *w)
 			nx_diag_set(w->d, NX_ERR_INTERNAL, m->file, 0, 0,
 			            "two instructions share id %lld", (long long)v[k]);
 		}
-	for (int c = 0; c < m->ncomps && ok; c++)
-		for (int k = c + 1; k < m->ncomps && ok; k++)
-			if (m->comps[c]->id == m->comps[k]->id) {
-				ok = false;
-				nx_diag_set(w->d, NX_ERR_INTERNAL, m->file, 0, 0,
-				            "computations '%s' and '%s' share id %lld", m->comps[c]->name,
-				            m->comps[k]->name, (long long)m->comps[c]->id);
-			}
 	free(v);
+	/* computations sorted by id (was all pairs: 90 s for 10^5 computations) */
+	nx_comp **cs = malloc(sizeof *cs * ((size_t)m->ncomps + 1));
+	NX_ASSERT(cs);
+	memcpy(cs, m->comps, sizeof *cs * (size_t)m->ncomps);
+	qsort(cs, (size_t)m->ncomps, sizeof *cs, cmp_comp_id);
+	for (int c = 1; c < m->ncomps && ok; c++)
+		if (cs[c]->id == cs[c - 1]->id) {
+			ok = false;
+			nx_diag_set(w->d, NX_ERR_INTERNAL, m->file, 0, 0, "computations '%s' and '%s' share id %lld",
+			            cs[c - 1]->name, cs[c]->name, (long long)cs[c]->id);
+		}
+	free(cs);
 	return ok;
 }
 

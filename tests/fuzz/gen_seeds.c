@@ -2,9 +2,12 @@
  * repository's own material (run by tests/fuzz/run.sh, output not committed).
  *   gen_seeds proto OUTDIR FILE.hlo...    HloModuleProto of each readable module
  *   gen_seeds literal OUTDIR FILE.hlo...  printed literal of each constant
- *   gen_seeds neff OUTDIR                 small programs from tests/unit/neff_prog.h */
+ *   gen_seeds neff OUTDIR                 small programs from tests/unit/neff_prog.h
+ *   gen_seeds defjson OUTDIR              their sg00/def.json (and the defjson target's template's)
+ *   gen_seeds npy OUTDIR FILE.hlo...      .npy of each array constant, after the byte that
+ *                                         picks the type the npy target asks for */
 #include "ir/ir.h"
-#include "tests/unit/neff_prog.h"
+#include "tests/fuzz/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +35,42 @@ static nx_module *load(const char *path)
 	return m;
 }
 
-static void gen_neff(const char *dir)
+/* The data of tar entry name in a .neff (NULL when absent). */
+static const uint8_t *tar_get(const uint8_t *b, size_t len, const char *name, size_t *n)
 {
+	size_t off = NX_NEFF_HEADER_SIZE;
+	while (off + 512 <= len && b[off]) {
+		char sz[13];
+		memcpy(sz, b + off + 124, 12);
+		sz[12] = 0;
+		*n = (size_t)strtoull(sz, NULL, 8);
+		if (*n > len - off - 512)
+			return NULL;
+		if (strncmp((const char *)b + off, name, 100) == 0)
+			return b + off + 512;
+		off += 512 + (*n + 511) / 512 * 512;
+	}
+	return NULL;
+}
+
+static void put_neff(const char *dir, bool defjson, const uint8_t *b, size_t len)
+{
+	size_t n;
+	const uint8_t *j = defjson ? tar_get(b, len, "sg00/def.json", &n) : NULL;
+	if (!defjson)
+		put(dir, "neff", b, len);
+	else if (j)
+		put(dir, "def", j, n);
+}
+
+static void gen_neff(const char *dir, bool defjson)
+{
+	if (defjson) {
+		size_t len;
+		uint8_t *b = fz_neff_template(&len);
+		put_neff(dir, true, b, len);
+		free(b);
+	}
 	for (int variant = 0; variant < 3; variant++) {
 		tp_streams *s = calloc(1, sizeof *s);
 		int F = 16 << variant;
@@ -57,7 +94,7 @@ static void gen_neff(const char *dir)
 		uint8_t *b = tp_neff(s, in, 2, &out, 1, 128 * 64 * 4 + 192 * (int64_t)F * 4, 4, &len);
 		free(s);
 		if (b) {
-			put(dir, "neff", b, len);
+			put_neff(dir, defjson, b, len);
 			free(b);
 		}
 	}
@@ -66,12 +103,12 @@ static void gen_neff(const char *dir)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_seeds proto|literal|neff OUTDIR [FILE...]\n");
+		fprintf(stderr, "usage: gen_seeds proto|literal|neff|defjson|npy OUTDIR [FILE...]\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[2];
-	if (strcmp(mode, "neff") == 0) {
-		gen_neff(dir);
+	if (strcmp(mode, "neff") == 0 || strcmp(mode, "defjson") == 0) {
+		gen_neff(dir, strcmp(mode, "defjson") == 0);
 		return 0;
 	}
 	for (int k = 3; k < argc; k++) {
@@ -86,6 +123,23 @@ int main(int argc, char **argv)
 			if (b)
 				put(dir, "pb", b, len);
 			free(b);
+		} else if (strcmp(mode, "npy") == 0) {
+			for (int c = 0; c < m->ncomps; c++)
+				for (int i = 0; i < m->comps[c]->ninsts; i++) {
+					const nx_literal *l = m->comps[c]->insts[i]->a.literal;
+					if (!l || !nx_shape_is_array(l->shape) || l->nbytes > 4096)
+						continue;
+					size_t len;
+					uint8_t *b = nx_npy_write(l, &len);
+					if (!b)
+						continue;
+					uint8_t *p = malloc(len + 1);
+					p[0] = (uint8_t)l->shape->type;
+					memcpy(p + 1, b, len);
+					put(dir, "npy", p, len + 1);
+					free(p);
+					free(b);
+				}
 		} else {
 			for (int c = 0; c < m->ncomps; c++)
 				for (int i = 0; i < m->comps[c]->ninsts; i++) {

@@ -57,6 +57,24 @@ static void regress_literal(void **state)
 	total += replay("literal", nx_fuzz_literal);
 }
 
+static void regress_npy(void **state)
+{
+	(void)state;
+	total += replay("npy", nx_fuzz_npy);
+}
+
+static void regress_defjson(void **state)
+{
+	(void)state;
+	total += replay("defjson", nx_fuzz_defjson);
+}
+
+static void regress_hloproto(void **state)
+{
+	(void)state;
+	total += replay("hloproto", nx_fuzz_hloproto);
+}
+
 /* Guards against a wrong path silently replaying nothing. */
 static void found_inputs(void **state)
 {
@@ -69,7 +87,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(regress_text),    cmocka_unit_test(regress_proto),
 		cmocka_unit_test(regress_neff),    cmocka_unit_test(regress_literal),
-		cmocka_unit_test(found_inputs),
+		cmocka_unit_test(regress_npy),     cmocka_unit_test(regress_defjson),
+		cmocka_unit_test(regress_hloproto), cmocka_unit_test(found_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

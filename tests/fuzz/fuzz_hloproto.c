@@ -1,0 +1,9 @@
+/* tests/fuzz/fuzz_hloproto.c — libFuzzer target; the body is nx_fuzz_hloproto in harness.h. */
+#include "tests/fuzz/harness.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	return nx_fuzz_hloproto(data, len);
+}

@@ -206,15 +206,85 @@ static bool minifloat_roundtrips(const minifloat *f, uint64_t mag, double v, dou
 	return (ad == mlo || ad == mhi) && (mag & 1) == 0;
 }
 
+/* cand = snprintf("%.*g", p, v) made from D, the 17 significant digits of
+ * v ("%.16e": digits D[0..16], decimal exponent X), without formatting again:
+ * one snprintf per element instead of one per precision (literal printing
+ * was up to nine snprintf per element). Rounding D to p digits is exact
+ * except when D[p..] is 5 followed by zeros (the exact value may lie on either
+ * side of the tie): then snprintf decides. Returns the length. */
+static int gcand(char *cand, size_t cap, double v, const char *D, int X, int p)
+{
+	bool tie = D[p] == '5';
+	for (int k = p + 1; k < 17 && tie; k++)
+		tie = D[k] == '0';
+	if (p < 17 && tie)
+		return snprintf(cand, cap, "%.*g", p, v);
+	char R[18];
+	memcpy(R, D, (size_t)p);
+	int e = X;
+	if (p < 17 && D[p] >= '5') { /* round up, carrying */
+		int k = p - 1;
+		while (k >= 0 && R[k] == '9')
+			R[k--] = '0';
+		if (k >= 0) {
+			R[k]++;
+		} else {
+			memmove(R + 1, R, (size_t)p - 1);
+			R[0] = '1';
+			e++;
+		}
+	}
+	int sig = p;
+	while (sig > 1 && R[sig - 1] == '0')
+		sig--;
+	char *o = cand;
+	if (v < 0)
+		*o++ = '-';
+	if (e < -4 || e >= p) {
+		*o++ = R[0];
+		if (sig > 1) {
+			*o++ = '.';
+			memcpy(o, R + 1, (size_t)sig - 1);
+			o += sig - 1;
+		}
+		o += snprintf(o, cap - (size_t)(o - cand), "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+	} else if (e >= 0) {
+		memcpy(o, R, (size_t)e + 1);
+		o += e + 1;
+		if (sig > e + 1) {
+			*o++ = '.';
+			memcpy(o, R + e + 1, (size_t)(sig - e - 1));
+			o += sig - e - 1;
+		}
+	} else {
+		*o++ = '0';
+		*o++ = '.';
+		for (int k = 0; k < -e - 1; k++)
+			*o++ = '0';
+		memcpy(o, R, (size_t)sig);
+		o += sig;
+	}
+	*o = 0;
+	return (int)(o - cand);
+}
+
 /* Writes the candidate with the fewest characters among %.1g .. %.<maxp>g
  * that `ok` accepts. */
 static void shortest(nx_buf *b, double v, int maxp, bool (*ok)(const void *, const char *),
                      const void *ctx)
 {
-	char best[64] = "", cand[64];
+	char best[64] = "", cand[64], e17[40];
 	size_t bestlen = 0;
+	/* d.dddddddddddddddde[+-]X */
+	snprintf(e17, sizeof e17, "%.16e", v);
+	const char *m = e17 + (e17[0] == '-');
+	char D[18];
+	D[0] = m[0];
+	memcpy(D + 1, m + 2, 16);
+	D[17] = 0;
+	int X = atoi(m + 19);
 	for (int p = 1; p <= maxp; p++) {
-		int k = snprintf(cand, sizeof cand, "%.*g", p, v);
+		int k = gcand(cand, sizeof cand, v, D, X, p);
 		/* On equal length, plain notation reads better: -30000, not -3e+04. */
 		bool better = !bestlen || (size_t)k < bestlen ||
 		              ((size_t)k == bestlen && strchr(best, 'e') && !strchr(cand, 'e'));

@@ -573,6 +573,74 @@ static void test_bf16_roundtrip_exhaustive(void **state)
 	nx_module_free(m);
 }
 
+/* The printer makes each %.<p>g candidate from one %.16e (print_literal.c
+ * gcand); the reference formats each precision with snprintf as before. The
+ * two must print the same for f32 (random bit patterns, ties of the 5000...
+ * kind, powers of ten, carries like 9.9999) and f64. */
+static void ref_shortest(char *out, double v, int maxp, bool is_f32)
+{
+	char best[64] = "", cand[64];
+	size_t bestlen = 0;
+	for (int p = 1; p <= maxp; p++) {
+		int k = snprintf(cand, sizeof cand, "%.*g", p, v);
+		bool better = !bestlen || (size_t)k < bestlen ||
+		              ((size_t)k == bestlen && strchr(best, 'e') && !strchr(cand, 'e'));
+		if (!better)
+			continue;
+		bool ok = is_f32 ? strtof(cand, NULL) == (float)v : strtod(cand, NULL) == v;
+		if (ok) {
+			memcpy(best, cand, (size_t)k + 1);
+			bestlen = (size_t)k;
+		}
+	}
+	strcpy(out, best);
+}
+
+static void test_float_print_matches_snprintf(void **state)
+{
+	(void)state;
+	nx_module *m = nx_module_new("fp");
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	static const double special[] = {0.5, 1.5, 2.5, 0.125, 9.9999, 99999.5, 1e-5, 1.5e-5, 123456789, 1e10,
+	                                 30000, 0.0001, 0.00015, 9.5, 0.95, 1e38, 1.17549435e-38, 1e-45};
+	int nsp = (int)(sizeof special / sizeof special[0]);
+	for (int i = 0; i < 300000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		bool f32 = i % 4 != 0;
+		double v;
+		if (i < 2 * nsp) {
+			v = (i % 2 ? -1 : 1) * special[i / 2];
+			f32 = true;
+		} else if (f32) {
+			uint32_t u = (uint32_t)x;
+			float f;
+			memcpy(&f, &u, 4);
+			v = f;
+		} else {
+			memcpy(&v, &x, 8);
+		}
+		if (!isfinite(v) || v == 0)
+			continue;
+		if (f32)
+			v = (float)v;
+		char want[64];
+		ref_shortest(want, v, f32 ? 9 : 17, f32);
+		nx_literal *l;
+		if (f32) {
+			float f = (float)v;
+			l = lit_bits(m, NX_F32, 0, NULL, &f);
+		} else {
+			l = lit_bits(m, NX_F64, 0, NULL, &v);
+		}
+		char *s = nx_print_literal(l);
+		const char *got = strchr(s, ' ') + 1;
+		if (strcmp(got, want) != 0)
+			fail_msg("%s %.17g printed as '%s', snprintf gives '%s'", f32 ? "f32" : "f64", v, got, want);
+		free(s);
+	}
+	nx_module_free(m);
+}
+
 /* f8e4m3fn by brute force: the printed value must be nearer to the
  * original than to any other finite value (ties: even mantissa). */
 static double e4m3fn(uint8_t b)
@@ -756,6 +824,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_basic),
+		cmocka_unit_test(test_float_print_matches_snprintf),
 		cmocka_unit_test(test_module_header),
 		cmocka_unit_test(test_attrs_window_conv),
 		cmocka_unit_test(test_attrs_shape_ops),

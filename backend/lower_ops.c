@@ -36,6 +36,7 @@ static bool map_elem(const nx_inst *i, emap *m)
 	bool pred = i->shape && i->shape->type == NX_PRED;
 	if (nx_l_int_map(i, &m->op, &m->func, &m->imm))
 		return true; /* exact integer ALU (lower_math.c) */
+	m->imm = 1.0f; /* nx_l_int_map cleared it: an integer sign was act(0 x) */
 	switch (i->op) {
 #define TT(O, A) case NX_OP_##O: m->op = NX_I_TENSOR_TENSOR; m->func = NX_ALU_##A; return true;
 	TT(ADD, ADD) TT(SUBTRACT, SUB) TT(MULTIPLY, MUL) TT(DIVIDE, DIV) TT(MAXIMUM, MAX)

@@ -412,6 +412,11 @@ bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm)
 		*func = NX_ALU_IMUL;
 		*imm = -1.0f;
 		return true;
+	case NX_OP_NOT: /* bitwise: x ^ -1, wrapped to the type */
+		*op = NX_I_TENSOR_SCALAR;
+		*func = NX_ALU_IXOR;
+		*imm = -1.0f;
+		return true;
 	case NX_OP_CONVERT:
 		/* XLA wraps an integer narrowing (two's complement); the bare cast
 		 * of the store saturates */

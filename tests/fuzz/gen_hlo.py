@@ -7,8 +7,10 @@ parameters and constants of one element type per chain, using elementwise
 unary and binary ops (integer: divide, remainder, shifts, bitwise ops, abs,
 negate, compare + select, wrapping converts; float: the arithmetic ops),
 broadcast, reshape, transpose, slice, concatenate, reverse, iota, reduce
-(add / maximum / minimum / multiply) and f32 dot, with random shapes and
-attributes. Like XLA's rand_*.hlo modules, but only ops the device lowers,
+(add / maximum / minimum / multiply) and f32 dot; float math (tanh, logistic, sine, cosine, floor, ceil, sign,
+rounding, exponential, sqrt, log-plus-one, erf, atan, expm1), not, clamp,
+pad, dynamic-slice with constant starts and int -> float converts; with
+random shapes and attributes. Like XLA's rand_*.hlo modules, but only ops the device lowers,
 so every module is run through eval, opt -O1/-O2/-O3 and check for trn1
 and trn2 and any difference is a bug.
 """
@@ -81,8 +83,10 @@ class Gen:
         r = self.r
         if depth <= 0 or r.random() < 0.15:
             return self.leaf(t, dims)
-        k = r.random()
         isint = t in INT
+        if r.random() < 0.2:
+            return self.more(t, dims, depth)
+        k = r.random()
         if k < 0.35:
             a = self.value(t, dims, depth - 1)
             b = self.value(t, dims, depth - 1)
@@ -170,6 +174,62 @@ class Gen:
             small = [dims[i] for i in keep]
             a = self.value(t, small, depth - 1)
             return self.emit("bc", t, dims, "broadcast(%s), dimensions={%s}" % (a[0], ",".join(map(str, keep))))
+        return self.leaf(t, dims)
+
+    def more(self, t, dims, depth):
+        """The ops added second: float math, not/sign, clamp, pad,
+        dynamic-slice with constant (possibly clamped) starts, int -> float
+        converts."""
+        r = self.r
+        isint = t in INT
+        k = r.random()
+        if k < 0.35:
+            a = self.value(t, dims, depth - 1)
+            if isint:
+                op = r.choice(["not", "sign", "negate"])
+                return self.emit(op, t, dims, "%s(%s)" % (op, a[0]))
+            op = r.choice(["tanh", "logistic", "sine", "cosine", "floor", "ceil", "sign",
+                           "round-nearest-even", "round-nearest-afz", "exponential", "sqrt",
+                           "log-plus-one", "erf", "atan", "exponential-minus-one"])
+            if op in ("sqrt", "log-plus-one"):
+                a = self.emit("abs", t, dims, "abs(%s)" % a[0])
+            if op in ("exponential", "exponential-minus-one"):
+                a = self.emit("tanh", t, dims, "tanh(%s)" % a[0])
+            return self.emit(op.split("-")[0], t, dims, "%s(%s)" % (op, a[0]))
+        if k < 0.5:
+            a = self.value(t, dims, depth - 1)
+            lo, hi = sorted([r.randint(-3, 6), r.randint(-3, 6)])
+            if t.startswith("u"):
+                lo, hi = abs(lo), abs(lo) + abs(hi)
+            cl = self.emit("lo", t, [], "constant(%d)" % lo)
+            ch = self.emit("hi", t, [], "constant(%d)" % hi)
+            return self.emit("clamp", t, dims, "clamp(%s, %s, %s)" % (cl[0], a[0], ch[0]))
+        if k < 0.65 and dims:
+            lo = [r.randint(0, 2) for _ in dims]
+            hi = [r.randint(-1, 2) for _ in dims]
+            it = [r.randint(0, 1) for _ in dims]
+            src = []
+            for i, d in enumerate(dims):
+                # d = lo + hi + n + (n - 1) * it, n >= 1
+                n = (d - lo[i] - hi[i] + it[i]) // (1 + it[i])
+                if n < 1:
+                    lo[i], hi[i], it[i], n = 0, 0, 0, d
+                hi[i] = d - lo[i] - n - (n - 1) * it[i]
+                src.append(n)
+            a = self.value(t, src, depth - 1)
+            pv = self.const_scalar(t)
+            cfg = "x".join("%d_%d_%d" % (lo[i], hi[i], it[i]) for i in range(len(dims)))
+            return self.emit("pad", t, dims, "pad(%s, %s), padding=%s" % (a[0], pv[0], cfg))
+        if k < 0.8 and dims:
+            src = [d + r.randint(0, 3) for d in dims]
+            a = self.value(t, src, depth - 1)
+            idx = [self.emit("i", "s32", [], "constant(%d)" % r.randint(-1, 5)) for _ in dims]
+            return self.emit("ds", t, dims, "dynamic-slice(%s, %s), dynamic_slice_sizes={%s}"
+                             % (a[0], ", ".join(i[0] for i in idx), ",".join(map(str, dims))))
+        if not isint:
+            src = r.choice(INT)
+            a = self.value(src, dims, depth - 1)
+            return self.emit("cvt", t, dims, "convert(%s)" % a[0])
         return self.leaf(t, dims)
 
     def module(self):

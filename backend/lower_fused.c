@@ -485,7 +485,13 @@ nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval
 	if (p.dot >= 0) {
 		/* the dot kernel takes the SBUF half; the epilogue follows its result */
 		const nx_inst *d = p.v[p.dot].i;
-		nx_lval *dops[2] = {p.v[find(&p, d->operands[0])].ext, p.v[find(&p, d->operands[1])].ext};
+		/* an operand reshaped inside the fusion aliases the parameter: the
+		 * dot reads it with its own shape (differential seed 2050) */
+		nx_lval dl[2], *dops[2] = {&dl[0], &dl[1]};
+		for (int j = 0; j < 2; j++) {
+			dl[j] = *p.v[find(&p, d->operands[j])].ext;
+			dl[j].shape = d->operands[j]->shape;
+		}
 		nx_lval dv;
 		memset(&dv, 0, sizeof dv);
 		dv.dt = p.v[p.dot].dt;

@@ -13,7 +13,8 @@
  *     (compiler/check.h: integers exact, floats within the dtype's tolerance).
  * A module that fails any step is written to OUTDIR/fail-SEED.hlo with its
  * log (OUTDIR/fail-SEED.log) and reported on stdout; the exit status is 1
- * when any module failed. The last line gives the count, the seeds, the wall
+ * when any module failed. An internal compiler error (abort) or a crash ends
+ * the run: the module is saved as fail-SEED.hlo and named on stderr first. The last line gives the count, the seeds, the wall
  * time and modules per second.
  *   python3 tests/fuzz/gen_hlo.py --batch 1 10000 | build/fuzz/diff_inproc build-fuzz/diff
  */
@@ -25,6 +26,8 @@
 #include "ir/npy.h"
 #include "passes/pass.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +210,26 @@ done:
 	return ok;
 }
 
+/* An internal compiler error or a crash ends the process: the module being
+ * run is saved first (fail-SEED.hlo) and named on stderr. */
+static char crash_path[4200], crash_msg[4400];
+static const char *crash_text;
+static size_t crash_len;
+
+static void on_crash(int sig)
+{
+	int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		if (write(fd, crash_text, crash_len) < 0)
+			crash_len = 0;
+		close(fd);
+	}
+	if (write(2, crash_msg, strlen(crash_msg)) < 0)
+		crash_len = 0;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static bool write_all(const char *path, const char *s, size_t n)
 {
 	FILE *fp = fopen(path, "wb");
@@ -239,6 +262,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		}
+	signal(SIGABRT, on_crash);
+	signal(SIGSEGV, on_crash);
+	signal(SIGBUS, on_crash);
+	signal(SIGFPE, on_crash);
 	double t0 = now();
 	long n = 0, bad = 0;
 	unsigned long long seed, first = 0, last = 0;
@@ -255,6 +282,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		text[len] = 0;
+		snprintf(crash_path, sizeof crash_path, "%s/fail-%llu.hlo", outdir, seed);
+		snprintf(crash_msg, sizeof crash_msg, "diff: seed %llu: crashed (%s)\n", seed, crash_path);
+		crash_text = text, crash_len = len;
 		if (!n)
 			first = seed;
 		last = seed;

@@ -279,12 +279,19 @@ nx_status nx_l_broadcast(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *ou
 	return nx_l_copy_view(L, &v, out);
 }
 
+/* The PE transpose goes through fp32 PSUM: exact for every type but the
+ * 32-bit integers (above 2^24: differential seed 8430). */
+static bool pe_transpose_exact(nx_dtype t)
+{
+	return t != NX_DT_S32 && t != NX_DT_U32;
+}
+
 /* A 2-D transpose of a value still in SBUF as [R, C] (R, C <= 128): PE
  * transpose into a new region (the result stays resident), POOL stores it. */
 static bool transpose_sbuf(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out, nx_status *rc)
 {
 	const nx_shape *s = op->shape;
-	if (s->rank != 2 || i->a.dimensions.v[0] != 1 || i->a.dimensions.v[1] != 0)
+	if (s->rank != 2 || i->a.dimensions.v[0] != 1 || i->a.dimensions.v[1] != 0 || !pe_transpose_exact(op->dt))
 		return false;
 	int64_t R = s->dims[0], C = s->dims[1];
 	if (R > 128 || C > 128 || R < 1 || C < 1 || !nx_l_resident(L, op, R, C))
@@ -390,6 +397,7 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	/* [R, O] reduced over dim 0 and still in SBUF: transposed on PE instead
 	 * of permuted through HBM */
 	bool rt = !trailing && R > 1 && xs->rank == 2 && red[0] && !red[1] && xs->dims[0] <= 128 &&
+	          pe_transpose_exact(x->dt) &&
 	          xs->dims[1] <= 128 && nx_l_resident(L, x, xs->dims[0], xs->dims[1]);
 	if (!trailing && R > 1 && !rt) {
 		nx_lview v = nx_l_view_of(x), w = v;

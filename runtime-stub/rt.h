@@ -95,6 +95,7 @@ nx_rt_opts nx_rt_opts_default(void);
 typedef struct nx_rt_stats {
 	double total_ns;
 	double busy_ns[NX_ENG_COUNT];
+	double port_wait_ns[NX_ENG_COUNT]; /* waiting for a shared SBUF/PSUM port (docs/targets.md) */
 	uint64_t insns[NX_ENG_COUNT]; /* executed, loops unrolled */
 	double dma_busy_ns;
 	uint64_t dma_bytes;

@@ -136,6 +136,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		                   t->name, t->dma_engines, NX_RT_MAX_QUEUES);
 	int64_t *sem = calloc((size_t)n->nsems + 1, sizeof *sem);
 	double *qclock = calloc((size_t)t->dma_engines, sizeof *qclock);
+	double port_free[NX_PORT_COUNT] = {0}; /* shared SBUF/PSUM ports: busy until */
 	evheap ev = {0};
 	uint64_t steps = 0, budget = o->max_steps ? o->max_steps : 1000000000ULL;
 	nx_status rc = NX_OK;
@@ -277,8 +278,19 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 					ev_push(&ev, (event){qclock[q], in->iarg[1], 1});
 				st->busy_ns[be] += ctrl;
 			} else {
-				nx_prof_add(tr, be, g->clock, ns, in, g->loop_i, g->depth);
-				g->clock += ns;
+				/* an instruction holding a shared port starts when the
+				 * other engine's earlier holders are done (docs/targets.md) */
+				unsigned pm = nx_target_ports(t, in);
+				double start = g->clock;
+				for (int p = 0; p < NX_PORT_COUNT; p++)
+					if ((pm & (1u << p)) && port_free[p] > start)
+						start = port_free[p];
+				st->port_wait_ns[be] += start - g->clock;
+				nx_prof_add(tr, be, start, ns, in, g->loop_i, g->depth);
+				g->clock = start + ns;
+				for (int p = 0; p < NX_PORT_COUNT; p++)
+					if (pm & (1u << p))
+						port_free[p] = g->clock;
 				st->busy_ns[be] += ns;
 			}
 		}

@@ -497,7 +497,10 @@ nx_inst *nx_comp_find_inst(const nx_comp *c, const char *name);
 void nx_comp_replace_uses(nx_comp *c, nx_inst *old, nx_inst *repl);
 /* Removes instructions for which keep[i] is false (index = position). */
 void nx_comp_compact(nx_comp *c, const bool *keep);
-/* Makes a unique instruction name in m from base ("add" -> "add.12"). */
+/* Makes a unique instruction name in m from base ("add" -> "add.12"), with
+ * nx_fresh_name (ir/map.h) over the module's instruction names: linear in
+ * the module, for one-off names; a pass that makes many keeps an nx_strset
+ * (nx_rw_unique_name). */
 const char *nx_module_unique_name(nx_module *m, const char *base);
 nx_arena *nx_module_arena(nx_module *m);
 

@@ -1,5 +1,6 @@
 /* ir/module.c — modules, computations and instructions. */
 #include "ir/ir.h"
+#include "ir/map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,14 +144,13 @@ const char *nx_module_unique_name(nx_module *m, const char *base)
 {
 	/* Ids are unique in the module, so base.id cannot collide with another
 	 * generated name; it could collide with a user name, so check. */
-	for (;;) {
-		char *name = nx_arena_printf(&m->arena, "%s.%lld", base, (long long)m->next_id++);
-		bool taken = false;
-		for (int c = 0; c < m->ncomps && !taken; c++)
-			taken = nx_comp_find_inst(m->comps[c], name) != NULL;
-		if (!taken)
-			return name;
-	}
+	nx_strset names = {0};
+	for (int c = 0; c < m->ncomps; c++)
+		for (int i = 0; i < m->comps[c]->ninsts; i++)
+			nx_strset_add(&names, m->comps[c]->insts[i]->name);
+	const char *name = nx_fresh_name(&names, &m->arena, base, -1, &m->next_id, false);
+	nx_strset_free(&names);
+	return name;
 }
 
 nx_ivec nx_ivec_dup(nx_arena *a, const int64_t *v, int n)

@@ -89,49 +89,94 @@ void nx_ptrmap_del(nx_ptrmap *m, const void *k)
 	}
 }
 
-static uint64_t str_hash(const char *s)
+static uint32_t str_hash(const char *s, size_t n)
 {
-	uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * UINT64_C(1099511628211);
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
 	return h;
 }
 
-bool nx_strset_has(const nx_strset *s, const char *k)
+static nx_strmap_ent *str_slot(const nx_strmap *m, const char *k, size_t n, uint32_t h)
 {
-	if (!s->cap)
+	size_t mask = m->cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		nx_strmap_ent *e = &m->e[i];
+		if (e->gen != m->gen || (e->hash == h && e->len == n && memcmp(e->key, k, n) == 0))
+			return e;
+	}
+}
+
+bool nx_strmap_find(const nx_strmap *m, const char *k, size_t len, intptr_t *val)
+{
+	if (!m->cap)
 		return false;
-	for (size_t j = str_hash(k) & (s->cap - 1); s->v[j]; j = (j + 1) & (s->cap - 1))
-		if (strcmp(s->v[j], k) == 0)
-			return true;
-	return false;
+	const nx_strmap_ent *e = str_slot(m, k, len, str_hash(k, len));
+	if (e->gen != m->gen)
+		return false;
+	if (val)
+		*val = e->val;
+	return true;
 }
 
-void nx_strset_add(nx_strset *s, const char *k)
+intptr_t nx_strmap_get(const nx_strmap *m, const char *k, intptr_t missing)
 {
-	if (2 * (s->n + 1) > s->cap) {
-		nx_strset ns = {calloc(s->cap ? 2 * s->cap : 256, sizeof(char *)), s->cap ? 2 * s->cap : 256, 0};
-		NX_ASSERT(ns.v);
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i])
-				nx_strset_add(&ns, s->v[i]);
-		free(s->v);
-		*s = ns;
-	}
-	size_t j = str_hash(k) & (s->cap - 1);
-	while (s->v[j]) {
-		if (strcmp(s->v[j], k) == 0)
-			return;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->v[j] = k;
-	s->n++;
+	intptr_t v;
+	return nx_strmap_find(m, k, strlen(k), &v) ? v : missing;
 }
 
-void nx_strset_free(nx_strset *s)
+bool nx_strmap_add(nx_strmap *m, const char *k, size_t len, intptr_t v, intptr_t *old)
 {
-	free(s->v);
-	memset(s, 0, sizeof *s);
+	if (2 * (m->n + 1) > m->cap) {
+		size_t ncap = m->cap ? 2 * m->cap : 256;
+		nx_strmap_ent *ne = calloc(ncap, sizeof *ne);
+		NX_ASSERT(ne);
+		uint32_t ng = 1; /* fresh slots have gen 0 */
+		for (size_t i = 0; i < m->cap; i++) {
+			const nx_strmap_ent *e = &m->e[i];
+			if (e->gen != m->gen)
+				continue;
+			size_t j = e->hash & (ncap - 1);
+			while (ne[j].gen == ng)
+				j = (j + 1) & (ncap - 1);
+			ne[j] = *e;
+			ne[j].gen = ng;
+		}
+		free(m->e);
+		m->e = ne;
+		m->cap = ncap;
+		m->gen = ng;
+	}
+	uint32_t h = str_hash(k, len);
+	nx_strmap_ent *e = str_slot(m, k, len, h);
+	if (e->gen == m->gen) {
+		if (old)
+			*old = e->val;
+		return false;
+	}
+	*e = (nx_strmap_ent){k, len, h, m->gen, v};
+	m->n++;
+	return true;
+}
+
+void nx_strmap_clear(nx_strmap *m)
+{
+	m->n = 0;
+	if (++m->gen == 0) { /* wrapped: stale entries could look live */
+		memset(m->e, 0, m->cap * sizeof *m->e);
+		m->gen = 1;
+	}
+}
+
+void nx_strmap_free(nx_strmap *m)
+{
+	free(m->e);
+	memset(m, 0, sizeof *m);
+}
+
+const nx_strmap_ent *nx_strmap_at(const nx_strmap *m, size_t i)
+{
+	return i < m->cap && m->e[i].gen == m->gen ? &m->e[i] : NULL;
 }
 
 /* Appends the decimal digits of v (>= 0) at p; returns the end. */
@@ -150,14 +195,14 @@ static char *put_uint(char *p, int64_t v)
 /* Built by hand, not with snprintf: at O1 every op becomes a kernel of its
  * own and snprintf-based naming was half of the fusion pass's time on
  * llama2. */
-const char *nx_fresh_name(nx_strset *s, nx_arena *a, const char *base, int64_t mid, int64_t *counter,
+const char *nx_fresh_name(nx_strmap *s, nx_arena *a, const char *base, int64_t mid, int64_t *counter,
                           bool try_base)
 {
 	size_t bl = strlen(base);
-	if (try_base && !nx_strset_has(s, base)) {
+	if (try_base && !nx_strmap_find(s, base, bl, NULL)) {
 		char *n = nx_arena_alloc(a, bl + 1);
 		memcpy(n, base, bl + 1);
-		nx_strset_add(s, n);
+		nx_strmap_add(s, n, bl, 0, NULL);
 		return n;
 	}
 	for (;;) {
@@ -171,9 +216,7 @@ const char *nx_fresh_name(nx_strset *s, nx_arena *a, const char *base, int64_t m
 		*p++ = '.';
 		p = put_uint(p, (*counter)++);
 		*p = 0;
-		if (!nx_strset_has(s, n)) {
-			nx_strset_add(s, n);
+		if (nx_strmap_add(s, n, (size_t)(p - n), 0, NULL))
 			return n;
-		}
 	}
 }

@@ -144,12 +144,14 @@ const char *nx_module_unique_name(nx_module *m, const char *base)
 {
 	/* Ids are unique in the module, so base.id cannot collide with another
 	 * generated name; it could collide with a user name, so check. */
-	nx_strset names = {0};
+	nx_strmap names = {0};
 	for (int c = 0; c < m->ncomps; c++)
-		for (int i = 0; i < m->comps[c]->ninsts; i++)
-			nx_strset_add(&names, m->comps[c]->insts[i]->name);
+		for (int i = 0; i < m->comps[c]->ninsts; i++) {
+			const char *n = m->comps[c]->insts[i]->name;
+			nx_strmap_add(&names, n, strlen(n), 0, NULL);
+		}
 	const char *name = nx_fresh_name(&names, &m->arena, base, -1, &m->next_id, false);
-	nx_strset_free(&names);
+	nx_strmap_free(&names);
 	return name;
 }
 

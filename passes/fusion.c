@@ -47,7 +47,7 @@ typedef struct {
 	int *stamp;  /* per position: last group that decided on it */
 	bool *dupok; /* O3: producer chosen for duplication */
 	nx_inst ***orig_ops; /* original operand arrays by position */
-	nx_strset names; /* every name in the module */
+	nx_strmap names; /* every name in the module */
 	int64_t cnt_fusion, cnt_comp, cnt_param, cnt_clone, cnt_gte, cnt_pat;
 } fstate;
 
@@ -714,9 +714,11 @@ nx_status nx_pass_fusion(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 	*changed = true;
 	/* Names in use. */
 	for (int ci = 0; ci < m->ncomps; ci++) {
-		nx_strset_add(&s.names, m->comps[ci]->name);
-		for (int i = 0; i < m->comps[ci]->ninsts; i++)
-			nx_strset_add(&s.names, m->comps[ci]->insts[i]->name);
+		nx_strmap_add(&s.names, m->comps[ci]->name, strlen(m->comps[ci]->name), 0, NULL);
+		for (int i = 0; i < m->comps[ci]->ninsts; i++) {
+			const char *n = m->comps[ci]->insts[i]->name;
+			nx_strmap_add(&s.names, n, strlen(n), 0, NULL);
+		}
 	}
 
 	nx_inst **newval = calloc((size_t)n + 1, sizeof(nx_inst *));
@@ -976,7 +978,7 @@ done:
 	free(s.stamp);
 	free(s.dupok);
 	free(s.orig_ops);
-	nx_strset_free(&s.names);
+	nx_strmap_free(&s.names);
 	free(g->insts);
 	free(g->uoff);
 	free(g->users);

@@ -103,11 +103,13 @@ static bool rw_comp(nx_rw *rw, nx_comp *c, nx_rw_fn fn)
 nx_status nx_rw_run(nx_module *m, const nx_pass_ctx *ctx, const char *pass, nx_rw_fn fn,
                     void *user, bool *changed)
 {
-	nx_strset names = {0};
+	nx_strmap names = {0};
 	for (int c = 0; c < m->ncomps; c++) {
-		nx_strset_add(&names, m->comps[c]->name);
-		for (int i = 0; i < m->comps[c]->ninsts; i++)
-			nx_strset_add(&names, m->comps[c]->insts[i]->name);
+		nx_strmap_add(&names, m->comps[c]->name, strlen(m->comps[c]->name), 0, NULL);
+		for (int i = 0; i < m->comps[c]->ninsts; i++) {
+			const char *n = m->comps[c]->insts[i]->name;
+			nx_strmap_add(&names, n, strlen(n), 0, NULL);
+		}
 	}
 	nx_rw rw = {.m = m, .ctx = ctx, .pass = pass, .names = &names, .user = user};
 	int ncomps = m->ncomps;
@@ -119,7 +121,7 @@ nx_status nx_rw_run(nx_module *m, const nx_pass_ctx *ctx, const char *pass, nx_r
 		*changed = true;
 	free(comps);
 	free(rw.out);
-	nx_strset_free(&names);
+	nx_strmap_free(&names);
 	return rw.status;
 }
 

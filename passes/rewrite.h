@@ -28,7 +28,7 @@ struct nx_rw {
 	const char *pass; /* for --verbose debug */
 	nx_inst **out;    /* the new order being built */
 	int nout, cap;
-	nx_strset *names; /* every name in the module, for unique names */
+	nx_strmap *names; /* every name in the module, for unique names */
 	nx_status status; /* set by a rewrite on a user error; stops the walk */
 	bool mutated;     /* set by a rewrite that changed an instruction in place */
 	void *user;       /* the pass's own state, for its nx_rw_fn */

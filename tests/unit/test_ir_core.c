@@ -120,19 +120,40 @@ static void test_maps(void **state)
 
 	nx_arena a;
 	nx_arena_init(&a);
-	nx_strset s = {0};
-	assert_false(nx_strset_has(&s, "x"));
-	nx_strset_add(&s, "fusion.0");
-	nx_strset_add(&s, "fusion.1");
-	nx_strset_add(&s, "x");
+	nx_strmap s = {0};
+	assert_false(nx_strmap_find(&s, "x", 1, NULL));
+	assert_true(nx_strmap_add(&s, "fusion.0", 8, 10, NULL));
+	assert_true(nx_strmap_add(&s, "fusion.1", 8, 11, NULL));
+	assert_true(nx_strmap_add(&s, "x_and_more", 1, 12, NULL)); /* key "x": no NUL needed */
+	intptr_t old = 0;
+	assert_false(nx_strmap_add(&s, "fusion.1", 8, 99, &old));
+	assert_int_equal(old, 11);
+	assert_int_equal(nx_strmap_get(&s, "x", -1), 12);
 	int64_t k = 0;
 	assert_string_equal(nx_fresh_name(&s, &a, "fusion", -1, &k, false), "fusion.2");
 	assert_int_equal(k, 3);
 	assert_string_equal(nx_fresh_name(&s, &a, "param", 7, &k, false), "param_7.3");
 	assert_string_equal(nx_fresh_name(&s, &a, "y", -1, &k, true), "y");
 	assert_string_equal(nx_fresh_name(&s, &a, "x", -1, &k, true), "x.4");
-	assert_true(nx_strset_has(&s, "y") && nx_strset_has(&s, "x.4") && nx_strset_has(&s, "param_7.3"));
-	nx_strset_free(&s);
+	assert_true(nx_strmap_find(&s, "y", 1, NULL) && nx_strmap_find(&s, "x.4", 3, NULL) &&
+	            nx_strmap_find(&s, "param_7.3", 9, NULL));
+	static char names[3000][8];
+	for (int i = 0; i < 3000; i++) { /* grows, keeps every entry */
+		snprintf(names[i], sizeof names[i], "n%d", i);
+		assert_true(nx_strmap_add(&s, names[i], strlen(names[i]), i, NULL));
+	}
+	for (int i = 0; i < 3000; i++)
+		assert_int_equal(nx_strmap_get(&s, names[i], -1), i);
+	size_t live = 0;
+	for (size_t i = 0; i < s.cap; i++)
+		live += nx_strmap_at(&s, i) != NULL;
+	assert_int_equal(live, s.n);
+	nx_strmap_clear(&s); /* O(1): every entry gone */
+	assert_int_equal(nx_strmap_get(&s, "n7", -1), -1);
+	assert_false(nx_strmap_find(&s, "fusion.0", 8, NULL));
+	assert_true(nx_strmap_add(&s, "n7", 2, 5, NULL));
+	assert_int_equal(nx_strmap_get(&s, "n7", -1), 5);
+	nx_strmap_free(&s);
 	nx_arena_free(&a);
 }
 

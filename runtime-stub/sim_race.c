@@ -83,6 +83,9 @@ struct nx_race {
 	int *snapfree;
 	int nsnap, capsnap, nsnapfree;
 	bool hbm; /* NX_CHECK_RACES_HBM=1: HBM too */
+	int64_t *wr; /* HBM bytes any instruction may write: sorted disjoint [lo, hi) pairs */
+	size_t nwr;
+	bool wr_all; /* a write's extent depends on a register loop count: all of HBM */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t sz)
@@ -96,6 +99,88 @@ static void *grow(void *p, size_t *cap, size_t need, size_t sz)
 	NX_ASSERT(p);
 	*cap = c;
 	return p;
+}
+
+static void describe(const nx_ap *a, const int64_t *li, int depth, racc *x);
+
+static int cmp_span(const void *a, const void *b)
+{
+	int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+	return (x > y) - (x < y);
+}
+
+/* The HBM bytes the program may write, over all loop iterations: reads of
+ * other bytes (inputs, weights) can race with nothing and are not recorded. */
+static void hbm_writes(nx_race *r)
+{
+	size_t cap = 0, n = 0;
+	int64_t *v = NULL;
+	for (int e = 0; e < NX_ENG_COUNT; e++) {
+		int64_t trip[NX_LOOP_DEPTH] = {0};
+		int depth = 0;
+		for (size_t i = 0; i < r->n->nstream[e]; i++) {
+			const nx_insn *in = &r->n->stream[e][i];
+			if (in->op == NX_I_LOOP) {
+				trip[depth < NX_LOOP_DEPTH ? depth : NX_LOOP_DEPTH - 1] = in->iarg[1] ? -1 : in->iarg[0];
+				depth++;
+				continue;
+			}
+			if (in->op == NX_I_ENDLOOP) {
+				depth -= depth > 0;
+				continue;
+			}
+			if (in->op >= NX_I_COUNT || nx_isa_table[in->op].nap == 0 || in->ap[0].space != NX_MEM_HBM)
+				continue;
+			const nx_ap *a = &in->ap[0];
+			int64_t no_loops[NX_LOOP_DEPTH] = {0};
+			racc x;
+			describe(a, no_loops, 0, &x);
+			for (int d = 0; d < depth && d < NX_LOOP_DEPTH; d++) {
+				if (a->loop_stride[d] == 0)
+					continue;
+				if (trip[d] < 0)
+					r->wr_all = true;
+				int64_t ext = a->loop_stride[d] * (trip[d] > 0 ? trip[d] - 1 : 0);
+				*(ext < 0 ? &x.lo : &x.hi) += ext;
+			}
+			size_t c2 = cap;
+			v = grow(v, &c2, 2 * n + 2, sizeof *v);
+			cap = c2;
+			v[2 * n] = x.lo;
+			v[2 * n + 1] = x.hi;
+			n++;
+		}
+	}
+	if (n)
+		qsort(v, n, 2 * sizeof *v, cmp_span);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && v[2 * i] <= v[2 * m - 1]) {
+			if (v[2 * i + 1] > v[2 * m - 1])
+				v[2 * m - 1] = v[2 * i + 1];
+			continue;
+		}
+		v[2 * m] = v[2 * i];
+		v[2 * m + 1] = v[2 * i + 1];
+		m++;
+	}
+	r->wr = v;
+	r->nwr = m;
+}
+
+static bool may_be_written(const nx_race *r, int64_t lo, int64_t hi)
+{
+	if (r->wr_all)
+		return true;
+	size_t a = 0, b = r->nwr;
+	while (a < b) { /* the first span ending after lo */
+		size_t mid = (a + b) / 2;
+		if (r->wr[2 * mid + 1] <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < r->nwr && r->wr[2 * a] < hi;
 }
 
 nx_race *nx_race_new(const nx_neff *n, const nx_target *t)
@@ -118,6 +203,8 @@ nx_race *nx_race_new(const nx_neff *n, const nx_target *t)
 	}
 	r->sem = calloc((size_t)n->nsems + 1, sizeof *r->sem);
 	NX_ASSERT(r->sem);
+	if (r->hbm)
+		hbm_writes(r);
 	return r;
 }
 
@@ -136,6 +223,7 @@ void nx_race_free(nx_race *r)
 		free(r->sem[i].vc);
 	}
 	free(r->sem);
+	free(r->wr);
 	free(r->snap);
 	free(r->snapfree);
 	free(r->rec);
@@ -384,6 +472,8 @@ static nx_status access1(nx_race *r, nx_sim *s, racc *x)
 {
 	if (x->space < NX_MEM_HBM || x->space >= NX_MEM_COUNT || x->hi <= x->lo || (x->space == NX_MEM_HBM && !r->hbm))
 		return NX_OK;
+	if (x->space == NX_MEM_HBM && !x->write && !may_be_written(r, x->lo, x->hi))
+		return NX_OK; /* nothing ever writes these bytes */
 	const vclock *k = &r->vc[x->thread];
 	int64_t b0, b1;
 	bucket_range(r, x, &b0, &b1);
@@ -414,10 +504,12 @@ static nx_status access1(nx_race *r, nx_sim *s, racc *x)
 			char a[320], c[320];
 			where(r, o, a, sizeof a);
 			where(r, x, c, sizeof c);
-			return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
-			                   "race on %s partitions [%u, %u): %s, and %s, which does not wait for it",
-			                   nx_mem_names[x->space], (unsigned)(x->p0 > o->p0 ? x->p0 : o->p0),
-			                   (unsigned)(x->p1 < o->p1 ? x->p1 : o->p1), a, c);
+			char parts[48] = "";
+			if (x->space != NX_MEM_HBM)
+				snprintf(parts, sizeof parts, " partitions [%u, %u)", (unsigned)(x->p0 > o->p0 ? x->p0 : o->p0),
+				         (unsigned)(x->p1 < o->p1 ? x->p1 : o->p1));
+			return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "race on %s%s: %s, and %s, which does not wait for it",
+			                   nx_mem_names[x->space], parts, a, c);
 		}
 	}
 	uint32_t i;

@@ -138,6 +138,48 @@ static void disjoint_bytes(void **state)
 	free(s);
 }
 
+/* NX_CHECK_RACES_HBM=1: a store on queue 1 and a load of the same HBM bytes
+ * on queue 2 with no wait between them race; loads of bytes nothing writes
+ * (the input) are never recorded; waiting for the store fixes it. */
+static nx_status hbm_pair(bool wait, nx_diag *d)
+{
+	tp_streams *s = calloc(1, sizeof *s);
+	tp_dma(s, tp_sb(NX_DT_F32, 128, 0, 64), tp_hbm(NX_DT_F32, 0, 128, 64, 64), 0, 0);
+	tp_wait(s, NX_ENG_SP, 0, 1);
+	tp_dma(s, tp_hbm(NX_DT_F32, 32768, 128, 64, 64), tp_sb(NX_DT_F32, 128, 0, 64), 1, 1);
+	if (wait)
+		tp_wait(s, NX_ENG_SP, 1, 1);
+	tp_dma(s, tp_sb(NX_DT_F32, 128, 1024, 64), tp_hbm(NX_DT_F32, 32768, 128, 64, 64), 2, -1);
+	tp_dma(s, tp_sb(NX_DT_F32, 128, 2048, 64), tp_hbm(NX_DT_F32, 0, 128, 64, 64), 3, -1);
+	size_t len;
+	uint8_t *bytes = tp_neff(s, NULL, 0, NULL, 0, 65536, 2, &len);
+	nx_neff *n = nx_rt_load_bytes(bytes, len, "h.neff", NULL, d);
+	assert_non_null(n);
+	nx_rt_opts o = {0};
+	o.timing_only = true;
+	o.check_races = true;
+	setenv("NX_CHECK_RACES_HBM", "1", 1);
+	nx_status rc = nx_rt_run(n, NULL, NULL, &o, NULL, d);
+	unsetenv("NX_CHECK_RACES_HBM");
+	nx_neff_free(n);
+	free(bytes);
+	free(s);
+	return rc;
+}
+
+static void hbm_races(void **state)
+{
+	(void)state;
+	nx_diag d = {0};
+	assert_int_equal(hbm_pair(false, &d), NX_ERR_INPUT);
+	print_message("%s\n", d.msg);
+	assert_non_null(strstr(d.msg, "race on hbm: write dma [32768, 65536) on dma queue 1"));
+	assert_non_null(strstr(d.msg, "read dma [32768, 65536) on dma queue 2"));
+	nx_diag_clear(&d);
+	if (hbm_pair(true, &d) != NX_OK)
+		fail_msg("%s", d.msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +187,7 @@ int main(void)
 		cmocka_unit_test(unsynchronized_loop),
 		cmocka_unit_test(off_by_one_loop),
 		cmocka_unit_test(disjoint_bytes),
+		cmocka_unit_test(hbm_races),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -331,8 +331,12 @@ typedef enum nx_rng_distribution {
 /* ------------------------------------------------------------ IR objects */
 
 typedef struct nx_inst nx_inst;
-/* The axis of an AwsNeuronSoftmax-style custom call: its backend_config as an
- * integer (negative counts from the end); rank - 1 when absent. */
+/* The one parser of a custom call's axis: backend_config "3", 3 or "\"3\""
+ * (quotes and spaces around one integer, nothing else). */
+bool nx_custom_call_axis_parse(const char *config, int64_t *axis);
+/* The axis of an AwsNeuronSoftmax-style custom call: its backend_config
+ * (nx_custom_call_axis_parse; negative counts from the end); rank - 1 when
+ * absent or not an integer. */
 int64_t nx_custom_call_axis(const nx_inst *i, int rank);
 typedef struct nx_comp nx_comp;
 typedef struct nx_module nx_module;

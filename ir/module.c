@@ -173,16 +173,28 @@ bool nx_ivec_eq(nx_ivec x, nx_ivec y)
 	return true;
 }
 
-int64_t nx_custom_call_axis(const nx_inst *i, int rank)
+bool nx_custom_call_axis_parse(const char *s, int64_t *axis)
 {
-	const char *s = i->a.backend_config;
 	if (!s)
-		return rank - 1;
+		return false;
 	while (*s == '"' || *s == ' ')
 		s++;
 	char *end;
-	long v = strtol(s, &end, 10);
+	long long v = strtoll(s, &end, 10);
 	if (end == s)
+		return false;
+	while (*end == '"' || *end == ' ')
+		end++;
+	if (*end)
+		return false;
+	*axis = v;
+	return true;
+}
+
+int64_t nx_custom_call_axis(const nx_inst *i, int rank)
+{
+	int64_t v;
+	if (!nx_custom_call_axis_parse(i->a.backend_config, &v))
 		return rank - 1;
 	return v < 0 ? v + rank : v;
 }

@@ -155,6 +155,14 @@ static void test_maps(void **state)
 	assert_int_equal(nx_strmap_get(&s, "n7", -1), 5);
 	nx_strmap_free(&s);
 	nx_arena_free(&a);
+	/* the one custom-call axis parser */
+	int64_t ax = 99;
+	assert_true(nx_custom_call_axis_parse("3", &ax) && ax == 3);
+	assert_true(nx_custom_call_axis_parse("\"-1\"", &ax) && ax == -1);
+	assert_true(nx_custom_call_axis_parse(" \"2\" ", &ax) && ax == 2);
+	assert_false(nx_custom_call_axis_parse("3junk", &ax));
+	assert_false(nx_custom_call_axis_parse("", &ax));
+	assert_false(nx_custom_call_axis_parse(NULL, &ax));
 }
 
 static void test_diag(void **state)

@@ -85,6 +85,7 @@ struct nx_race {
 	bool hbm; /* NX_CHECK_RACES_HBM=1: HBM too */
 	int64_t *wr; /* HBM bytes any instruction may write: sorted disjoint [lo, hi) pairs */
 	size_t nwr;
+	unsigned emask[NX_MEM_COUNT]; /* engines issuing accesses to each memory */
 	bool wr_all; /* a write's extent depends on a register loop count: all of HBM */
 };
 
@@ -203,6 +204,13 @@ nx_race *nx_race_new(const nx_neff *n, const nx_target *t)
 	}
 	r->sem = calloc((size_t)n->nsems + 1, sizeof *r->sem);
 	NX_ASSERT(r->sem);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		for (size_t i = 0; i < n->nstream[e]; i++) {
+			const nx_insn *in = &n->stream[e][i];
+			for (int a = 0; in->op < NX_I_COUNT && a < nx_isa_table[in->op].nap; a++)
+				if (in->ap[a].space < NX_MEM_COUNT)
+					r->emask[in->ap[a].space] |= 1u << e;
+		}
 	if (r->hbm)
 		hbm_writes(r);
 	return r;
@@ -372,6 +380,28 @@ static bool each_elem(const racc *x, int64_t w0, int64_t w1, uint8_t *bits, bool
 	return true;
 }
 
+/* x as rows: cnt[0] rows stride[0] bytes apart, each a dense run of *w
+ * bytes from the row's start (w <= the stride). False: not of that form. */
+static bool rows(const racc *x, int64_t *w)
+{
+	if (x->box || x->nd < 1 || x->str[0] <= 0)
+		return false;
+	int64_t n = x->esz, hi = x->esz;
+	for (int d = 1; d < x->nd; d++) {
+		if (x->str[d] < 0)
+			return false;
+		n *= x->cnt[d];
+		hi += x->str[d] * (x->cnt[d] - 1);
+	}
+	*w = hi;
+	return n == hi && hi <= x->str[0];
+}
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+	return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
 /* Whether a and b touch a common byte (conservative: true when unsure). */
 static bool overlap(const racc *a, const racc *b)
 {
@@ -379,6 +409,17 @@ static bool overlap(const racc *a, const racc *b)
 		return false;
 	if (dense(a) && dense(b))
 		return true;
+	int64_t wa, wb;
+	if (rows(a, &wa) && rows(b, &wb) && a->str[0] == b->str[0]) {
+		/* row i of a meets row j of b iff -wb < d + (j - i) S < wa */
+		int64_t S = a->str[0], d = b->base - a->base;
+		int64_t klo = -floordiv(d + wb - 1, S), khi = floordiv(wa - 1 - d, S);
+		if (klo < -(a->cnt[0] - 1))
+			klo = -(a->cnt[0] - 1);
+		if (khi > b->cnt[0] - 1)
+			khi = b->cnt[0] - 1;
+		return klo <= khi;
+	}
 	int64_t w0 = a->lo > b->lo ? a->lo : b->lo, w1 = a->hi < b->hi ? a->hi : b->hi;
 	if (w1 - w0 > (64 << 20))
 		return true;
@@ -448,23 +489,28 @@ static void where(const nx_race *r, const racc *x, char *buf, size_t len)
 	         nx_engine_names[x->eng], x->pc, it, kern ? " (kernel '" : "", kern ? kern : "", kern ? "')" : "");
 }
 
+/* Drops the records no future access can race with: known to every live
+ * engine that issues accesses to their memory (a queue acts only when such
+ * an engine issues to it, and then knows what that engine knows). */
 static void gc(nx_race *r)
 {
-	uint32_t known[RT_MAX];
-	bool any = false;
-	for (int t = 0; t < r->nthreads; t++)
-		known[t] = UINT32_MAX;
-	for (int e = 0; e < NX_ENG_COUNT; e++) {
-		if (r->done[e])
-			continue;
-		any = true;
+	uint32_t known[NX_MEM_COUNT][RT_MAX];
+	for (int sp = 0; sp < NX_MEM_COUNT; sp++)
 		for (int t = 0; t < r->nthreads; t++)
-			if (r->vc[e].c[t] < known[t])
-				known[t] = r->vc[e].c[t];
-	}
-	for (uint32_t i = 0; i < r->nrec; i++)
-		if (r->rec[i].live && (!any || r->rec[i].clk <= known[r->rec[i].thread]))
+			known[sp][t] = UINT32_MAX;
+	for (int sp = NX_MEM_HBM; sp < NX_MEM_COUNT; sp++)
+		for (int e = 0; e < NX_ENG_COUNT; e++) {
+			if (r->done[e] || !(r->emask[sp] & (1u << e)))
+				continue;
+			for (int t = 0; t < r->nthreads; t++)
+				if (r->vc[e].c[t] < known[sp][t])
+					known[sp][t] = r->vc[e].c[t];
+		}
+	for (uint32_t i = 0; i < r->nrec; i++) {
+		const racc *x = &r->rec[i];
+		if (x->live && x->clk <= known[x->space][x->thread])
 			drop(r, i);
+	}
 }
 
 /* Checks x (by thread t) against the records, then records it. */

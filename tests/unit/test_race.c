@@ -180,6 +180,42 @@ static void hbm_races(void **state)
 		fail_msg("%s", d.msg);
 }
 
+/* Two queues store column blocks of one [128, 64] f32 HBM matrix with no
+ * wait between them: disjoint blocks (rows interleave, bytes do not) are
+ * not a race; blocks sharing a column are. */
+static nx_status column_blocks(int second_col, nx_diag *d)
+{
+	tp_streams *s = calloc(1, sizeof *s);
+	nx_ap a = tp_hbm(NX_DT_F32, 0, 128, 32, 64), b = tp_hbm(NX_DT_F32, (int64_t)second_col * 4, 128, 32, 64);
+	tp_dma(s, a, tp_sb(NX_DT_F32, 128, 0, 32), 1, -1);
+	tp_dma(s, b, tp_sb(NX_DT_F32, 128, 1024, 32), 2, -1);
+	size_t len;
+	uint8_t *bytes = tp_neff(s, NULL, 0, NULL, 0, 128 * 64 * 4, 1, &len);
+	nx_neff *n = nx_rt_load_bytes(bytes, len, "c.neff", NULL, d);
+	assert_non_null(n);
+	nx_rt_opts o = {0};
+	o.timing_only = true;
+	o.check_races = true;
+	setenv("NX_CHECK_RACES_HBM", "1", 1);
+	nx_status rc = nx_rt_run(n, NULL, NULL, &o, NULL, d);
+	unsetenv("NX_CHECK_RACES_HBM");
+	nx_neff_free(n);
+	free(bytes);
+	free(s);
+	return rc;
+}
+
+static void hbm_column_blocks(void **state)
+{
+	(void)state;
+	nx_diag d = {0};
+	if (column_blocks(32, &d) != NX_OK)
+		fail_msg("%s", d.msg);
+	assert_int_equal(column_blocks(31, &d), NX_ERR_INPUT);
+	assert_non_null(strstr(d.msg, "race on hbm: write dma"));
+	nx_diag_clear(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +224,7 @@ int main(void)
 		cmocka_unit_test(off_by_one_loop),
 		cmocka_unit_test(disjoint_bytes),
 		cmocka_unit_test(hbm_races),
+		cmocka_unit_test(hbm_column_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

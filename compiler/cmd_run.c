@@ -19,7 +19,7 @@ static void help(void)
 	printf("usage: nxcc run OUT.neff [--input NAME=x.npy ...] [--random-inputs SEED]\n"
 	       "                [--output-dir DIR] [--profile trace.json] [--profile-format chrome|summary-json]\n"
 	       "                [--report report.html] [--ranks N]\n"
-	       "                [--max-steps N] [--timing-only] [--stats-json FILE]\n\n"
+	       "                [--max-steps N] [--timing-only] [--stats-json FILE] [--check-races]\n\n"
 	       "Loads the .neff (every offset, access pattern and semaphore is checked),\n"
 	       "runs it on the simulated NeuronCore of its target and prints each output,\n"
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
@@ -34,6 +34,9 @@ static void help(void)
 	       "--timing-only times the instruction streams without data (no inputs, no\n"
 	       "outputs, no simulated memories): the same simulated time and statistics as\n"
 	       "a full run, for programs too large or slow to execute.\n"
+	       "--check-races stops with an error at the first race: two accesses to the\n"
+	       "same SBUF, PSUM or HBM bytes, one a write, on engines or DMA queues neither\n"
+	       "of which waits for the other, loop iterations included (docs/lowering.md).\n"
 	       "--stats-json FILE writes the run's statistics as JSON: simulated time, per\n"
 	       "engine busy time and instructions, DMA transfers, bytes, partition rows,\n"
 	       "HBM bytes read and written, busy time per DMA queue, TensorE FLOPs and\n"
@@ -66,7 +69,7 @@ static void summarize(const char *name, const nx_literal *l)
 int nx_cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *outdir = NULL, *profile = NULL, *stats_json = NULL, *report = NULL, *v;
-	bool timing_only = false;
+	bool timing_only = false, check_races = false;
 	int profile_format = NX_RT_PROFILE_CHROME;
 	nx_cli_input *inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int ninputs = 0, rc = 0, nranks = 0;
@@ -117,6 +120,8 @@ int nx_cmd_run(int argc, char **argv)
 			stats_json = v;
 		} else if (!strcmp(argv[i], "--timing-only")) {
 			timing_only = true;
+		} else if (!strcmp(argv[i], "--check-races")) {
+			check_races = true;
 		} else if ((r = nx_cli_flag(argc, argv, &i, "--profile-format", &v)) != 0) {
 			if (r < 0)
 				goto usage;
@@ -163,6 +168,7 @@ int nx_cmd_run(int argc, char **argv)
 		nx_rt_opts o = nx_rt_opts_default();
 		o.profile_path = profile;
 		o.timing_only = true;
+		o.check_races = check_races;
 		nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 		const nx_neff **ns = nx_arena_alloc(&a, sizeof *ns * (size_t)nranks);
 		for (int r = 0; r < nranks; r++)
@@ -240,6 +246,7 @@ int nx_cmd_run(int argc, char **argv)
 	o.profile_path = profile;
 	if (max_steps)
 		o.max_steps = max_steps;
+	o.check_races = check_races;
 	o.profile_format = profile_format;
 	if (report)
 		o.profile_out = &prof;

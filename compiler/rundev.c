@@ -138,6 +138,16 @@ void nx_rundev_print_stats(const nx_neff *n, const nx_rt_stats *st)
 		       st->total_ns > 0 ? 100.0 * st->busy_ns[e] / st->total_ns : 0.0, (unsigned long long)st->insns[e]);
 	printf("  dma  busy %10.3f us (all queues), %llu bytes\n", st->dma_busy_ns / 1000.0,
 	       (unsigned long long)st->dma_bytes);
+	double pw = 0;
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		pw += st->port_wait_ns[e];
+	if (pw > 0) {
+		printf("  port wait");
+		for (int e = 0; e < NX_ENG_COUNT; e++)
+			if (st->port_wait_ns[e] > 0)
+				printf(" %s %.3f us", nx_engine_names[e], st->port_wait_ns[e] / 1000.0);
+		printf(" (shared SBUF/PSUM ports)\n");
+	}
 }
 
 void nx_rundev_print_ranks(const nx_neff *n, int nranks, const nx_rt_stats *st)
@@ -162,8 +172,8 @@ static void json_rank(FILE *f, const nx_neff *n, const nx_rt_stats *st)
 {
 	fprintf(f, "{\"simulated_ns\": %.3f, \"engines\": {", st->total_ns);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
-		fprintf(f, "%s\"%s\": {\"busy_ns\": %.3f, \"instructions\": %llu}", e ? ", " : "", nx_engine_names[e],
-		        st->busy_ns[e], (unsigned long long)st->insns[e]);
+		fprintf(f, "%s\"%s\": {\"busy_ns\": %.3f, \"instructions\": %llu, \"port_wait_ns\": %.3f}", e ? ", " : "",
+		        nx_engine_names[e], st->busy_ns[e], (unsigned long long)st->insns[e], st->port_wait_ns[e]);
 	fprintf(f,
 	        "},\n    \"dma\": {\"transfers\": %llu, \"bytes\": %llu, \"partition_rows\": %llu, \"busy_ns\": %.3f, "
 	        "\"hbm_read_bytes\": %llu, \"hbm_write_bytes\": %llu, \"queue_busy_ns\": [",

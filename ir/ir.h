@@ -331,8 +331,12 @@ typedef enum nx_rng_distribution {
 /* ------------------------------------------------------------ IR objects */
 
 typedef struct nx_inst nx_inst;
-/* The axis of an AwsNeuronSoftmax-style custom call: its backend_config as an
- * integer (negative counts from the end); rank - 1 when absent. */
+/* The one parser of a custom call's axis: backend_config "3", 3 or "\"3\""
+ * (quotes and spaces around one integer, nothing else). */
+bool nx_custom_call_axis_parse(const char *config, int64_t *axis);
+/* The axis of an AwsNeuronSoftmax-style custom call: its backend_config
+ * (nx_custom_call_axis_parse; negative counts from the end); rank - 1 when
+ * absent or not an integer. */
 int64_t nx_custom_call_axis(const nx_inst *i, int rank);
 typedef struct nx_comp nx_comp;
 typedef struct nx_module nx_module;
@@ -497,7 +501,10 @@ nx_inst *nx_comp_find_inst(const nx_comp *c, const char *name);
 void nx_comp_replace_uses(nx_comp *c, nx_inst *old, nx_inst *repl);
 /* Removes instructions for which keep[i] is false (index = position). */
 void nx_comp_compact(nx_comp *c, const bool *keep);
-/* Makes a unique instruction name in m from base ("add" -> "add.12"). */
+/* Makes a unique instruction name in m from base ("add" -> "add.12"), with
+ * nx_fresh_name (ir/map.h) over the module's instruction names: linear in
+ * the module, for one-off names; a pass that makes many keeps an nx_strset
+ * (nx_rw_unique_name). */
 const char *nx_module_unique_name(nx_module *m, const char *base);
 nx_arena *nx_module_arena(nx_module *m);
 

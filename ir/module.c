@@ -1,5 +1,6 @@
 /* ir/module.c — modules, computations and instructions. */
 #include "ir/ir.h"
+#include "ir/map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,14 +144,15 @@ const char *nx_module_unique_name(nx_module *m, const char *base)
 {
 	/* Ids are unique in the module, so base.id cannot collide with another
 	 * generated name; it could collide with a user name, so check. */
-	for (;;) {
-		char *name = nx_arena_printf(&m->arena, "%s.%lld", base, (long long)m->next_id++);
-		bool taken = false;
-		for (int c = 0; c < m->ncomps && !taken; c++)
-			taken = nx_comp_find_inst(m->comps[c], name) != NULL;
-		if (!taken)
-			return name;
-	}
+	nx_strmap names = {0};
+	for (int c = 0; c < m->ncomps; c++)
+		for (int i = 0; i < m->comps[c]->ninsts; i++) {
+			const char *n = m->comps[c]->insts[i]->name;
+			nx_strmap_add(&names, n, strlen(n), 0, NULL);
+		}
+	const char *name = nx_fresh_name(&names, &m->arena, base, -1, &m->next_id, false);
+	nx_strmap_free(&names);
+	return name;
 }
 
 nx_ivec nx_ivec_dup(nx_arena *a, const int64_t *v, int n)
@@ -171,16 +173,28 @@ bool nx_ivec_eq(nx_ivec x, nx_ivec y)
 	return true;
 }
 
-int64_t nx_custom_call_axis(const nx_inst *i, int rank)
+bool nx_custom_call_axis_parse(const char *s, int64_t *axis)
 {
-	const char *s = i->a.backend_config;
 	if (!s)
-		return rank - 1;
+		return false;
 	while (*s == '"' || *s == ' ')
 		s++;
 	char *end;
-	long v = strtol(s, &end, 10);
+	long long v = strtoll(s, &end, 10);
 	if (end == s)
+		return false;
+	while (*end == '"' || *end == ' ')
+		end++;
+	if (*end)
+		return false;
+	*axis = v;
+	return true;
+}
+
+int64_t nx_custom_call_axis(const nx_inst *i, int rank)
+{
+	int64_t v;
+	if (!nx_custom_call_axis_parse(i->a.backend_config, &v))
 		return rank - 1;
 	return v < 0 ? v + rank : v;
 }

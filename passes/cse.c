@@ -5,6 +5,8 @@
  * identity is their communication), custom calls with side effects. */
 #include "passes/pass.h"
 
+#include "ir/map.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,67 +27,32 @@ static char *key_of(const nx_inst *i)
 	return s;
 }
 
-typedef struct {
-	char **keys;
-	nx_inst **vals;
-	size_t cap, n;
-} table;
-
-static uint64_t hash_str(const char *s)
+/* Returns the existing instruction for key, or inserts val and returns NULL
+ * (the table then owns key). */
+static nx_inst *lookup_or_insert(nx_strmap *t, char *key, nx_inst *val, bool *owned)
 {
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-/* Returns the existing instruction for key, or inserts val and returns NULL. */
-static nx_inst *lookup_or_insert(table *t, char *key, nx_inst *val, bool *owned)
-{
-	if (2 * (t->n + 1) > t->cap) {
-		table nt = {0};
-		nt.cap = t->cap ? 2 * t->cap : 64;
-		nt.keys = calloc(nt.cap, sizeof(char *));
-		nt.vals = calloc(nt.cap, sizeof(nx_inst *));
-		for (size_t i = 0; i < t->cap; i++)
-			if (t->keys[i]) {
-				size_t j = hash_str(t->keys[i]) & (nt.cap - 1);
-				while (nt.keys[j])
-					j = (j + 1) & (nt.cap - 1);
-				nt.keys[j] = t->keys[i];
-				nt.vals[j] = t->vals[i];
-			}
-		nt.n = t->n;
-		free(t->keys);
-		free(t->vals);
-		*t = nt;
-	}
-	size_t j = hash_str(key) & (t->cap - 1);
-	while (t->keys[j]) {
-		if (strcmp(t->keys[j], key) == 0)
-			return t->vals[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	t->keys[j] = key;
-	t->vals[j] = val;
-	t->n++;
+	intptr_t old;
+	if (!nx_strmap_add(t, key, strlen(key), (intptr_t)val, &old))
+		return (nx_inst *)old;
 	*owned = true;
 	return NULL;
 }
 
-static void table_free(table *t)
+static void table_free(nx_strmap *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->keys[i]);
-	free(t->keys);
-	free(t->vals);
+	for (size_t i = 0; i < t->cap; i++) {
+		const nx_strmap_ent *e = nx_strmap_at(t, i);
+		if (e)
+			free((void *)e->key);
+	}
+	nx_strmap_free(t);
 }
 
 nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 {
 	for (int c = 0; c < m->ncomps; c++) {
 		nx_comp *comp = m->comps[c];
-		table t = {0};
+		nx_strmap t = {0};
 		bool *keep = malloc(sizeof(bool) * (size_t)(comp->ninsts ? comp->ninsts : 1));
 		bool removed = false;
 		/* aux = the instruction a removed one forwards to; users come later

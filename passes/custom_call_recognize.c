@@ -48,25 +48,6 @@ static nx_inst *fail(nx_rw *rw, const nx_inst *in, const char *fmt, const char *
 	return NULL;
 }
 
-/* backend_config "3", 3 or "\"3\"" */
-static bool parse_axis(const char *s, int64_t *axis)
-{
-	if (!s)
-		return false;
-	while (*s == '"' || *s == ' ')
-		s++;
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (end == s)
-		return false;
-	while (*end == '"' || *end == ' ')
-		end++;
-	if (*end)
-		return false;
-	*axis = v;
-	return true;
-}
-
 static bool float_like(const nx_inst *in, const nx_inst *x)
 {
 	return nx_shape_is_array(x->shape) && nx_type_is_float(x->shape->type) &&
@@ -198,7 +179,7 @@ static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 			if (!float_like(in, in->operands[k]))
 				return fail(rw, in, "custom-call target '%s' in instruction '%s' needs floating-point operands of the result's shape", t);
 		int64_t axis;
-		if (!parse_axis(in->a.backend_config, &axis) || axis < 0 || axis >= in->shape->rank)
+		if (!nx_custom_call_axis_parse(in->a.backend_config, &axis) || axis < 0 || axis >= in->shape->rank)
 			return fail(rw, in, "custom-call target '%s' in instruction '%s' needs backend_config holding an axis within the rank", t);
 		return NULL;
 	}
@@ -223,7 +204,7 @@ static nx_inst *recognize(nx_rw *rw, nx_inst *in)
 		    !nx_shape_is_array(in->operands[2]->shape) || in->operands[2]->shape->rank != 0 ||
 		    !nx_type_is_float(in->operands[2]->shape->type))
 			return fail(rw, in, "custom-call target '%s' in instruction '%s' needs (x, weight, eps): float x of the result's shape, a float weight and a float scalar eps", t);
-		if (!parse_axis(in->a.backend_config, &d) || d < 0 || d >= in->shape->rank)
+		if (!nx_custom_call_axis_parse(in->a.backend_config, &d) || d < 0 || d >= in->shape->rank)
 			return fail(rw, in, "custom-call target '%s' in instruction '%s' needs backend_config holding the normalized dimension within the rank", t);
 		const nx_shape *ws = in->operands[1]->shape;
 		if (ws->rank != 1 || ws->dims[0] != in->shape->dims[d])

@@ -25,6 +25,8 @@
  * computation is fused. */
 #include "passes/fusion.h"
 
+#include "ir/map.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,94 +47,20 @@ typedef struct {
 	int *stamp;  /* per position: last group that decided on it */
 	bool *dupok; /* O3: producer chosen for duplication */
 	nx_inst ***orig_ops; /* original operand arrays by position */
-	/* name set */
-	const char **names;
-	size_t ncap, nnames;
-	int cnt_fusion, cnt_comp, cnt_param, cnt_clone, cnt_gte, cnt_pat;
+	nx_strmap names; /* every name in the module */
+	int64_t cnt_fusion, cnt_comp, cnt_param, cnt_clone, cnt_gte, cnt_pat;
 } fstate;
 
-/* ------------------------------------------------------------- name set */
-
-static uint64_t hstr(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-static bool name_taken(fstate *s, const char *n)
-{
-	size_t j = hstr(n) & (s->ncap - 1);
-	while (s->names[j]) {
-		if (!strcmp(s->names[j], n))
-			return true;
-		j = (j + 1) & (s->ncap - 1);
-	}
-	return false;
-}
-
-static void name_add(fstate *s, const char *n)
-{
-	if (2 * (s->nnames + 1) > s->ncap) {
-		size_t oc = s->ncap;
-		const char **old = s->names;
-		s->ncap = oc ? 2 * oc : 1024;
-		s->names = calloc(s->ncap, sizeof(char *));
-		s->nnames = 0;
-		for (size_t i = 0; i < oc; i++)
-			if (old[i])
-				name_add(s, old[i]);
-		free(old);
-	}
-	size_t j = hstr(n) & (s->ncap - 1);
-	while (s->names[j]) {
-		if (!strcmp(s->names[j], n))
-			return;
-		j = (j + 1) & (s->ncap - 1);
-	}
-	s->names[j] = n;
-	s->nnames++;
-}
-
-/* Appends the decimal digits of v (>= 0) at p; returns the end. */
-static char *put_uint(char *p, int64_t v)
-{
-	char tmp[24];
-	int k = 0;
-	do
-		tmp[k++] = (char)('0' + v % 10);
-	while ((v /= 10) > 0);
-	while (k)
-		*p++ = tmp[--k];
-	return p;
-}
+/* ------------------------------------------------------------- names */
 
 /* "base.N", or "base_M.N" when mid >= 0, with N from *counter, not yet in the
- * module. Built by hand: at O1 every op becomes a kernel of its own and
- * snprintf-based naming was half of the pass's time on llama2. */
-static const char *fresh_name_mid(fstate *s, const char *base, int64_t mid, int *counter)
+ * module. */
+static const char *fresh_name_mid(fstate *s, const char *base, int64_t mid, int64_t *counter)
 {
-	size_t bl = strlen(base);
-	for (;;) {
-		char *n = nx_arena_alloc(&s->mod->arena, bl + 50);
-		memcpy(n, base, bl);
-		char *p = n + bl;
-		if (mid >= 0) {
-			*p++ = '_';
-			p = put_uint(p, mid);
-		}
-		*p++ = '.';
-		p = put_uint(p, (*counter)++);
-		*p = 0;
-		if (!name_taken(s, n)) {
-			name_add(s, n);
-			return n;
-		}
-	}
+	return nx_fresh_name(&s->names, &s->mod->arena, base, mid, counter, false);
 }
 
-static const char *fresh_name(fstate *s, const char *base, int *counter)
+static const char *fresh_name(fstate *s, const char *base, int64_t *counter)
 {
 	return fresh_name_mid(s, base, -1, counter);
 }
@@ -786,9 +714,11 @@ nx_status nx_pass_fusion(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 	*changed = true;
 	/* Names in use. */
 	for (int ci = 0; ci < m->ncomps; ci++) {
-		name_add(&s, m->comps[ci]->name);
-		for (int i = 0; i < m->comps[ci]->ninsts; i++)
-			name_add(&s, m->comps[ci]->insts[i]->name);
+		nx_strmap_add(&s.names, m->comps[ci]->name, strlen(m->comps[ci]->name), 0, NULL);
+		for (int i = 0; i < m->comps[ci]->ninsts; i++) {
+			const char *n = m->comps[ci]->insts[i]->name;
+			nx_strmap_add(&s.names, n, strlen(n), 0, NULL);
+		}
 	}
 
 	nx_inst **newval = calloc((size_t)n + 1, sizeof(nx_inst *));
@@ -1048,7 +978,7 @@ done:
 	free(s.stamp);
 	free(s.dupok);
 	free(s.orig_ops);
-	free(s.names);
+	nx_strmap_free(&s.names);
 	free(g->insts);
 	free(g->uoff);
 	free(g->users);

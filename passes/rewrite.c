@@ -6,62 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ name set */
-
-typedef struct name_set {
-	const char **v;
-	size_t cap, n;
-} name_set;
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-static bool set_has(const name_set *s, const char *k)
-{
-	if (!s->cap)
-		return false;
-	for (size_t j = hash_str(k) & (s->cap - 1); s->v[j]; j = (j + 1) & (s->cap - 1))
-		if (strcmp(s->v[j], k) == 0)
-			return true;
-	return false;
-}
-
-static void set_add(name_set *s, const char *k)
-{
-	if (2 * (s->n + 1) > s->cap) {
-		name_set ns = {calloc(s->cap ? 2 * s->cap : 256, sizeof(char *)),
-		               s->cap ? 2 * s->cap : 256, 0};
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i])
-				set_add(&ns, s->v[i]);
-		free(s->v);
-		*s = ns;
-	}
-	size_t j = hash_str(k) & (s->cap - 1);
-	while (s->v[j]) {
-		if (strcmp(s->v[j], k) == 0)
-			return;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->v[j] = k;
-	s->n++;
-}
-
 const char *nx_rw_unique_name(nx_rw *rw, const char *base)
 {
-	name_set *s = rw->names;
-	const char *name = base;
-	while (set_has(s, name))
-		name = nx_arena_printf(&rw->m->arena, "%s.%lld", base, (long long)rw->m->next_id++);
-	if (name == base)
-		name = nx_arena_strdup(&rw->m->arena, base);
-	set_add(s, name);
-	return name;
+	return nx_fresh_name(rw->names, &rw->m->arena, base, -1, &rw->m->next_id, true);
 }
 
 nx_arena *nx_rw_arena(nx_rw *rw) { return &rw->m->arena; }
@@ -156,11 +103,13 @@ static bool rw_comp(nx_rw *rw, nx_comp *c, nx_rw_fn fn)
 nx_status nx_rw_run(nx_module *m, const nx_pass_ctx *ctx, const char *pass, nx_rw_fn fn,
                     void *user, bool *changed)
 {
-	name_set names = {0};
+	nx_strmap names = {0};
 	for (int c = 0; c < m->ncomps; c++) {
-		set_add(&names, m->comps[c]->name);
-		for (int i = 0; i < m->comps[c]->ninsts; i++)
-			set_add(&names, m->comps[c]->insts[i]->name);
+		nx_strmap_add(&names, m->comps[c]->name, strlen(m->comps[c]->name), 0, NULL);
+		for (int i = 0; i < m->comps[c]->ninsts; i++) {
+			const char *n = m->comps[c]->insts[i]->name;
+			nx_strmap_add(&names, n, strlen(n), 0, NULL);
+		}
 	}
 	nx_rw rw = {.m = m, .ctx = ctx, .pass = pass, .names = &names, .user = user};
 	int ncomps = m->ncomps;
@@ -172,7 +121,7 @@ nx_status nx_rw_run(nx_module *m, const nx_pass_ctx *ctx, const char *pass, nx_r
 		*changed = true;
 	free(comps);
 	free(rw.out);
-	free(names.v);
+	nx_strmap_free(&names);
 	return rw.status;
 }
 

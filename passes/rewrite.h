@@ -13,6 +13,7 @@
 #define NX_PASSES_REWRITE_H
 
 #include "passes/pass.h"
+#include "ir/map.h"
 
 typedef struct nx_rw nx_rw;
 
@@ -27,7 +28,7 @@ struct nx_rw {
 	const char *pass; /* for --verbose debug */
 	nx_inst **out;    /* the new order being built */
 	int nout, cap;
-	void *names;      /* name set, for unique names */
+	nx_strmap *names; /* every name in the module, for unique names */
 	nx_status status; /* set by a rewrite on a user error; stops the walk */
 	bool mutated;     /* set by a rewrite that changed an instruction in place */
 	void *user;       /* the pass's own state, for its nx_rw_fn */
@@ -75,7 +76,8 @@ bool nx_rw_is_const(const nx_inst *x);           /* constant, or broadcast of on
 /* Element types */
 bool nx_rw_is_intlike(nx_type t); /* pred, signed or unsigned integer */
 
-/* Set of names (for nx_rw_add and passes that build names themselves). */
+/* base when no instruction or computation has it, else base.N with N the
+ * module's next id (nx_fresh_name over the module's names). */
 const char *nx_rw_unique_name(nx_rw *rw, const char *base);
 
 #endif

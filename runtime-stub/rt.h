@@ -81,6 +81,9 @@ typedef struct nx_rt_opts {
 	                           * the same simulated time and statistics as a full run */
 	bool generic_only;        /* NXCC_SIM_GENERIC=1: never the host-speed paths of
 	                           * sim_fast.c (tests compare both; results are identical) */
+	bool check_races;         /* nxcc run --check-races: report two accesses to the same
+	                           * on-chip or HBM bytes, one a write, on different engines or
+	                           * queues that do not wait for each other (sim_race.c) */
 	const char *profile_path; /* Chrome trace JSON (or the summary, see profile_format), or NULL */
 	int profile_format;       /* NX_RT_PROFILE_CHROME or NX_RT_PROFILE_SUMMARY */
 	struct nx_rt_profile **profile_out; /* non-NULL: rank 0's profile (runtime-stub/profile.h)
@@ -95,6 +98,7 @@ nx_rt_opts nx_rt_opts_default(void);
 typedef struct nx_rt_stats {
 	double total_ns;
 	double busy_ns[NX_ENG_COUNT];
+	double port_wait_ns[NX_ENG_COUNT]; /* waiting for a shared SBUF/PSUM port (docs/targets.md) */
 	uint64_t insns[NX_ENG_COUNT]; /* executed, loops unrolled */
 	double dma_busy_ns;
 	uint64_t dma_bytes;

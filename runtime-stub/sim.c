@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
 	double t;
 	int sem, inc;
+	int snap; /* race check: the signaller's clock (nx_race_snapshot), or -1 */
 } event;
 
 /* Pending semaphore signals, a binary min-heap on t. Events with equal t
@@ -138,6 +139,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		                   t->name, t->dma_engines, NX_RT_MAX_QUEUES);
 	int64_t *sem = calloc((size_t)n->nsems + 1, sizeof *sem);
 	double *qclock = calloc((size_t)t->dma_engines, sizeof *qclock);
+	double port_free[NX_PORT_COUNT] = {0}; /* shared SBUF/PSUM ports: busy until */
+	nx_race *race = NULL;
 	evheap ev = {0};
 	uint64_t steps = 0, budget = o->max_steps ? o->max_steps : 1000000000ULL;
 	nx_status rc = NX_OK;
@@ -149,6 +152,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		goto out;
 	}
 	NX_ASSERT(sem && qclock);
+	race = s->race = o->check_races ? nx_race_new(n, t) : NULL;
 
 	for (;;) {
 		int be = -1;
@@ -169,6 +173,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		if (ev.n && (be < 0 || ev.v[0].t <= E[be].clock)) {
 			event x = ev_pop(&ev);
 			sem[x.sem] += x.inc;
+			if (race && x.snap >= 0)
+				nx_race_signal(race, x.sem, sem[x.sem], x.snap);
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (E[e].wait_sem == x.sem && sem[x.sem] >= nx_isa_wait_target(&n->stream[e][E[e].pc], E[e].reg)) {
 					E[e].wait_sem = -1;
@@ -180,6 +186,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		eng *g = &E[be];
 		if (g->pc >= n->nstream[be]) {
 			g->done = true;
+			if (race)
+				nx_race_done(race, be);
 			continue;
 		}
 		if (++steps > budget) {
@@ -195,6 +203,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		switch (in->op) {
 		case NX_I_HALT:
 			g->done = true;
+			if (race)
+				nx_race_done(race, be);
 			continue;
 		case NX_I_NOP:
 			g->clock += ctrl;
@@ -236,11 +246,13 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 				st->insns[be]--; /* counted when it passes */
 				continue; /* re-executed when woken */
 			}
+			if (race)
+				nx_race_wait(race, be, in->iarg[0], nx_isa_wait_target(in, g->reg));
 			g->clock += ctrl;
 			break;
 		case NX_I_SIGNAL:
 			g->clock += ctrl;
-			ev_push(&ev, (event){g->clock, in->iarg[0], in->iarg[1]});
+			ev_push(&ev, (event){g->clock, in->iarg[0], in->iarg[1], race ? nx_race_snapshot(race, be) : -1});
 			break;
 		default: {
 			if (nx_isa_table[in->op].cost == NX_COST_CC) {
@@ -249,6 +261,11 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 				g->clock += ctrl;
 				arrive = qclock[q] > g->clock ? qclock[q] : g->clock;
 				s->pc = g->pc;
+				if (race) {
+					nx_race_issue(race, be, q);
+					if ((rc = nx_race_access(race, s, be, q, in, g->loop_i, g->depth)) != NX_OK)
+						goto out;
+				}
 				if ((rc = nx_sim_cc(s, in, g->loop_i, g->depth, arrive, &end)) != NX_OK)
 					goto out;
 				qclock[q] = end;
@@ -259,9 +276,16 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 				st->queue_busy_ns[q] += end - arrive;
 				nx_prof_add(tr, NX_ENG_COUNT + q, arrive, end - arrive, in, g->loop_i, g->depth);
 				if (in->iarg[1] >= 0)
-					ev_push(&ev, (event){end, in->iarg[1], 1});
+					ev_push(&ev, (event){end, in->iarg[1], 1, race ? nx_race_snapshot(race, NX_ENG_COUNT + q) : -1});
 				st->busy_ns[be] += ctrl;
 				break;
+			}
+			bool xfer = nx_isa_table[in->op].cost == NX_COST_DMA;
+			if (race) {
+				if (xfer)
+					nx_race_issue(race, be, in->iarg[0]);
+				if ((rc = nx_race_access(race, s, be, xfer ? in->iarg[0] : -1, in, g->loop_i, g->depth)) != NX_OK)
+					goto out;
 			}
 			if (!s->timing_only && (rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
@@ -276,11 +300,22 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 				st->queue_busy_ns[q] += ns;
 				nx_prof_add(tr, NX_ENG_COUNT + q, start, ns, in, g->loop_i, g->depth);
 				if (in->iarg[1] >= 0)
-					ev_push(&ev, (event){qclock[q], in->iarg[1], 1});
+					ev_push(&ev, (event){qclock[q], in->iarg[1], 1, race ? nx_race_snapshot(race, NX_ENG_COUNT + q) : -1});
 				st->busy_ns[be] += ctrl;
 			} else {
-				nx_prof_add(tr, be, g->clock, ns, in, g->loop_i, g->depth);
-				g->clock += ns;
+				/* an instruction holding a shared port starts when the
+				 * other engine's earlier holders are done (docs/targets.md) */
+				unsigned pm = nx_target_ports(t, in);
+				double start = g->clock;
+				for (int p = 0; p < NX_PORT_COUNT; p++)
+					if ((pm & (1u << p)) && port_free[p] > start)
+						start = port_free[p];
+				st->port_wait_ns[be] += start - g->clock;
+				nx_prof_add(tr, be, start, ns, in, g->loop_i, g->depth);
+				g->clock = start + ns;
+				for (int p = 0; p < NX_PORT_COUNT; p++)
+					if (pm & (1u << p))
+						port_free[p] = g->clock;
 				st->busy_ns[be] += ns;
 			}
 		}
@@ -295,6 +330,8 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		if (qclock[q] > st->total_ns)
 			st->total_ns = qclock[q];
 out:
+	nx_race_free(race);
+	s->race = NULL;
 	free(sem);
 	free(qclock);
 	free(ev.v);

@@ -5,6 +5,7 @@
 #include "runtime-stub/rt.h"
 
 typedef struct nx_cc_world nx_cc_world;
+typedef struct nx_race nx_race;
 
 typedef struct nx_sim {
 	const nx_neff *n;
@@ -28,6 +29,7 @@ typedef struct nx_sim {
 	uint64_t ccseq; /* collectives this rank entered */
 	size_t pc;      /* SP instruction index, for messages */
 	double gs_ns;   /* the last GpSimd call's estimated time (sim_gpsimd.c) */
+	nx_race *race;  /* nx_rt_opts.check_races: sim_race.c */
 } nx_sim;
 
 /* "sg00/pe.bin: instruction 12": the instruction executing (formatted only
@@ -68,6 +70,26 @@ nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int dep
 int nx_rt_gpsimd_count(int nsec, const char *const *names, char *err, size_t errlen);
 struct nx_gs_prog *nx_rt_gpsimd_load(int nsec, const char *const *names, const uint8_t *const *data,
                                      const size_t *sizes, char *err, size_t errlen);
+
+/* sim_race.c: the happens-before race check (nx_rt_opts.check_races).
+ * Threads: engines 0..4, DMA queue q = NX_ENG_COUNT + q. */
+nx_race *nx_race_new(const nx_neff *n, const nx_target *t);
+void nx_race_free(nx_race *r);
+/* Engine eng halted: it accesses nothing more. */
+void nx_race_done(nx_race *r, int eng);
+/* A copy of what thread knows, for a signal applied later; its handle. */
+int nx_race_snapshot(nx_race *r, int thread);
+/* A signal with snapshot snap was applied: semaphore sem is now value_after. */
+void nx_race_signal(nx_race *r, int sem, int64_t value_after, int snap);
+/* Engine eng passed a wait for sem >= target. */
+void nx_race_wait(nx_race *r, int eng, int sem, int64_t target);
+/* Engine eng issues a transfer or collective to queue: the queue learns
+ * what the engine knows and ticks. */
+void nx_race_issue(nx_race *r, int eng, int queue);
+/* Checks and records the accesses of in (issued by eng; queue >= 0: runs
+ * on that DMA queue, after nx_race_issue). A race is an input error in s->d. */
+nx_status nx_race_access(nx_race *r, nx_sim *s, int eng, int queue, const nx_insn *in, const int64_t *li,
+                         int depth);
 
 /* sim_cc.c: the ranks' meeting point. */
 nx_cc_world *nx_cc_world_new(int nranks);

@@ -31,6 +31,9 @@ static const nx_target v2_base = {
 	.mm_min_cycles = 64,                      /* [A2] MM_INIT_LATENCY = 64 cycles */
 	.min_ii = {0, 64, 64, 64, 0},             /* [ASM] ~64-cycle minimum II (DESIGN.md) */
 	.access_overhead = {0, 60, 60, 60, 0},    /* [A2] ~60-cycle SBUF/PSUM access overhead */
+	.engine_stride_factor = 0.5,              /* [A2] half the interface bandwidth for minor strides > 16 bytes */
+	.dve_pool_share_sbuf = true,              /* [A2] VectorE and GpSimdE cannot access SBUF in parallel */
+	.dve_act_share_psum = true,               /* [A2] VectorE and ScalarE cannot access PSUM in parallel */
 	.ctrl_cycles = 8,                         /* [ASM] */
 	.act_reduce_cycles = 64,                  /* [A2] ActReadAccumulator ~64 cycles */
 	.hbm_bytes = 16 * GIB,                    /* [A2] 32 GiB per 2-core device */
@@ -81,6 +84,8 @@ static void init(void)
 	trn2.hbm_gbps = 362.5;                     /* [A3] 2.9 TB/s per 8-core device */
 	trn2.dma_engines = 16;                     /* [A3] 128 DMA engines per device */
 	trn2.dma_gbps = 23;                        /* [BW] 23 B/ns per engine on trn2 (368 GB/s per core) */
+	trn2.dve_pool_share_sbuf = false;          /* [A3] VectorE and GpSimdE access SBUF in parallel */
+	trn2.dve_act_share_psum = false;           /* [A3] VectorE and ScalarE access PSUM in parallel */
 	trn2.cc_link_gibps = 100;                  /* [ASM] NeuronLink-v3 share per ring direction */
 }
 
@@ -117,12 +122,53 @@ static uint64_t elems(const nx_ap *a)
 	return a->space == NX_MEM_NONE ? 0 : nx_ap_free_elems(a);
 }
 
+/* an innermost stride above 16 bytes (element-wise gathers, transposing
+ * loads) */
+static bool strided(const nx_ap *a)
+{
+	if (a->space == NX_MEM_NONE || a->ndims == 0 || a->dtype >= NX_DT_COUNT)
+		return false;
+	int d = a->ndims - 1;
+	int64_t s = a->stride[d] < 0 ? -(int64_t)a->stride[d] : a->stride[d];
+	return a->count[d] > 1 && s * nx_dtype_bytes[a->dtype] > 16;
+}
+
+/* the rate of an engine's SBUF/PSUM interfaces: halved when any on-chip
+ * operand has an innermost stride above 16 bytes [A2] */
+static double engine_rate(const nx_target *t, const nx_insn *in)
+{
+	for (int a = 0; a < nx_isa_table[in->op].nap; a++)
+		if ((in->ap[a].space == NX_MEM_SBUF || in->ap[a].space == NX_MEM_PSUM) && strided(&in->ap[a]))
+			return t->engine_stride_factor;
+	return 1.0;
+}
+
+unsigned nx_target_ports(const nx_target *t, const nx_insn *in)
+{
+	if (in->op >= NX_I_COUNT || in->engine >= NX_ENG_COUNT)
+		return 0;
+	nx_cost_id c = nx_isa_table[in->op].cost;
+	if (c == NX_COST_CTRL || c == NX_COST_DMA || c == NX_COST_CC)
+		return 0; /* sequencer work, or the DMA queues' own path */
+	bool sbuf = false, psum = false;
+	for (int a = 0; a < nx_isa_table[in->op].nap; a++) {
+		sbuf = sbuf || in->ap[a].space == NX_MEM_SBUF;
+		psum = psum || in->ap[a].space == NX_MEM_PSUM;
+	}
+	unsigned m = 0;
+	if (sbuf && t->dve_pool_share_sbuf && (in->engine == NX_ENG_DVE || in->engine == NX_ENG_POOL))
+		m |= NX_PORT_SBUF_DVE_POOL;
+	if (psum && t->dve_act_share_psum && (in->engine == NX_ENG_DVE || in->engine == NX_ENG_ACT))
+		m |= NX_PORT_PSUM_DVE_ACT;
+	return m;
+}
+
 double nx_target_cycles(const nx_target *t, const nx_insn *in)
 {
 	if (in->op >= NX_I_COUNT)
 		return 0;
 	int e = in->engine < NX_ENG_COUNT ? in->engine : 0;
-	double fixed = t->access_overhead[e], ii = t->min_ii[e];
+	double fixed = t->access_overhead[e], ii = t->min_ii[e], rate = engine_rate(t, in);
 	switch (nx_isa_table[in->op].cost) {
 	case NX_COST_CTRL:
 		return t->ctrl_cycles;
@@ -148,23 +194,23 @@ double nx_target_cycles(const nx_target *t, const nx_insn *in)
 		return c;
 	}
 	case NX_COST_ACT: {
-		double c = max2(64, (double)elems(&in->ap[1])) + fixed;
+		double c = max2(64, (double)elems(&in->ap[1]) / rate) + fixed;
 		if (in->ap[3].space != NX_MEM_NONE)
 			c += t->act_reduce_cycles;
 		return c;
 	}
 	case NX_COST_VEC1: {
 		const nx_ap *src = in->ap[1].space != NX_MEM_NONE ? &in->ap[1] : &in->ap[0];
-		return max2(ii, (double)elems(src)) + fixed;
+		return max2(ii, (double)elems(src) / rate) + fixed;
 	}
 	case NX_COST_VEC2: {
 		double n = 0;
 		for (int a = 1; a < 4; a++)
 			n += (double)elems(&in->ap[a]);
-		return max2(ii, n) + fixed;
+		return max2(ii, n / rate) + fixed;
 	}
 	case NX_COST_XPART: /* [ASM] two passes over the input */
-		return max2(ii, 2.0 * (double)elems(&in->ap[1])) + fixed;
+		return max2(ii, 2.0 * (double)elems(&in->ap[1]) / rate) + fixed;
 	case NX_COST_DMA:
 	case NX_COST_CC:
 		return 0; /* time-based, see nx_target_ns */
@@ -182,17 +228,6 @@ double nx_target_dma_queue_gbps(const nx_target *t)
 double nx_target_dma_peak_gbps(const nx_target *t)
 {
 	return min2(t->dma_gbps * t->dma_engines, t->hbm_gbps);
-}
-
-/* an innermost stride above 16 bytes (element-wise gathers, transposing
- * loads) */
-static bool strided(const nx_ap *a)
-{
-	if (a->space == NX_MEM_NONE || a->ndims == 0 || a->dtype >= NX_DT_COUNT)
-		return false;
-	int d = a->ndims - 1;
-	int64_t s = a->stride[d] < 0 ? -(int64_t)a->stride[d] : a->stride[d];
-	return a->count[d] > 1 && s * nx_dtype_bytes[a->dtype] > 16;
 }
 
 double nx_target_ns(const nx_target *t, const nx_insn *in)

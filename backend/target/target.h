@@ -5,6 +5,7 @@
 
 #include "backend/target/isa.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct nx_target {
@@ -25,6 +26,10 @@ typedef struct nx_target {
 	int mm_min_cycles;        /* MM_INIT_LATENCY */
 	int min_ii[NX_ENG_COUNT]; /* minimum cycles per data-path instruction */
 	int access_overhead[NX_ENG_COUNT]; /* static SBUF/PSUM access overhead, cycles */
+	double engine_stride_factor; /* SBUF/PSUM interface bandwidth factor when an operand's
+	                              * innermost stride exceeds 16 bytes */
+	bool dve_pool_share_sbuf; /* VectorE and GpSimdE cannot access SBUF in parallel */
+	bool dve_act_share_psum;  /* VectorE and ScalarE cannot access PSUM in parallel */
 	int ctrl_cycles;          /* a control instruction on a sequencer */
 	int act_reduce_cycles;    /* ActReadAccumulator */
 	int64_t hbm_bytes;        /* per core */
@@ -53,6 +58,11 @@ double nx_target_cycles(const nx_target *t, const nx_insn *in);
  * queue's bandwidth, scaled by the payload per partition and the stride
  * penalty; others: cycles / engine clock). docs/targets.md. */
 double nx_target_ns(const nx_target *t, const nx_insn *in);
+/* Shared on-chip RAM ports (docs/targets.md): an instruction holding one
+ * runs after every earlier instruction on another engine that holds it. */
+enum { NX_PORT_SBUF_DVE_POOL = 1, NX_PORT_PSUM_DVE_ACT = 2, NX_PORT_COUNT = 2 };
+/* NX_PORT_* mask of the shared ports instruction in holds on target t. */
+unsigned nx_target_ports(const nx_target *t, const nx_insn *in);
 /* Bandwidth one DMA queue gets: its engine's, capped at its share of HBM. */
 double nx_target_dma_queue_gbps(const nx_target *t);
 /* Peak HBM traffic of one core through its DMA engines, GB/s: the engines'

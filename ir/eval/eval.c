@@ -8,6 +8,7 @@
  * live set, not the sum of all instructions. */
 #include "ir/eval/eval_impl.h"
 #include "ir/thread.h"
+#include "ir/map.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -15,94 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* --------------------------------------------------------- pointer map */
-
-typedef struct pmap {
-	const void **keys;
-	void **vals;
-	size_t cap, n;
-} pmap;
-
-static size_t phash(const void *p, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return (size_t)x & (cap - 1);
-}
-
-static void pmap_put(pmap *m, const void *k, void *v);
-
-static void pmap_grow(pmap *m)
-{
-	pmap old = *m;
-	m->cap = old.cap ? old.cap * 2 : 64;
-	m->keys = calloc(m->cap, sizeof(void *));
-	m->vals = calloc(m->cap, sizeof(void *));
-	NX_ASSERT(m->keys && m->vals);
-	m->n = 0;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.keys[i])
-			pmap_put(m, old.keys[i], old.vals[i]);
-	free(old.keys);
-	free(old.vals);
-}
-
-static void pmap_put(pmap *m, const void *k, void *v)
-{
-	if ((m->n + 1) * 2 > m->cap)
-		pmap_grow(m);
-	size_t i = phash(k, m->cap);
-	while (m->keys[i] && m->keys[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		m->n++;
-	m->keys[i] = k;
-	m->vals[i] = v;
-}
-
-static void *pmap_get(const pmap *m, const void *k)
-{
-	if (!m->cap)
-		return NULL;
-	size_t i = phash(k, m->cap);
-	while (m->keys[i]) {
-		if (m->keys[i] == k)
-			return m->vals[i];
-		i = (i + 1) & (m->cap - 1);
-	}
-	return NULL;
-}
-
-static void pmap_del(pmap *m, const void *k)
-{
-	if (!m->cap)
-		return;
-	size_t i = phash(k, m->cap);
-	while (m->keys[i] && m->keys[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		return;
-	m->keys[i] = NULL;
-	m->n--;
-	/* re-insert the rest of the cluster (linear probing deletion) */
-	for (size_t j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
-		const void *kk = m->keys[j];
-		void *vv = m->vals[j];
-		m->keys[j] = NULL;
-		m->n--;
-		pmap_put(m, kk, vv);
-	}
-}
-
-static void pmap_free(pmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
 
 /* ----------------------------------------------------- evaluation state */
 
@@ -112,7 +25,7 @@ typedef struct buf {
 } buf;
 
 typedef struct comp_info {
-	pmap pos;       /* inst -> position + 1 */
+	nx_ptrmap pos;       /* inst -> position + 1 */
 	int *uses;      /* per position: operand occurrences (+1 for the root) */
 } comp_info;
 
@@ -129,8 +42,8 @@ struct nx_eval_group {
 
 typedef struct ev_priv {
 	nx_eval pub;
-	pmap bufs;  /* data pointer -> buf */
-	pmap comps; /* comp -> comp_info */
+	nx_ptrmap bufs;  /* data pointer -> buf */
+	nx_ptrmap comps; /* comp -> comp_info */
 	nx_literal *held; /* deposited in the last exchange, kept alive until the next */
 	int depth;
 	nx_eval_trace *trace; /* nx_eval_opts.trace */
@@ -206,7 +119,7 @@ static nx_literal *alloc_lit(nx_eval *ev, nx_shape *shape, bool zero)
 	NX_ASSERT(b);
 	b->bytes = bytes;
 	b->refs = 0;
-	pmap_put(&priv(ev)->bufs, l->data, b);
+	nx_ptrmap_put(&priv(ev)->bufs, l->data, (intptr_t)b);
 	ev->bytes_live += bytes;
 	return l;
 }
@@ -243,7 +156,7 @@ static void retain(nx_eval *ev, nx_literal *l)
 	for (int k = 0; k < l->ntuple; k++)
 		retain(ev, l->tuple[k]);
 	if (l->data) {
-		buf *b = pmap_get(&priv(ev)->bufs, l->data);
+		buf *b = (void *)nx_ptrmap_get(&priv(ev)->bufs, l->data, 0);
 		if (b)
 			b->refs++;
 	}
@@ -257,10 +170,10 @@ static void release(nx_eval *ev, nx_literal *l, bool free_dead)
 	for (int k = 0; k < l->ntuple; k++)
 		release(ev, l->tuple[k], free_dead);
 	if (l->data) {
-		buf *b = pmap_get(&priv(ev)->bufs, l->data);
+		buf *b = (void *)nx_ptrmap_get(&priv(ev)->bufs, l->data, 0);
 		if (b && --b->refs <= 0 && free_dead) {
 			ev->bytes_live -= b->bytes;
-			pmap_del(&priv(ev)->bufs, l->data);
+			nx_ptrmap_del(&priv(ev)->bufs, l->data);
 			free(l->data);
 			free(b);
 		}
@@ -285,17 +198,17 @@ static void ev_free(ev_priv *p)
 	for (size_t k = 0; k < p->bufs.cap; k++)
 		if (p->bufs.keys[k]) {
 			free((void *)p->bufs.keys[k]);
-			free(p->bufs.vals[k]);
+			free((void *)p->bufs.vals[k]);
 		}
-	pmap_free(&p->bufs);
+	nx_ptrmap_free(&p->bufs);
 	for (size_t k = 0; k < p->comps.cap; k++)
 		if (p->comps.keys[k]) {
-			comp_info *ci = p->comps.vals[k];
-			pmap_free(&ci->pos);
+			comp_info *ci = (comp_info *)p->comps.vals[k];
+			nx_ptrmap_free(&ci->pos);
 			free(ci->uses);
 			free(ci);
 		}
-	pmap_free(&p->comps);
+	nx_ptrmap_free(&p->comps);
 	nx_arena_free(&p->pub.arena);
 }
 
@@ -372,26 +285,26 @@ nx_status nx_eval_exchange(nx_eval *ev, const nx_inst *i, nx_literal *mine, nx_l
 
 static comp_info *info_of(nx_eval *ev, const nx_comp *c)
 {
-	comp_info *ci = pmap_get(&priv(ev)->comps, c);
+	comp_info *ci = (void *)nx_ptrmap_get(&priv(ev)->comps, c, 0);
 	if (ci)
 		return ci;
 	ci = calloc(1, sizeof(*ci));
 	ci->uses = calloc((size_t)c->ninsts + 1, sizeof(int));
 	NX_ASSERT(ci && ci->uses);
 	for (int k = 0; k < c->ninsts; k++)
-		pmap_put(&ci->pos, c->insts[k], (void *)(intptr_t)(k + 1));
+		nx_ptrmap_put(&ci->pos, c->insts[k], k + 1);
 	for (int k = 0; k < c->ninsts; k++) {
 		const nx_inst *in = c->insts[k];
 		for (int j = 0; j < in->noperands; j++) {
-			intptr_t p = (intptr_t)pmap_get(&ci->pos, in->operands[j]);
+			intptr_t p = nx_ptrmap_get(&ci->pos, in->operands[j], 0);
 			NX_ASSERT(p > 0);
 			ci->uses[p - 1]++;
 		}
 	}
-	intptr_t r = (intptr_t)pmap_get(&ci->pos, c->root);
+	intptr_t r = nx_ptrmap_get(&ci->pos, c->root, 0);
 	NX_ASSERT(r > 0);
 	ci->uses[r - 1]++;
-	pmap_put(&priv(ev)->comps, c, ci);
+	nx_ptrmap_put(&priv(ev)->comps, c, (intptr_t)ci);
 	return ci;
 }
 
@@ -561,7 +474,7 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 		const nx_inst *in = c->insts[k];
 		nx_literal **ops = in->noperands <= 8 ? opbuf : malloc(sizeof(*ops) * (size_t)in->noperands);
 		for (int j = 0; j < in->noperands; j++)
-			ops[j] = vals[(intptr_t)pmap_get(&ci->pos, in->operands[j]) - 1];
+			ops[j] = vals[nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1];
 		nx_literal *v = NULL;
 		st = eval_inst(ev, in, ops, args, nargs, &v);
 		if (st == NX_OK && priv(ev)->trace)
@@ -570,7 +483,7 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 			retain(ev, v);
 			vals[k] = v;
 			for (int j = 0; j < in->noperands; j++) {
-				int p = (int)(intptr_t)pmap_get(&ci->pos, in->operands[j]) - 1;
+				int p = (int)nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1;
 				if (--left[p] == 0) {
 					release(ev, vals[p], true);
 					vals[p] = NULL;
@@ -585,7 +498,7 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 			free(ops);
 	}
 	priv(ev)->depth--;
-	int r = (int)(intptr_t)pmap_get(&ci->pos, c->root) - 1;
+	int r = (int)nx_ptrmap_get(&ci->pos, c->root, 0) - 1;
 	if (st == NX_OK) {
 		*out = vals[r];
 		release(ev, vals[r], false); /* the caller takes it over at refcount 0 */

@@ -9,6 +9,7 @@
  * of power, divisors: Adam's sqrt(v) + eps with eps < 0 reaches 0) through ops that keep a non-negative result when
  * their inputs are (add, multiply, divide, broadcast, reshape, ...). Such
  * parameters get values in [0, 1) instead of [-1, 1). */
+#include "ir/map.h"
 #include "ir/npy.h"
 
 #include "ir/eval/eval.h"
@@ -71,50 +72,6 @@ nx_literal *nx_random_literal(nx_arena *a, nx_shape *shape, uint64_t seed, int64
 }
 
 /* ------------------------------------------------------ use analysis */
-
-/* inst -> position in its computation (open addressing on the pointer). */
-typedef struct posmap {
-	const nx_inst **keys;
-	int *pos;
-	size_t cap;
-} posmap;
-
-static size_t ph(const void *p, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return (size_t)x & (cap - 1);
-}
-
-static void posmap_init(posmap *m, const nx_comp *c)
-{
-	m->cap = 16;
-	while (m->cap < (size_t)c->ninsts * 2 + 2)
-		m->cap *= 2;
-	m->keys = calloc(m->cap, sizeof(*m->keys));
-	m->pos = calloc(m->cap, sizeof(*m->pos));
-	NX_ASSERT(m->keys && m->pos);
-	for (int k = 0; k < c->ninsts; k++) {
-		size_t i = ph(c->insts[k], m->cap);
-		while (m->keys[i])
-			i = (i + 1) & (m->cap - 1);
-		m->keys[i] = c->insts[k];
-		m->pos[i] = k;
-	}
-}
-
-static int posmap_get(const posmap *m, const nx_inst *in)
-{
-	size_t i = ph(in, m->cap);
-	while (m->keys[i]) {
-		if (m->keys[i] == in)
-			return m->pos[i];
-		i = (i + 1) & (m->cap - 1);
-	}
-	return -1;
-}
 
 /* Operands that must be >= 0 for i's result to be defined (not NaN). */
 static bool needs_nonneg_operand(const nx_inst *i, int j)
@@ -181,11 +138,13 @@ static void analyze(const nx_comp *c, bool root_nonneg, bool *param_out, int dep
 {
 	if (!c || depth > 32)
 		return;
-	posmap pm;
-	posmap_init(&pm, c);
+	nx_ptrmap pm; /* inst -> position */
+	nx_ptrmap_init(&pm, (size_t)c->ninsts);
+	for (int k = 0; k < c->ninsts; k++)
+		nx_ptrmap_put(&pm, c->insts[k], k);
 	bool *need = calloc((size_t)c->ninsts + 1, sizeof(bool));
 	NX_ASSERT(need);
-	int r = c->root ? posmap_get(&pm, c->root) : -1;
+	int r = c->root ? (int)nx_ptrmap_get(&pm, c->root, -1) : -1;
 	if (r >= 0 && root_nonneg)
 		need[r] = true;
 	for (int k = c->ninsts - 1; k >= 0; k--) {
@@ -200,20 +159,19 @@ static void analyze(const nx_comp *c, bool root_nonneg, bool *param_out, int dep
 		for (int j = 0; j < in->noperands; j++) {
 			bool n = needs_nonneg_operand(in, j) || (need[k] && propagates(in, j)) ||
 			         (sub && sub[j]);
-			int p = n ? posmap_get(&pm, in->operands[j]) : -1;
+			int p = n ? (int)nx_ptrmap_get(&pm, in->operands[j], -1) : -1;
 			if (p >= 0)
 				need[p] = true;
 		}
 		free(sub);
 	}
 	for (int k = 0; k < c->nparams; k++) {
-		int p = c->params[k] ? posmap_get(&pm, c->params[k]) : -1;
+		int p = c->params[k] ? (int)nx_ptrmap_get(&pm, c->params[k], -1) : -1;
 		if (p >= 0 && need[p])
 			param_out[k] = true;
 	}
 	free(need);
-	free(pm.keys);
-	free(pm.pos);
+	nx_ptrmap_free(&pm);
 }
 
 void nx_random_domains(const nx_comp *entry, nx_random_domain *dom)

@@ -15,77 +15,22 @@
  * so that renaming or reordering independent definitions does not change
  * it, sorts frontend attributes by key, and drops metadata. */
 #include "ir/hlo/print_internal.h"
+#include "ir/map.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ----------------------------------------------------- pointer -> index map */
-
-/* Open addressing; only lookups, never iterated, so the output does not
- * depend on where the arena placed anything. */
-typedef struct {
-	const void **keys;
-	int *vals;
-	size_t cap;
-} ptrmap;
-
-static size_t ptr_hash(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
-static void ptrmap_init(ptrmap *m, size_t n)
-{
-	m->cap = 16;
-	while (m->cap < 2 * n + 16)
-		m->cap *= 2;
-	m->keys = calloc(m->cap, sizeof(*m->keys));
-	m->vals = calloc(m->cap, sizeof(*m->vals));
-	if (!m->keys || !m->vals)
-		nx_ice(__FILE__, __LINE__, "out of memory");
-}
-
-static void ptrmap_free(ptrmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-static void ptrmap_put(ptrmap *m, const void *k, int v)
-{
-	size_t i = ptr_hash(k) & (m->cap - 1);
-	while (m->keys[i] && m->keys[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	m->keys[i] = k;
-	m->vals[i] = v;
-}
-
-static int ptrmap_get(const ptrmap *m, const void *k)
-{
-	size_t i = ptr_hash(k) & (m->cap - 1);
-	while (m->keys[i]) {
-		if (m->keys[i] == k)
-			return m->vals[i];
-		i = (i + 1) & (m->cap - 1);
-	}
-	return -1;
-}
 
 /* ---------------------------------------------------------------- context */
 
 typedef struct {
 	bool canonical, metadata;
-	ptrmap ids; /* canonical: instruction / computation -> positional id */
+	nx_ptrmap ids; /* canonical: instruction / computation -> positional id */
 } pctx;
 
 static void put_inst_name(nx_buf *b, const pctx *x, const nx_inst *i)
 {
 	if (x->canonical)
-		nx_buf_printf(b, "%%i%d", ptrmap_get(&x->ids, i));
+		nx_buf_printf(b, "%%i%d", (int)nx_ptrmap_get(&x->ids, i, -1));
 	else
 		nx_buf_printf(b, "%%%s", i->name);
 }
@@ -93,7 +38,7 @@ static void put_inst_name(nx_buf *b, const pctx *x, const nx_inst *i)
 static void put_comp_name(nx_buf *b, const pctx *x, const nx_comp *c)
 {
 	if (x->canonical)
-		nx_buf_printf(b, "%%c%d", ptrmap_get(&x->ids, c));
+		nx_buf_printf(b, "%%c%d", (int)nx_ptrmap_get(&x->ids, c, -1));
 	else
 		nx_buf_printf(b, "%%%s", c->name);
 }
@@ -708,19 +653,19 @@ static const nx_inst **inst_order(const nx_comp *c)
 	int *next = malloc(sizeof(*next) * (size_t)(c->ninsts + 1));
 	if (!out || !stack || !next)
 		nx_ice(__FILE__, __LINE__, "out of memory");
-	ptrmap state; /* 1 = on the stack, 2 = emitted */
-	ptrmap_init(&state, (size_t)c->ninsts);
+	nx_ptrmap state; /* 1 = on the stack, 2 = emitted */
+	nx_ptrmap_init(&state, (size_t)c->ninsts);
 	for (int k = 0; k < c->ninsts; k++)
-		ptrmap_put(&state, c->insts[k], 0);
+		nx_ptrmap_put(&state, c->insts[k], 0);
 	int n = 0;
 	for (int s = -1; s < c->ninsts; s++) {
 		const nx_inst *start = s < 0 ? c->root : c->insts[s];
-		if (!start || ptrmap_get(&state, start) != 0)
+		if (!start || (int)nx_ptrmap_get(&state, start, -1) != 0)
 			continue;
 		int sp = 0;
 		stack[sp] = start;
 		next[sp++] = 0;
-		ptrmap_put(&state, start, 1);
+		nx_ptrmap_put(&state, start, 1);
 		while (sp) {
 			const nx_inst *t = stack[sp - 1];
 			int k = next[sp - 1]++;
@@ -730,20 +675,20 @@ static const nx_inst **inst_order(const nx_comp *c)
 				                       ? t->operands[k]
 				                       : t->a.control_predecessors[k - t->noperands];
 				/* Operands outside c (malformed) or already seen: skip. */
-				if (ptrmap_get(&state, o) == 0 && sp < c->ninsts) {
-					ptrmap_put(&state, o, 1);
+				if ((int)nx_ptrmap_get(&state, o, -1) == 0 && sp < c->ninsts) {
+					nx_ptrmap_put(&state, o, 1);
 					stack[sp] = o;
 					next[sp++] = 0;
 				}
 				continue;
 			}
-			ptrmap_put(&state, t, 2);
+			nx_ptrmap_put(&state, t, 2);
 			out[n++] = t;
 			sp--;
 		}
 	}
 	NX_ASSERT(n == c->ninsts);
-	ptrmap_free(&state);
+	nx_ptrmap_free(&state);
 	free(stack);
 	free(next);
 	return out;
@@ -756,10 +701,10 @@ static const nx_comp **comp_order(const nx_module *m)
 	const nx_comp **out = malloc(sizeof(*out) * (size_t)(m->ncomps + 1));
 	if (!out)
 		nx_ice(__FILE__, __LINE__, "out of memory");
-	ptrmap seen; /* 0 = not yet visited; callees outside m are never followed */
-	ptrmap_init(&seen, (size_t)m->ncomps);
+	nx_ptrmap seen; /* 0 = not yet visited; callees outside m are never followed */
+	nx_ptrmap_init(&seen, (size_t)m->ncomps);
 	for (int k = 0; k < m->ncomps; k++)
-		ptrmap_put(&seen, m->comps[k], 0);
+		nx_ptrmap_put(&seen, m->comps[k], 0);
 	int n = 0;
 	/* Explicit stack of (computation, instruction index, called index). */
 	typedef struct {
@@ -771,11 +716,11 @@ static const nx_comp **comp_order(const nx_module *m)
 		nx_ice(__FILE__, __LINE__, "out of memory");
 	for (int s = -1; s < m->ncomps; s++) {
 		const nx_comp *start = s < 0 ? m->entry : m->comps[s];
-		if (!start || ptrmap_get(&seen, start) != 0)
+		if (!start || (int)nx_ptrmap_get(&seen, start, -1) != 0)
 			continue;
 		int sp = 0;
 		st[sp++] = (frame){start, 0, 0};
-		ptrmap_put(&seen, start, 1);
+		nx_ptrmap_put(&seen, start, 1);
 		while (sp) {
 			frame *f = &st[sp - 1];
 			if (f->inst >= f->c->ninsts) {
@@ -790,14 +735,14 @@ static const nx_comp **comp_order(const nx_module *m)
 				continue;
 			}
 			const nx_comp *callee = i->called[f->call++];
-			if (ptrmap_get(&seen, callee) == 0 && sp < m->ncomps) {
-				ptrmap_put(&seen, callee, 1);
+			if ((int)nx_ptrmap_get(&seen, callee, -1) == 0 && sp < m->ncomps) {
+				nx_ptrmap_put(&seen, callee, 1);
 				st[sp++] = (frame){callee, 0, 0};
 			}
 		}
 	}
 	free(st);
-	ptrmap_free(&seen);
+	nx_ptrmap_free(&seen);
 	NX_ASSERT(n == m->ncomps);
 	return out;
 }
@@ -819,7 +764,7 @@ static void put_comp(nx_buf *b, const pctx *x, const nx_comp *c, const nx_inst *
 			nx_buf_puts(b, ", ");
 		first = false;
 		if (x->canonical)
-			nx_buf_printf(b, "i%d", ptrmap_get(&x->ids, p));
+			nx_buf_printf(b, "i%d", (int)nx_ptrmap_get(&x->ids, p, -1));
 		else
 			nx_buf_puts(b, p->name);
 		nx_buf_puts(b, ": ");
@@ -928,16 +873,16 @@ char *nx_print_module(const nx_module *m, const nx_print_opts *o)
 	size_t total = (size_t)m->ncomps;
 	for (int k = 0; k < m->ncomps; k++)
 		total += (size_t)m->comps[k]->ninsts;
-	ptrmap_init(&x.ids, total);
+	nx_ptrmap_init(&x.ids, total);
 	const nx_comp **comps = comp_order(m);
 	const nx_inst ***orders = malloc(sizeof(*orders) * (size_t)(m->ncomps + 1));
 	if (!orders)
 		nx_ice(__FILE__, __LINE__, "out of memory");
 	for (int k = 0; k < m->ncomps; k++) {
-		ptrmap_put(&x.ids, comps[k], k);
+		nx_ptrmap_put(&x.ids, comps[k], k);
 		orders[k] = inst_order(comps[k]);
 		for (int j = 0; j < comps[k]->ninsts; j++)
-			ptrmap_put(&x.ids, orders[k][j], j);
+			nx_ptrmap_put(&x.ids, orders[k][j], j);
 	}
 	put_header(&b, &x, m);
 	for (int k = 0; k < m->ncomps; k++) {
@@ -946,7 +891,7 @@ char *nx_print_module(const nx_module *m, const nx_print_opts *o)
 	}
 	free(orders);
 	free(comps);
-	ptrmap_free(&x.ids);
+	nx_ptrmap_free(&x.ids);
 	return nx_buf_take(&b);
 }
 

@@ -3,98 +3,26 @@
  * order, called computations. Scanning is in read_lex.c, shapes and literals
  * in read_literal.c, attributes in read_attrs.c. */
 #include "ir/hlo/read_internal.h"
+#include "ir/map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ name table */
+/* ------------------------------------------------------------ name tables */
 
-/* Open addressing; entries of older generations count as empty, so one table
- * serves every computation without clearing. */
-typedef struct hent {
-	const char *name;
-	size_t len;
-	uint32_t hash, gen;
-	void *val;
-} hent;
-
-typedef struct htab {
-	hent *e;
-	size_t cap, n;
-	uint32_t gen;
-} htab;
-
-static uint32_t hash_name(const char *s, size_t n)
+/* nx_strmap (ir/map.h): cleared per computation in O(1). */
+static void *ht_get(const nx_strmap *t, const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
-static void ht_reset(htab *t)
-{
-	t->gen++;
-	t->n = 0;
-}
-
-static hent *ht_slot(htab *t, const char *s, size_t n, uint32_t h)
-{
-	size_t mask = t->cap - 1, k = h & mask;
-	for (;;) {
-		hent *e = &t->e[k];
-		if (e->gen != t->gen)
-			return e;
-		if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0)
-			return e;
-		k = (k + 1) & mask;
-	}
-}
-
-static void *ht_get(htab *t, const char *s, size_t n)
-{
-	if (!t->cap)
-		return NULL;
-	hent *e = ht_slot(t, s, n, hash_name(s, n));
-	return e->gen == t->gen ? e->val : NULL;
+	intptr_t v;
+	return nx_strmap_find(t, s, n, &v) ? (void *)v : NULL;
 }
 
 /* Inserts; returns the existing value if the name is taken. */
-static void *ht_put(htab *t, const char *s, size_t n, void *val)
+static void *ht_put(nx_strmap *t, const char *s, size_t n, void *val)
 {
-	if (2 * (t->n + 1) > t->cap) {
-		size_t ncap = t->cap ? 2 * t->cap : 256;
-		hent *ne = calloc(ncap, sizeof(hent));
-		if (!ne)
-			nx_ice(__FILE__, __LINE__, "out of memory");
-		for (size_t k = 0; k < t->cap; k++) {
-			hent *e = &t->e[k];
-			if (e->gen != t->gen)
-				continue;
-			size_t j = e->hash & (ncap - 1);
-			while (ne[j].gen == t->gen && ne[j].name)
-				j = (j + 1) & (ncap - 1);
-			ne[j] = *e;
-		}
-		free(t->e);
-		t->e = ne;
-		t->cap = ncap;
-		/* fresh slots have gen 0: make sure that never matches */
-		if (t->gen == 0)
-			t->gen = 1;
-	}
-	uint32_t h = hash_name(s, n);
-	hent *e = ht_slot(t, s, n, h);
-	if (e->gen == t->gen)
-		return e->val;
-	e->name = s;
-	e->len = n;
-	e->hash = h;
-	e->gen = t->gen;
-	e->val = val;
-	t->n++;
-	return NULL;
+	intptr_t old;
+	return nx_strmap_add(t, s, n, (intptr_t)val, &old) ? NULL : (void *)old;
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -102,8 +30,8 @@ static void *ht_put(htab *t, const char *s, size_t n, void *val)
 typedef struct parser {
 	nx_rd r;
 	nx_module *m;
-	htab insts; /* names of the current computation */
-	htab comps;
+	nx_strmap insts; /* names of the current computation */
+	nx_strmap comps;
 	int nested; /* counter for names of nested operand instructions */
 } parser;
 
@@ -570,7 +498,7 @@ static bool parse_comp(parser *P)
 	}
 	if (!rd_expect(r, '{', "to start the computation body"))
 		return false;
-	ht_reset(&P->insts);
+	nx_strmap_clear(&P->insts);
 	for (;;) {
 		if (!rd_ws(r))
 			return false;
@@ -795,8 +723,8 @@ nx_module *nx_read_text(const char *text, size_t len, const char *file, nx_diag 
 		for (int ci = 0; ci < P.m->ncomps; ci++)
 			for (int k = 0; k < P.m->comps[ci]->ninsts; k++)
 				P.m->comps[ci]->insts[k]->aux = NULL;
-	free(P.insts.e);
-	free(P.comps.e);
+	nx_strmap_free(&P.insts);
+	nx_strmap_free(&P.comps);
 	nx_arena_free(&P.r.scratch);
 	if (!ok) {
 		nx_module_free(P.m);

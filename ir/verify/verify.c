@@ -2,65 +2,12 @@
  * topological order, called computations, no recursion, aliases, entry
  * layout) and every instruction's shape against nx_infer_shape. */
 #include "ir/ir.h"
+#include "ir/map.h"
 #include "ir/verify/shape_infer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Pointer -> position map (open addressing), for "defined earlier in the
- * same computation" checks without touching the instructions' aux. */
-typedef struct pmap {
-	const void **keys;
-	int *vals;
-	size_t cap;
-} pmap;
-
-static size_t phash(const void *p)
-{
-	uintptr_t x = (uintptr_t)p;
-	x ^= x >> 17;
-	x *= (uintptr_t)0xed5ad4bbU;
-	x ^= x >> 11;
-	return (size_t)x;
-}
-
-static void pmap_init(pmap *m, size_t n)
-{
-	m->cap = 16;
-	while (m->cap < 2 * n + 2)
-		m->cap *= 2;
-	m->keys = calloc(m->cap, sizeof(*m->keys));
-	m->vals = calloc(m->cap, sizeof(*m->vals));
-	if (!m->keys || !m->vals)
-		nx_ice(__FILE__, __LINE__, "out of memory");
-}
-
-static void pmap_free(pmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-static void pmap_put(pmap *m, const void *k, int v)
-{
-	size_t h = phash(k) & (m->cap - 1);
-	while (m->keys[h] && m->keys[h] != k)
-		h = (h + 1) & (m->cap - 1);
-	m->keys[h] = k;
-	m->vals[h] = v;
-}
-
-static int pmap_get(const pmap *m, const void *k)
-{
-	size_t h = phash(k) & (m->cap - 1);
-	while (m->keys[h]) {
-		if (m->keys[h] == k)
-			return m->vals[h];
-		h = (h + 1) & (m->cap - 1);
-	}
-	return -1;
-}
 
 typedef struct vctx {
 	const nx_module *m;
@@ -100,7 +47,7 @@ static const char *sstr(vctx *v, const nx_shape *s) { return nx_shape_str(&v->sc
 
 /* --------------------------------------------------------- structure */
 
-static nx_status check_comp_structure(vctx *v, const nx_comp *c, const pmap *comps)
+static nx_status check_comp_structure(vctx *v, const nx_comp *c, const nx_ptrmap *comps)
 {
 	if (!c->root)
 		return comp_err(v, c, "has no root instruction");
@@ -115,8 +62,8 @@ static nx_status check_comp_structure(vctx *v, const nx_comp *c, const pmap *com
 			return comp_err(v, c, "parameter slot %d holds '%s', not parameter(%d)", p,
 			                pi->name, p);
 	}
-	pmap pos;
-	pmap_init(&pos, (size_t)c->ninsts);
+	nx_ptrmap pos;
+	nx_ptrmap_init(&pos, (size_t)c->ninsts);
 	nx_status st = NX_OK;
 	bool root_seen = false;
 	for (int k = 0; k < c->ninsts && st == NX_OK; k++) {
@@ -126,7 +73,7 @@ static nx_status check_comp_structure(vctx *v, const nx_comp *c, const pmap *com
 			              i->parent ? i->parent->name : "none");
 			break;
 		}
-		if (pmap_get(&pos, i) >= 0) {
+		if ((int)nx_ptrmap_get(&pos, i, -1) >= 0) {
 			st = inst_err(v, i, "appears twice in computation '%s'", c->name);
 			break;
 		}
@@ -146,7 +93,7 @@ static nx_status check_comp_structure(vctx *v, const nx_comp *c, const pmap *com
 			else if (op->parent != c)
 				st = inst_err(v, i, "operand '%s' is not defined in computation '%s'", op->name,
 				              c->name);
-			else if (pmap_get(&pos, op) < 0)
+			else if ((int)nx_ptrmap_get(&pos, op, -1) < 0)
 				st = inst_err(v, i, "operand '%s' is used before it is defined", op->name);
 		}
 		for (int o = 0; o < i->a.ncontrol_predecessors && st == NX_OK; o++) {
@@ -157,29 +104,29 @@ static nx_status check_comp_structure(vctx *v, const nx_comp *c, const pmap *com
 		}
 		for (int o = 0; o < i->ncalled && st == NX_OK; o++) {
 			const nx_comp *cc = i->called[o];
-			if (!cc || pmap_get(comps, cc) < 0)
+			if (!cc || (int)nx_ptrmap_get(comps, cc, -1) < 0)
 				st = inst_err(v, i, "called computation '%s' is not in the module",
 				              cc ? cc->name : "?");
 			else if (cc == v->m->entry)
 				st = inst_err(v, i, "calls the entry computation '%s'", cc->name);
 		}
-		pmap_put(&pos, i, k);
+		nx_ptrmap_put(&pos, i, k);
 	}
 	if (st == NX_OK && !root_seen)
 		st = comp_err(v, c, "root '%s' is not one of its instructions", c->root->name);
-	pmap_free(&pos);
+	nx_ptrmap_free(&pos);
 	return st;
 }
 
 /* Depth-first search over calls; color: 0 new, 1 on the stack, 2 done. */
-static nx_status check_recursion(vctx *v, const nx_comp *c, const pmap *comps, int *color)
+static nx_status check_recursion(vctx *v, const nx_comp *c, const nx_ptrmap *comps, int *color)
 {
-	int me = pmap_get(comps, c);
+	int me = (int)nx_ptrmap_get(comps, c, -1);
 	color[me] = 1;
 	for (int k = 0; k < c->ninsts; k++) {
 		const nx_inst *i = c->insts[k];
 		for (int o = 0; o < i->ncalled; o++) {
-			int j = pmap_get(comps, i->called[o]);
+			int j = (int)nx_ptrmap_get(comps, i->called[o], -1);
 			if (color[j] == 1)
 				return inst_err(v, i, "calls computation '%s' recursively", i->called[o]->name);
 			if (color[j] == 0 && check_recursion(v, i->called[o], comps, color) != NX_OK)
@@ -307,19 +254,19 @@ nx_status nx_verify_module(const nx_module *m, nx_diag *d)
 	vctx v = {m, d, {0}};
 	nx_arena_init(&v.scratch);
 	nx_status st = NX_OK;
-	pmap comps;
-	pmap_init(&comps, (size_t)m->ncomps);
+	nx_ptrmap comps;
+	nx_ptrmap_init(&comps, (size_t)m->ncomps);
 	int *color = calloc((size_t)m->ncomps + 1, sizeof(int));
 	if (!color)
 		nx_ice(__FILE__, __LINE__, "out of memory");
 	for (int k = 0; k < m->ncomps; k++) {
-		if (pmap_get(&comps, m->comps[k]) >= 0) {
+		if ((int)nx_ptrmap_get(&comps, m->comps[k], -1) >= 0) {
 			st = comp_err(&v, m->comps[k], "is listed twice in the module");
 			goto out;
 		}
-		pmap_put(&comps, m->comps[k], k);
+		nx_ptrmap_put(&comps, m->comps[k], k);
 	}
-	if (!m->entry || pmap_get(&comps, m->entry) < 0) {
+	if (!m->entry || (int)nx_ptrmap_get(&comps, m->entry, -1) < 0) {
 		st = comp_err(&v, NULL, "module '%s' has no entry computation", m->name);
 		goto out;
 	}
@@ -339,7 +286,7 @@ nx_status nx_verify_module(const nx_module *m, nx_diag *d)
 		st = check_aliases(&v);
 out:
 	free(color);
-	pmap_free(&comps);
+	nx_ptrmap_free(&comps);
 	nx_arena_free(&v.scratch);
 	return st;
 }

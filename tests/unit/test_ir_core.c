@@ -1,5 +1,6 @@
 /* tests/unit/test_ir_core.c — arena, type and opcode tables, shapes, modules. */
 #include "testutil.h"
+#include "ir/map.h"
 
 static void test_arena(void **state)
 {
@@ -85,7 +86,83 @@ static void test_module(void **state)
 	assert_ptr_equal(add->operands[1], neg);
 	const char *u = nx_module_unique_name(m, "add");
 	assert_null(nx_comp_find_inst(c, u));
+	/* a user name that looks generated is skipped */
+	char want[32];
+	snprintf(want, sizeof want, "neg.%lld", (long long)m->next_id);
+	nx_inst_new(c, NX_OP_NEGATE, s, &p, 1, want);
+	const char *v = nx_module_unique_name(m, "neg");
+	assert_string_not_equal(v, want);
+	assert_null(nx_comp_find_inst(c, v));
 	nx_module_free(m);
+}
+
+/* ir/map.h: the shared pointer map, string set and name generator. */
+static void test_maps(void **state)
+{
+	(void)state;
+	static int keys[5000];
+	nx_ptrmap m = {0};
+	assert_int_equal(nx_ptrmap_get(&m, &keys[0], -7), -7);
+	for (int i = 0; i < 5000; i++) /* grows from empty */
+		nx_ptrmap_put(&m, &keys[i], i);
+	for (int i = 0; i < 5000; i += 2)
+		nx_ptrmap_del(&m, &keys[i]);
+	assert_int_equal(m.n, 2500);
+	for (int i = 0; i < 5000; i++)
+		assert_int_equal(nx_ptrmap_get(&m, &keys[i], -1), i % 2 ? i : -1);
+	nx_ptrmap_put(&m, &keys[1], 42);
+	assert_int_equal(nx_ptrmap_get(&m, &keys[1], -1), 42);
+	nx_ptrmap_free(&m);
+	nx_ptrmap_init(&m, 3);
+	nx_ptrmap_put(&m, &keys[3], 3);
+	assert_int_equal(nx_ptrmap_get(&m, &keys[3], -1), 3);
+	nx_ptrmap_free(&m);
+
+	nx_arena a;
+	nx_arena_init(&a);
+	nx_strmap s = {0};
+	assert_false(nx_strmap_find(&s, "x", 1, NULL));
+	assert_true(nx_strmap_add(&s, "fusion.0", 8, 10, NULL));
+	assert_true(nx_strmap_add(&s, "fusion.1", 8, 11, NULL));
+	assert_true(nx_strmap_add(&s, "x_and_more", 1, 12, NULL)); /* key "x": no NUL needed */
+	intptr_t old = 0;
+	assert_false(nx_strmap_add(&s, "fusion.1", 8, 99, &old));
+	assert_int_equal(old, 11);
+	assert_int_equal(nx_strmap_get(&s, "x", -1), 12);
+	int64_t k = 0;
+	assert_string_equal(nx_fresh_name(&s, &a, "fusion", -1, &k, false), "fusion.2");
+	assert_int_equal(k, 3);
+	assert_string_equal(nx_fresh_name(&s, &a, "param", 7, &k, false), "param_7.3");
+	assert_string_equal(nx_fresh_name(&s, &a, "y", -1, &k, true), "y");
+	assert_string_equal(nx_fresh_name(&s, &a, "x", -1, &k, true), "x.4");
+	assert_true(nx_strmap_find(&s, "y", 1, NULL) && nx_strmap_find(&s, "x.4", 3, NULL) &&
+	            nx_strmap_find(&s, "param_7.3", 9, NULL));
+	static char names[3000][8];
+	for (int i = 0; i < 3000; i++) { /* grows, keeps every entry */
+		snprintf(names[i], sizeof names[i], "n%d", i);
+		assert_true(nx_strmap_add(&s, names[i], strlen(names[i]), i, NULL));
+	}
+	for (int i = 0; i < 3000; i++)
+		assert_int_equal(nx_strmap_get(&s, names[i], -1), i);
+	size_t live = 0;
+	for (size_t i = 0; i < s.cap; i++)
+		live += nx_strmap_at(&s, i) != NULL;
+	assert_int_equal(live, s.n);
+	nx_strmap_clear(&s); /* O(1): every entry gone */
+	assert_int_equal(nx_strmap_get(&s, "n7", -1), -1);
+	assert_false(nx_strmap_find(&s, "fusion.0", 8, NULL));
+	assert_true(nx_strmap_add(&s, "n7", 2, 5, NULL));
+	assert_int_equal(nx_strmap_get(&s, "n7", -1), 5);
+	nx_strmap_free(&s);
+	nx_arena_free(&a);
+	/* the one custom-call axis parser */
+	int64_t ax = 99;
+	assert_true(nx_custom_call_axis_parse("3", &ax) && ax == 3);
+	assert_true(nx_custom_call_axis_parse("\"-1\"", &ax) && ax == -1);
+	assert_true(nx_custom_call_axis_parse(" \"2\" ", &ax) && ax == 2);
+	assert_false(nx_custom_call_axis_parse("3junk", &ax));
+	assert_false(nx_custom_call_axis_parse("", &ax));
+	assert_false(nx_custom_call_axis_parse(NULL, &ax));
 }
 
 static void test_diag(void **state)
@@ -114,7 +191,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arena),  cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_module),
-		cmocka_unit_test(test_diag), cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_diag), cmocka_unit_test(test_sha256), cmocka_unit_test(test_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

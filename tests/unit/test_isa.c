@@ -149,6 +149,28 @@ static void costs(void **state)
 	nx_insn tt = nx_insn_new(NX_I_TENSOR_TENSOR, NX_ENG_DVE);
 	tt.ap[0] = tt.ap[1] = tt.ap[2] = tp_sb(NX_DT_F32, 128, 0, 1000);
 	assert_true(nx_target_cycles(t, &tt) == 2000 + t->access_overhead[NX_ENG_DVE]);
+	/* an on-chip operand with an innermost stride above 16 bytes halves the
+	 * SBUF/PSUM interface rate [A2]: 16 bytes (4 f32) is still full rate */
+	nx_insn cp = nx_insn_new(NX_I_TENSOR_COPY, NX_ENG_DVE);
+	cp.ap[0] = tp_sb(NX_DT_F32, 128, 0, 1000);
+	cp.ap[1] = tp_sb(NX_DT_F32, 128, 0, 1000);
+	cp.ap[1].stride[0] = 4;
+	assert_true(nx_target_cycles(t, &cp) == 1000 + t->access_overhead[NX_ENG_DVE]);
+	cp.ap[1].stride[0] = 5;
+	assert_true(nx_target_cycles(t, &cp) == 2000 + t->access_overhead[NX_ENG_DVE]);
+	/* shared ports: DVE/POOL on SBUF and DVE/ACT on PSUM on NeuronCore-v2
+	 * [A2], none on NeuronCore-v3 [A3]; PE and DMA hold none */
+	const nx_target *v3 = nx_target_get("trn2");
+	assert_int_equal(nx_target_ports(t, &cp), NX_PORT_SBUF_DVE_POOL);
+	assert_int_equal(nx_target_ports(v3, &cp), 0);
+	cp.ap[1] = tp_ps(128, 0, 1000);
+	assert_int_equal(nx_target_ports(t, &cp), NX_PORT_SBUF_DVE_POOL | NX_PORT_PSUM_DVE_ACT);
+	cp.engine = NX_ENG_ACT;
+	assert_int_equal(nx_target_ports(t, &cp), NX_PORT_PSUM_DVE_ACT);
+	cp.engine = NX_ENG_POOL;
+	cp.ap[1] = tp_sb(NX_DT_F32, 128, 0, 1000);
+	assert_int_equal(nx_target_ports(t, &cp), NX_PORT_SBUF_DVE_POOL);
+	assert_int_equal(nx_target_ports(t, &mm), 0);
 	nx_insn dma = nx_insn_new(NX_I_DMA, NX_ENG_SP);
 	dma.ap[0] = tp_sb(NX_DT_F32, 128, 0, 1024);
 	dma.ap[1] = tp_hbm(NX_DT_F32, 0, 128, 1024, 1024);

@@ -153,6 +153,42 @@ static void overlap_and_serialize(void **state)
 	assert_true(q.total_ns >= q.busy_ns[NX_ENG_DVE] + q.busy_ns[NX_ENG_ACT]); /* serialized */
 }
 
+/* DVE and POOL each memset their own SBUF tile, no synchronization: they
+ * share the SBUF port on NeuronCore-v2 [A2], not on NeuronCore-v3 [A3]. */
+static nx_rt_stats dve_pool(const char *target)
+{
+	tp_streams *s = calloc(1, sizeof *s);
+	nx_insn *a = tp_add(s, NX_ENG_DVE, NX_I_MEMSET);
+	a->ap[0] = tp_sb(NX_DT_F32, 128, 0, 8192);
+	nx_insn *b = tp_add(s, NX_ENG_POOL, NX_I_MEMSET);
+	b->ap[0] = tp_sb(NX_DT_F32, 128, 65536, 8192);
+	size_t len;
+	uint8_t *bytes = tp_neff(s, NULL, 0, NULL, 0, 0, 1, &len);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(bytes, len, "t.neff", nx_target_get(target), &d);
+	assert_non_null(n);
+	nx_rt_stats st;
+	nx_rt_opts o = {0};
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &st, &d), NX_OK);
+	nx_neff_free(n);
+	free(bytes);
+	free(s);
+	return st;
+}
+
+static void shared_sbuf_port(void **state)
+{
+	(void)state;
+	nx_rt_stats v2 = dve_pool("trn1"), v3 = dve_pool("trn2");
+	double a = v2.busy_ns[NX_ENG_DVE], b = v2.busy_ns[NX_ENG_POOL];
+	assert_true(a > 1000 && b > 1000);
+	assert_true(v2.total_ns >= a + b); /* serialized by the port */
+	assert_true(v2.port_wait_ns[NX_ENG_DVE] + v2.port_wait_ns[NX_ENG_POOL] > 0);
+	double c = v3.busy_ns[NX_ENG_DVE], e = v3.busy_ns[NX_ENG_POOL];
+	assert_true(v3.total_ns < c + e); /* in parallel */
+	assert_true(v3.port_wait_ns[NX_ENG_DVE] == 0 && v3.port_wait_ns[NX_ENG_POOL] == 0);
+}
+
 static double dma_pair(int q2)
 {
 	tp_streams *s = calloc(1, sizeof *s);
@@ -413,7 +449,7 @@ static void timing_only_same(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(matmul_exp_reduce), cmocka_unit_test(overlap_and_serialize),
+		cmocka_unit_test(matmul_exp_reduce), cmocka_unit_test(overlap_and_serialize), cmocka_unit_test(shared_sbuf_port),
 		cmocka_unit_test(dma_queues),        cmocka_unit_test(deadlock_reported),
 		cmocka_unit_test(rounding),          cmocka_unit_test(profile_written),
 		cmocka_unit_test(fast_path_identical), cmocka_unit_test(timing_only_same),

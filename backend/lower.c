@@ -354,6 +354,20 @@ int64_t nx_l_div_le(int64_t n, int64_t cap)
 	return 1;
 }
 
+int64_t nx_l_chunk(int64_t F, int64_t fmax)
+{
+	int64_t d = nx_l_div_le(F, fmax);
+	if (d >= F || d * 4 >= fmax)
+		return d;
+	/* A poor divisor (F prime or nearly: 5087 gave 5087 chunks of one
+	 * element, DMAs of 4 bytes per partition). The whole row is in SBUF
+	 * anyway: take the smallest divisor above fmax instead. */
+	for (int64_t k = fmax + 1; k < F; k++)
+		if (F % k == 0)
+			return k;
+	return F;
+}
+
 static bool overlaps(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
 	return a0 < b1 && b0 < a1;
@@ -466,7 +480,7 @@ nx_ltile nx_l_tile_p(int64_t n, int64_t P, int64_t fmax)
 	t.n = n;
 	t.P = P;
 	t.F = n / P;
-	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Fc = nx_l_chunk(t.F, fmax);
 	t.Lc = t.F / t.Fc;
 	return t;
 }
@@ -477,7 +491,7 @@ nx_ltile nx_l_tile(int64_t n, int64_t fmax)
 	t.n = n;
 	t.P = nx_l_div_le(n, 128);
 	t.F = n / t.P;
-	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Fc = nx_l_chunk(t.F, fmax);
 	t.Lc = t.F / t.Fc;
 	return t;
 }

@@ -148,7 +148,7 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 	nx_ltile t = nx_l_tile(n, 2048);
 	if (P0 > 0) {
 		t.P = P0, t.F = n / P0;
-		t.Fc = nx_l_div_le(t.F, 2048);
+		t.Fc = nx_l_chunk(t.F, 2048);
 		t.Lc = t.F / t.Fc;
 	}
 	p->P = t.P, p->F = t.F, p->ll = t.Lc, p->lc = t.Fc, p->hps = t.F, p->hls = t.Fc, p->cl = t.Lc, p->cc = t.Fc;

@@ -22,6 +22,7 @@ struct nx_lent {
 	int last_use;       /* node index; -1 none */
 	bool output, dead;
 	bool used;          /* read by a live node (dead code is not lowered) */
+	bool nondot;        /* read by a live node other than a dot */
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
@@ -565,7 +566,9 @@ static void release(nx_lower *L, nx_lval *v)
 			release(L, v->tuple[k]);
 		return;
 	}
-	if (v->buf)
+	if (v->tsrc)
+		release(L, v->tsrc);
+	else if (v->buf)
 		nx_l_release_buf(L, v->buf);
 }
 
@@ -576,7 +579,9 @@ static void retain(nx_lval *v)
 			retain(v->tuple[k]);
 		return;
 	}
-	if (v->buf)
+	if (v->tsrc)
+		retain(v->tsrc);
+	else if (v->buf)
 		v->buf->refs++;
 }
 
@@ -601,6 +606,14 @@ static nx_lval *alias_val(nx_lower *L, nx_lval *src, const nx_shape *s)
 
 nx_lview nx_l_view_of(const nx_lval *v)
 {
+	if (v->tsrc) {
+		nx_lview s = nx_l_view_of(v->tsrc), w = s;
+		for (int k = 0; k < w.rank; k++) {
+			w.dims[k] = s.dims[v->tinst->a.dimensions.v[k]];
+			w.stride[k] = s.stride[v->tinst->a.dimensions.v[k]];
+		}
+		return w;
+	}
 	nx_lview w;
 	memset(&w, 0, sizeof w);
 	w.buf = v->buf;
@@ -823,6 +836,44 @@ static nx_lval *val(nx_lower *L, const nx_inst *i)
 	return ent(L, resolve(L, i))->val;
 }
 
+/* A deferred transpose (nx_lval.tsrc) done now, for a reader that needs
+ * it contiguous. */
+static nx_status materialize(nx_lower *L, nx_lval *v)
+{
+	nx_lval *src = v->tsrc;
+	v->tsrc = NULL;
+	v->buf = nx_l_alloc(L, nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt]);
+	v->buf->refs = 1;
+	nx_status rc = nx_l_transpose(L, v->tinst, src, v);
+	release(L, src);
+	return rc;
+}
+
+/* A transpose that only dots read and that is no output is deferred: the
+ * dots read their tiles through the permuted view of its operand
+ * (canonicalize-dot transposes the lhs of x^T.w into [M, K]; dot-loop loads
+ * A^T, the original layout, so the copy and the transposing load are both
+ * saved). Small ones keep their kernel (SBUF residency, the one-chunk dot). */
+static bool defer_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval **out)
+{
+	nx_lent *en = ent(L, i);
+	if (i->op != NX_OP_TRANSPOSE || en->nondot || en->output || op->tuple || op->tsrc ||
+	    i->a.dimensions.n != op->shape->rank || nx_l_resident(L, op, 0, 0) ||
+	    nx_lower_dtype(i->shape->type) != (int)op->dt ||
+	    nx_shape_elems(i->shape) * nx_dtype_bytes[op->dt] < ((int64_t)1 << 20))
+		return false;
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	memset(v, 0, sizeof *v);
+	v->shape = i->shape;
+	v->dt = op->dt;
+	v->tsrc = op;
+	v->tinst = i;
+	retain(op);
+	nx_l_plan_kernel(L, "transpose-deferred");
+	*out = v;
+	return true;
+}
+
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
 	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER ||
@@ -844,7 +895,12 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		if (ops[k]->tuple && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_TUPLE &&
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
+		nx_status mrc;
+		if (ops[k]->tsrc && i->op != NX_OP_DOT && (mrc = materialize(L, ops[k])))
+			return mrc;
 	}
+	if (defer_transpose(L, i, ops[0], out))
+		return NX_OK;
 	/* GpSimd kernels generated with LLVM (backend/gpsimd/): sort, map,
 	 * cumulative reduce-window, select-and-scatter (their lower.def family),
 	 * and the scatter/reduce forms the vector families refuse */
@@ -1113,8 +1169,11 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		nx_lent *en = ent(L, ns.v[k]);
 		if (!en->output && !en->used)
 			continue;
-		for (int j = 0; j < ns.v[k]->noperands; j++)
+		for (int j = 0; j < ns.v[k]->noperands; j++) {
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
+			if (ns.v[k]->op != NX_OP_DOT)
+				ent(L, resolve(L, ns.v[k]->operands[j]))->nondot = true;
+		}
 	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
 	double tm = nx_l_now();

@@ -63,6 +63,11 @@ typedef struct nx_lval {
 	int sb_slot;
 	int64_t sb_gen, sb_off, sb_P, sb_F;
 	nx_lsync sb_ready;
+	/* A transpose read only by dots, not done yet (buf NULL): the value is
+	 * tsrc permuted by transpose tinst; nx_l_view_of gives that strided
+	 * view, so a dot loads its tiles straight from tsrc. */
+	struct nx_lval *tsrc;
+	const struct nx_inst *tinst;
 } nx_lval;
 
 typedef struct nx_lstream {

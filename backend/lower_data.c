@@ -577,7 +577,9 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			dim[side][0] *= pv.shape->dims[ra[k]];
 		for (int k = 0; k < nca; k++)
 			dim[side][1] *= pv.shape->dims[ca[k]];
-		if (!nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
+		/* a deferred transpose: its view spans the batch dims too, so with
+		 * batch dims it is copied here (as the transpose would have been) */
+		if ((V[side]->tsrc && nb > 0) || !nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
 			/* materialize [batch, rows, cols] */
 			nx_lview w = nx_l_view_of(V[side]), p = w;
 			int r = 0;
@@ -627,7 +629,7 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	N = K ? nx_shape_elems(B->shape) / K : 0;
 	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
 	if (K == 0 || M == 0 || N == 0 ||
-	    (dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= 1))
+	    (!A->tsrc && !B->tsrc && dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= 1))
 		return nx_l_dot(L, i, ops, out);
 	return dot_loop(L, i, ops, out, 0, NULL, NULL);
 }

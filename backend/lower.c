@@ -631,7 +631,45 @@ nx_lview nx_l_view_of(const nx_lval *v)
 /* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
  * dropped, mergeable neighbours merged, the outermost as the partition axis,
  * 4 free axes, anything beyond in counted loops on SP. */
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst);
+
+/* A copy of 1 MiB or more: its outermost axis cut into up to 8 pieces,
+ * one DMA each on its own SP queue (one DMA moves ~17 B/ns). */
 nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
+{
+	int64_t n = 1;
+	int k0 = -1;
+	for (int k = 0; k < src->rank; k++) {
+		n *= src->dims[k];
+		if (k0 < 0 && src->dims[k] > 1)
+			k0 = k;
+	}
+	if (k0 < 0 || n * nx_dtype_bytes[dst->dt] < ((int64_t)1 << 20))
+		return copy_view(L, src, dst);
+	int64_t D = src->dims[k0], inner = n / D, npc = D < 8 ? D : 8;
+	nx_lbuf *real = dst->buf;
+	nx_lsync w = real->written, war = real->war;
+	for (int64_t pc = 0; pc < npc; pc++) {
+		int64_t a = D * pc / npc, b = D * (pc + 1) / npc;
+		nx_lview ps = *src;
+		ps.off += a * src->stride[k0];
+		ps.dims[k0] = b - a;
+		nx_lbuf db = *real;
+		db.off += a * inner * nx_dtype_bytes[dst->dt];
+		nx_lval dv = *dst;
+		dv.buf = &db;
+		nx_status rc = copy_view(L, &ps, &dv);
+		if (rc)
+			return rc;
+		nx_l_max(&w, &db.written);
+		nx_l_max(&war, &db.war);
+	}
+	real->written = w;
+	real->war = war;
+	return NX_OK;
+}
+
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 {
 	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
 	int r = 0;

@@ -49,7 +49,7 @@ typedef struct fl {
 	int64_t n, tr, bufb, step;
 	nx_lval *const *ext;
 	nx_lval *out[FL_MAX];
-	int nld;
+	int nld, kl, ks;       /* parameters loaded; pieces (partition ranges) per load / store */
 	int ql[FL_MAX], qs[FL_MAX], lv;
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
@@ -220,17 +220,29 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	/* SP: the last stage of tile i - ND is done, then the parameters */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
 	              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - ND * x->per[last], RF_LD);
+	/* a full tile: every load queue takes one piece (rows of partitions);
+	 * a tail tile (np < 128) may leave queues out, so its first stage waits
+	 * for absolute counts instead */
+	bool full = np == 128;
 	int k = 0;
 	for (int v = 0; v < x->nv; v++) {
 		if (x->param[v] < 0)
 			continue;
 		const nx_lval *p = x->ext[x->param[v]];
 		int esz = nx_dtype_bytes[p->dt];
-		nx_ap h = nx_ap_hbm(p->dt, p->buf->off + e0 * esz, (int)np, tr, 1, s1, c);
-		if (x->lv >= 0)
-			h.loop_stride[x->lv] = x->step * esz;
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k++], tile_ap(x, v, np, tr, b), h);
-		nx_l_max(&x->loads, &y);
+		int64_t kp = np < x->kl ? np : x->kl;
+		for (int64_t pc = 0; pc < kp; pc++, k++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (e0 + p0 * tr) * esz, (int)(p1 - p0), tr, 1, s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * esz;
+			nx_ap sb = tile_ap(x, v, np, tr, b);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
+			nx_l_max(&x->loads, &y);
+		}
+		k += (int)(x->kl - kp);
 	}
 	nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[last]);
 	/* stages */
@@ -242,10 +254,21 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 		if (s == 0) {
 			/* this tile's loads (one per queue), tile i - ND's stores */
 			nx_l_addreg(L, e, RF_LD, 1);
-			for (int q = 0; q < x->nld; q++)
-				nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], RF_LD);
-			for (int o = 0; o < x->nout; o++)
-				nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + 1 - ND, RF_ST);
+			if (full) {
+				for (int q = 0; q < x->nld * x->kl; q++)
+					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], RF_LD);
+				for (int o = 0; o < x->nout * x->ks; o++)
+					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + 1 - ND, RF_ST);
+			} else {
+				/* every load so far and every store issued before */
+				nx_lsync a;
+				memset(&a, 0, sizeof a);
+				for (int q = 0; q < x->nld * x->kl; q++)
+					a.s[x->ql[q]] = L->qcount[x->ql[q]];
+				for (int o = 0; o < x->nout * x->ks; o++)
+					a.s[x->qs[o]] = L->qcount[x->qs[o]];
+				nx_l_wait(L, e, &a);
+			}
 		} else {
 			nx_engine pe = x->seng[s - 1];
 			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[s - 1] + 1, RF_ENG + pe);
@@ -278,11 +301,19 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	}
 	for (int o = 0; o < x->nout; o++) {
 		int eo = nx_dtype_bytes[x->out[o]->dt];
-		nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + e0 * eo, (int)np, tr, 1, s1, c);
-		if (x->lv >= 0)
-			h.loop_stride[x->lv] = x->step * eo;
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o], h, tile_ap(x, x->outs[o], np, tr, b));
-		nx_l_max(&x->stores, &y);
+		int64_t kp = np < x->ks ? np : x->ks;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (e0 + p0 * tr) * eo, (int)(p1 - p0), tr, 1,
+			                    s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * eo;
+			nx_ap sb = tile_ap(x, x->outs[o], np, tr, b);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
+			nx_l_max(&x->stores, &y);
+		}
 	}
 }
 
@@ -326,9 +357,12 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		return rc;
 	for (int v = 0; v < x.nv; v++)
 		x.off[v] += base;
-	for (int k = 0; k < x.nld; k++)
+	/* the 8 SP queues shared by the parameters, the 8 POOL queues by the
+	 * outputs: each takes kl (ks) pieces of a tile, on queues of their own */
+	x.kl = 8 / x.nld, x.ks = 8 / x.nout;
+	for (int k = 0; k < x.nld * x.kl; k++)
 		x.ql[k] = nx_l_queue(L, NX_ENG_SP);
-	for (int o = 0; o < x.nout; o++)
+	for (int o = 0; o < x.nout * x.ks; o++)
 		x.qs[o] = nx_l_queue(L, NX_ENG_POOL);
 	x.lv = -1;
 	int64_t T = x.n / (128 * x.tr), rem = x.n % (128 * x.tr), q = rem / x.tr, s = rem % x.tr;
@@ -344,8 +378,8 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	st[0] = 0;
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0], x.nld, st,
-	          x.qs[0], x.nout);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
+	          x.nld * x.kl, st, x.qs[0], x.nout * x.ks);
 	nx_l_plan(L, "resident", "none");
 
 	bool used[NX_ENG_COUNT] = {false};
@@ -380,9 +414,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	}
 	/* every load queue: its count now, plus one per tile */
 	NX_ASSERT(x.nld >= 1);
-	for (int k = 0; k < x.nld; k++)
+	for (int k = 0; k < x.nld * x.kl; k++)
 		x.base_l[k] = L->qcount[x.ql[k]];
-	for (int o = 0; o < x.nout; o++)
+	for (int o = 0; o < x.nout * x.ks; o++)
 		x.base_s[o] = L->qcount[x.qs[o]];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		x.base_e[e] = L->ecount[e];
@@ -393,7 +427,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
-	for (int o = 0; o < x.nout; o++)
+	for (int o = 0; o < x.nout * x.ks; o++)
 		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])

@@ -35,8 +35,8 @@ typedef struct st {
 	nx_engine ce;
 	int64_t R, tr, Ro;
 	int64_t in_off[4], out_off, part_off, init_off, bufb, step;
-	int ql[4], qs;
-	int64_t base_l[4], base_s, base_c;
+	int ql[8], qs[8], kl, ks; /* queues; pieces (partition ranges) per load / the store */
+	int64_t base_l[8], base_s[8], base_c;
 	int lv;      /* loop level of the tile loop, -1 outside */
 	nx_lsync loads, stores, comp;
 } st;
@@ -52,22 +52,41 @@ static void tile(st *x, int64_t np, int64_t tr, int64_t row0, int b)
 	uint32_t cin[1] = {(uint32_t)(tr * x->R)}, cout[1] = {(uint32_t)(tr * x->Ro)};
 	/* SP: loads once the compute engine is done with tile i - ND */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + x->ce, x->base_c + 1 - ND, R_SP_C);
+	/* a full tile: each queue takes one piece (a range of partitions); a
+	 * tail tile may leave queues out and waits for absolute counts */
+	bool full = np == 128;
 	for (int k = 0; k < x->nops; k++) {
 		nx_lval *v = x->ops[k];
 		int esz = nx_dtype_bytes[v->dt];
-		nx_ap h = nx_ap_hbm(v->dt, v->buf->off + row0 * x->R * esz, (int)np, tr * x->R, 1, s1, cin);
-		if (x->lv >= 0)
-			h.loop_stride[x->lv] = adv * x->R * esz;
-		nx_ap sb = nx_ap_sbuf(v->dt, 0, (int)np, x->in_off[k] + bo, 1, s1, cin);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
-		nx_l_max(&x->loads, &y);
+		int64_t kp = np < x->kl ? np : x->kl;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(v->dt, v->buf->off + (row0 + p0 * tr) * x->R * esz, (int)(p1 - p0), tr * x->R, 1,
+			                    s1, cin);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = adv * x->R * esz;
+			nx_ap sb = nx_ap_sbuf(v->dt, (int)p0, (int)(p1 - p0), x->in_off[k] + bo, 1, s1, cin);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k * x->kl + pc], sb, h);
+			nx_l_max(&x->loads, &y);
+		}
 	}
 	nx_l_addreg(L, NX_ENG_SP, R_SP_C, 1);
-	/* compute: one load per queue per tile */
+	/* compute: one load per queue per tile, the store of tile i - ND */
 	nx_l_addreg(L, x->ce, R_C_LD, 1);
-	for (int k = 0; k < x->nops; k++)
-		nx_l_wait_rel(L, x->ce, x->ql[k], x->base_l[k], R_C_LD);
-	nx_l_wait_rel(L, x->ce, x->qs, x->base_s + 1 - ND, R_C_ST);
+	if (full) {
+		for (int q = 0; q < x->nops * x->kl; q++)
+			nx_l_wait_rel(L, x->ce, x->ql[q], x->base_l[q], R_C_LD);
+		for (int q = 0; q < x->ks; q++)
+			nx_l_wait_rel(L, x->ce, x->qs[q], x->base_s[q] + 1 - ND, R_C_ST);
+	} else {
+		nx_lsync a;
+		memset(&a, 0, sizeof a);
+		for (int q = 0; q < x->nops * x->kl; q++)
+			a.s[x->ql[q]] = L->qcount[x->ql[q]];
+		for (int q = 0; q < x->ks; q++)
+			a.s[x->qs[q]] = L->qcount[x->qs[q]];
+		nx_l_wait(L, x->ce, &a);
+	}
 	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)np, x->out_off + bo, 1, s1, cout);
 	if (!x->reduce) {
 		nx_insn *in = nx_l_emit(L, x->ce, x->m.op);
@@ -101,11 +120,17 @@ static void tile(st *x, int64_t np, int64_t tr, int64_t row0, int b)
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + x->ce, x->base_c, R_POOL_C);
 	}
 	int eo = nx_dtype_bytes[x->out->dt];
-	nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + row0 * x->Ro * eo, (int)np, tr * x->Ro, 1, s1, cout);
-	if (x->lv >= 0)
-		h.loop_stride[x->lv] = adv * x->Ro * eo;
-	y = nx_l_dma_q(L, NX_ENG_POOL, x->qs, h, o);
-	nx_l_max(&x->stores, &y);
+	int64_t kp = np < x->ks ? np : x->ks;
+	for (int64_t pc = 0; pc < kp; pc++) {
+		int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+		nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + (row0 + p0 * tr) * x->Ro * eo, (int)(p1 - p0),
+		                    tr * x->Ro, 1, s1, cout);
+		if (x->lv >= 0)
+			h.loop_stride[x->lv] = adv * x->Ro * eo;
+		nx_ap so = nx_ap_sbuf(x->out->dt, (int)p0, (int)(p1 - p0), x->out_off + bo, 1, s1, cout);
+		y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[pc], h, so);
+		nx_l_max(&x->stores, &y);
+	}
 }
 
 static int64_t al64(int64_t v)
@@ -151,10 +176,14 @@ static nx_status stream(st *x, int64_t O)
 	for (int k = 0; k < x->nops; k++)
 		x->in_off[k] += base;
 	x->out_off += base, x->part_off += base, x->init_off += base;
+	/* the 8 SP queues shared by the operands' loads, the 8 POOL queues by
+	 * the store: a full tile is cut into that many partition ranges */
 	int nld = x->reduce ? 1 : x->nops;
-	for (int k = 0; k < nld; k++)
+	x->kl = 8 / nld, x->ks = 8;
+	for (int k = 0; k < nld * x->kl; k++)
 		x->ql[k] = nx_l_queue(L, NX_ENG_SP);
-	x->qs = nx_l_queue(L, NX_ENG_POOL);
+	for (int k = 0; k < x->ks; k++)
+		x->qs[k] = nx_l_queue(L, NX_ENG_POOL);
 	x->lv = -1;
 	int64_t T = O / (128 * tr), rem = O % (128 * tr), q = rem / tr, s = rem % tr;
 	nx_l_plan_kernel(L, x->reduce ? "reduce-loop" : "elementwise-loop");
@@ -164,8 +193,8 @@ static nx_status stream(st *x, int64_t O)
 	          (long long)tr, (long long)T, (long long)q, (long long)tr, (long long)s);
 	nx_l_plan(L, "loops", "tile %lld (%d buffers, %d tiles per iteration, per-iteration waits)", (long long)T,
 	          (int)ND, (int)ND);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), %s %s, store pool q%d", x->ql[0], nld,
-	          x->reduce ? "tensor_reduce" : "compute", nx_engine_names[x->ce], x->qs);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), %s %s, store pool q%d (%d queues)", x->ql[0], nld * x->kl,
+	          x->reduce ? "tensor_reduce" : "compute", nx_engine_names[x->ce], x->qs[0], x->ks);
 	nx_l_plan(L, "resident", "none");
 
 	nx_engine engs[3] = {NX_ENG_SP, x->ce, NX_ENG_POOL};
@@ -188,9 +217,10 @@ static nx_status stream(st *x, int64_t O)
 		nx_l_max(&x->loads, &y);
 		x->nops = 1; /* the tiles load only x */
 	}
-	for (int k = 0; k < nld; k++)
+	for (int k = 0; k < nld * x->kl; k++)
 		x->base_l[k] = L->qcount[x->ql[k]];
-	x->base_s = L->qcount[x->qs];
+	for (int k = 0; k < x->ks; k++)
+		x->base_s[k] = L->qcount[x->qs[k]];
 	x->base_c = L->ecount[x->ce];
 	nx_lsync e0;
 	memset(&e0, 0, sizeof e0);
@@ -198,7 +228,8 @@ static nx_status stream(st *x, int64_t O)
 	nx_l_wait(L, NX_ENG_SP, &e0);
 	nx_l_wait(L, NX_ENG_POOL, &e0);
 	memset(&e0, 0, sizeof e0);
-	e0.s[x->qs] = x->base_s;
+	for (int k = 0; k < x->ks; k++)
+		e0.s[x->qs[k]] = x->base_s[k];
 	nx_l_wait(L, x->ce, &e0);
 	nx_l_setreg(L, NX_ENG_SP, R_SP_C, 0);
 	nx_l_setreg(L, x->ce, R_C_LD, 0);

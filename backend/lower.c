@@ -847,8 +847,8 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
-		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 &&
-		    (nx_l_fused_ok(L, i) || nx_l_fused_loop_ok(L, i))) {
+		if (i->op == NX_OP_FUSION && i->ncalled == 1 &&
+		    ((i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
 			push(ns, i); /* one kernel, intermediates in SBUF */
 			continue;
 		}

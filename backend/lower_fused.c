@@ -462,6 +462,8 @@ static nx_status dot_epi(nx_lower *L, void *ctx, int half, int64_t res, int64_t 
 nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	plan p;
+	if (f->noperands > 8) /* beyond the fused kernel's inputs: the loop nest */
+		return nx_l_fused_loop(L, f, ops, out);
 	/* an input still in SBUF fixes the partitions when the body allows it */
 	int64_t Pr = 0, n = nx_shape_elems(f->shape);
 	for (int k = 0; k < f->noperands && k < 8 && !Pr; k++)

@@ -24,7 +24,8 @@
 
 #include <string.h>
 
-#define FL_MAX 24
+#define FL_MAX 128 /* values of a body */
+#define FL_OPS 32  /* parameters, outputs (at most 4 per queue and tile) */
 
 typedef struct fl {
 	nx_lower *L;
@@ -51,15 +52,19 @@ typedef struct fl {
 	nx_lval *out[FL_MAX];
 	int nld, kl, ks;       /* parameters loaded; pieces (partition ranges) per load / store */
 	int ql[FL_MAX], qs[FL_MAX], lv;
+	int qlc[FL_MAX], qsc[FL_MAX]; /* transfers per tile on that queue (1 or 2) */
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
 } fl;
 
-/* registers: 0 loads (first stage's engine: every load queue counts one
- * per tile) / last stage's count (SP), 1 tiles (first stage's engine: the
- * store queues, one per tile each), 2 + e tiles x signals of engine e
- * (POOL: the last stage) */
-enum { RF_LD, RF_ST, RF_ENG };
+/* registers: 0 loads (first stage's engine: a load queue with one
+ * transfer per tile) / last stage's count (SP), 1 tiles (first stage's
+ * engine: the store queues with one per tile), 2 + e tiles x signals of
+ * engine e (POOL: the last stage); RF_LDX / RF_STX + c - 2: c per tile, for
+ * queues with c = 2..4 transfers per tile (more than 8 parameters / outputs
+ * share the 8 queues) */
+enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
+_Static_assert(RF_N <= 16, "registers per engine");
 
 /* bytes per element of a tile: the slots of every value that has one */
 static int64_t slot_bytes(const fl *x)
@@ -82,14 +87,14 @@ static int find(const fl *x, const nx_inst *i)
 static bool build(fl *x, const nx_inst *f)
 {
 	memset(x, 0, sizeof *x);
-	if (f->op != NX_OP_FUSION || f->ncalled != 1 || f->noperands > 8)
+	if (f->op != NX_OP_FUSION || f->ncalled != 1 || f->noperands > FL_OPS)
 		return false;
 	const nx_comp *b = f->called[0];
 	const nx_inst *root = b->root;
 	if (!root)
 		return false;
 	bool tup = root->op == NX_OP_TUPLE;
-	if (tup ? root->noperands < 1 || root->noperands > 8 || !nx_shape_is_array(root->operands[0]->shape)
+	if (tup ? root->noperands < 1 || root->noperands > FL_OPS || !nx_shape_is_array(root->operands[0]->shape)
 	        : !nx_shape_is_array(f->shape))
 		return false;
 	x->n = nx_shape_elems(tup ? root->operands[0]->shape : f->shape);
@@ -188,9 +193,14 @@ bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 	fl x;
 	if (!build(&x, f))
 		return false;
-	/* only bodies the fused kernel cannot hold: more than one SBUF half
-	 * per partition over 128 partitions */
-	return (double)x.n * (double)slot_bytes(&x) > 128.0 * (double)L->sbuf_half;
+	/* more than 8 inputs, tuple roots of 1 MiB or more (the fused kernel
+	 * takes neither; small tuples stay flattened, their values resident in
+	 * SBUF), else only bodies the fused kernel cannot hold: more than one
+	 * SBUF half per partition over 128 partitions */
+	double bytes = (double)x.n * (double)slot_bytes(&x);
+	if (f->noperands > 8 || (f->called[0]->root->op == NX_OP_TUPLE && bytes >= 1048576.0))
+		return true;
+	return bytes > 128.0 * (double)L->sbuf_half;
 }
 
 static int64_t al64(int64_t v)
@@ -254,11 +264,14 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 		if (s == 0) {
 			/* this tile's loads (one per queue), tile i - ND's stores */
 			nx_l_addreg(L, e, RF_LD, 1);
+			for (int c = 2; c <= 4; c++)
+				nx_l_addreg(L, e, RF_LDX + c - 2, c);
 			if (full) {
 				for (int q = 0; q < x->nld * x->kl; q++)
-					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], RF_LD);
+					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
 				for (int o = 0; o < x->nout * x->ks; o++)
-					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + 1 - ND, RF_ST);
+					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
+					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
 			} else {
 				/* every load so far and every store issued before */
 				nx_lsync a;
@@ -293,6 +306,8 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			if (waited[e][pe])
 				nx_l_addreg(L, (nx_engine)e, RF_ENG + pe, x->per[pe]);
 	nx_l_addreg(L, e0g, RF_ST, 1);
+	for (int c = 2; c <= 4; c++)
+		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
 	/* POOL: store the outputs after the last stage */
 	if (last != NX_ENG_POOL) {
 		nx_l_addreg(L, NX_ENG_POOL, RF_ENG + last, x->per[last]);
@@ -359,11 +374,16 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		x.off[v] += base;
 	/* the 8 SP queues shared by the parameters, the 8 POOL queues by the
 	 * outputs: each takes kl (ks) pieces of a tile, on queues of their own */
-	x.kl = 8 / x.nld, x.ks = 8 / x.nout;
-	for (int k = 0; k < x.nld * x.kl; k++)
-		x.ql[k] = nx_l_queue(L, NX_ENG_SP);
-	for (int o = 0; o < x.nout * x.ks; o++)
-		x.qs[o] = nx_l_queue(L, NX_ENG_POOL);
+	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
+	for (int k = 0; k < x.nld * x.kl; k++) {
+		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
+		x.qlc[k] = (x.nld * x.kl - k % 8 + 7) / 8; /* entries k % 8, k % 8 + 8, ... */
+	}
+	for (int o = 0; o < x.nout * x.ks; o++) {
+		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
+		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
+	}
 	x.lv = -1;
 	int64_t T = x.n / (128 * x.tr), rem = x.n % (128 * x.tr), q = rem / x.tr, s = rem % x.tr;
 	nx_l_plan_kernel(L, "fused-loop");
@@ -434,7 +454,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			nx_l_wait(L, (nx_engine)e, &e0);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
-			for (int r = 0; r < RF_ENG + NX_ENG_COUNT; r++)
+			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
 	int64_t tile_e = 128 * x.tr, pairs = T / ND;
 	int par = 0;

@@ -193,12 +193,13 @@ bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 	fl x;
 	if (!build(&x, f))
 		return false;
-	/* more than 8 inputs, tuple roots of 1 MiB or more (the fused kernel
-	 * takes neither; small tuples stay flattened, their values resident in
-	 * SBUF), else only bodies the fused kernel cannot hold: more than one
-	 * SBUF half per partition over 128 partitions */
+	/* bodies of 1 MiB or more with more than 8 inputs or a tuple root (the
+	 * fused kernel takes neither; small ones stay flattened, their values
+	 * resident in SBUF, which is faster there), else only bodies the fused
+	 * kernel cannot hold: more than one SBUF half per partition over 128
+	 * partitions */
 	double bytes = (double)x.n * (double)slot_bytes(&x);
-	if (f->noperands > 8 || (f->called[0]->root->op == NX_OP_TUPLE && bytes >= 1048576.0))
+	if ((f->noperands > 8 || f->called[0]->root->op == NX_OP_TUPLE) && bytes >= 1048576.0)
 		return true;
 	return bytes > 128.0 * (double)L->sbuf_half;
 }

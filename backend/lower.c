@@ -631,10 +631,11 @@ nx_lview nx_l_view_of(const nx_lval *v)
 /* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
  * dropped, mergeable neighbours merged, the outermost as the partition axis,
  * 4 free axes, anything beyond in counted loops on SP. */
-static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst);
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e);
 
 /* A copy of 1 MiB or more: its outermost axis cut into up to 8 pieces,
- * one DMA each on its own SP queue (one DMA moves ~17 B/ns). */
+ * one DMA each on its own SP queue (one DMA moves ~17 B/ns); of 4 MiB or
+ * more into up to 16, the second half issued by POOL on its queues. */
 nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 {
 	int64_t n = 1;
@@ -645,8 +646,9 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 			k0 = k;
 	}
 	if (k0 < 0 || n * nx_dtype_bytes[dst->dt] < ((int64_t)1 << 20))
-		return copy_view(L, src, dst);
-	int64_t D = src->dims[k0], inner = n / D, npc = D < 8 ? D : 8;
+		return copy_view(L, src, dst, NX_ENG_SP);
+	int64_t D = src->dims[k0], inner = n / D, nmax = n * nx_dtype_bytes[dst->dt] >= ((int64_t)4 << 20) ? 16 : 8;
+	int64_t npc = D < nmax ? D : nmax;
 	nx_lbuf *real = dst->buf;
 	nx_lsync w = real->written, war = real->war;
 	for (int64_t pc = 0; pc < npc; pc++) {
@@ -658,7 +660,7 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 		db.off += a * inner * nx_dtype_bytes[dst->dt];
 		nx_lval dv = *dst;
 		dv.buf = &db;
-		nx_status rc = copy_view(L, &ps, &dv);
+		nx_status rc = copy_view(L, &ps, &dv, pc < 8 ? NX_ENG_SP : NX_ENG_POOL);
 		if (rc)
 			return rc;
 		nx_l_max(&w, &db.written);
@@ -669,7 +671,7 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 	return NX_OK;
 }
 
-static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e)
 {
 	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
 	int r = 0;
@@ -737,13 +739,13 @@ static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 		a.loop_stride[k] = s[k] * esz;
 		b.loop_stride[k] = ds[k] * dsz;
 	}
-	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
-	nx_l_wait(L, NX_ENG_SP, &dst->buf->war);
+	nx_l_wait(L, e, &src->buf->written);
+	nx_l_wait(L, e, &dst->buf->war);
 	for (int k = 0; k < nloop; k++)
-		nx_l_loop(L, NX_ENG_SP, d[k]);
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, b, a);
+		nx_l_loop(L, e, d[k]);
+	nx_lsync y = nx_l_dma(L, e, b, a);
 	for (int k = 0; k < nloop; k++)
-		nx_l_endloop(L, NX_ENG_SP);
+		nx_l_endloop(L, e);
 	nx_l_max(&src->buf->war, &y);
 	nx_l_max(&dst->buf->written, &y);
 	nx_l_max(&dst->buf->war, &y);

@@ -463,7 +463,7 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		nx_l_loop(L, NX_ENG_SP, T);
 		nx_ap hin = nx_ap_hbm(src->dt, src->buf->off, (int)P, R2, 1, s1, cR);
 		hin.loop_stride[0] = P * R2 * esz;
-		loads = nx_l_dma(L, NX_ENG_SP, sin, hin);
+		loads = dma_split(L, NX_ENG_SP, sin, hin, P * R2 * esz);
 		nx_l_endloop(L, NX_ENG_SP);
 	}
 	int ip = O == 1 ? 1 : (int)P;

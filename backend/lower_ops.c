@@ -89,6 +89,20 @@ static int64_t al64(int64_t x)
 	return (x + 63) & ~(int64_t)63;
 }
 
+int64_t nx_l_chunk(int64_t F, int64_t fmax)
+{
+	int64_t d = nx_l_div_le(F, fmax);
+	if (d >= F || d * 4 >= fmax)
+		return d;
+	/* A poor divisor (F prime or nearly: 5087 gave 5087 chunks of one
+	 * element, DMAs of 4 bytes per partition). The whole row is in SBUF
+	 * anyway: take the smallest divisor above fmax instead. */
+	for (int64_t k = fmax + 1; k < F; k++)
+		if (F % k == 0)
+			return k;
+	return F;
+}
+
 /* A DMA between an SBUF tile and an HBM tile (partition rows part_stride
  * apart) of 256 KiB or more: cut into up to 8 partition ranges of >= 16
  * partitions, each on the next queue of the engine (one DMA moves ~17 B/ns). */

@@ -22,6 +22,7 @@ struct nx_lent {
 	int last_use;       /* node index; -1 none */
 	bool output, dead;
 	bool used;          /* read by a live node (dead code is not lowered) */
+	bool nondot;        /* read by a live node other than a dot */
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
@@ -466,7 +467,7 @@ nx_ltile nx_l_tile_p(int64_t n, int64_t P, int64_t fmax)
 	t.n = n;
 	t.P = P;
 	t.F = n / P;
-	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Fc = nx_l_chunk(t.F, fmax);
 	t.Lc = t.F / t.Fc;
 	return t;
 }
@@ -477,7 +478,7 @@ nx_ltile nx_l_tile(int64_t n, int64_t fmax)
 	t.n = n;
 	t.P = nx_l_div_le(n, 128);
 	t.F = n / t.P;
-	t.Fc = nx_l_div_le(t.F, fmax);
+	t.Fc = nx_l_chunk(t.F, fmax);
 	t.Lc = t.F / t.Fc;
 	return t;
 }
@@ -551,7 +552,9 @@ static void release(nx_lower *L, nx_lval *v)
 			release(L, v->tuple[k]);
 		return;
 	}
-	if (v->buf)
+	if (v->tsrc)
+		release(L, v->tsrc);
+	else if (v->buf)
 		nx_l_release_buf(L, v->buf);
 }
 
@@ -562,7 +565,9 @@ static void retain(nx_lval *v)
 			retain(v->tuple[k]);
 		return;
 	}
-	if (v->buf)
+	if (v->tsrc)
+		retain(v->tsrc);
+	else if (v->buf)
 		v->buf->refs++;
 }
 
@@ -587,6 +592,14 @@ static nx_lval *alias_val(nx_lower *L, nx_lval *src, const nx_shape *s)
 
 nx_lview nx_l_view_of(const nx_lval *v)
 {
+	if (v->tsrc) {
+		nx_lview s = nx_l_view_of(v->tsrc), w = s;
+		for (int k = 0; k < w.rank; k++) {
+			w.dims[k] = s.dims[v->tinst->a.dimensions.v[k]];
+			w.stride[k] = s.stride[v->tinst->a.dimensions.v[k]];
+		}
+		return w;
+	}
 	nx_lview w;
 	memset(&w, 0, sizeof w);
 	w.buf = v->buf;
@@ -599,90 +612,6 @@ nx_lview nx_l_view_of(const nx_lval *v)
 		st *= w.dims[k];
 	}
 	return w;
-}
-
-/* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
- * dropped, mergeable neighbours merged, the outermost as the partition axis,
- * 4 free axes, anything beyond in counted loops on SP. */
-nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
-{
-	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
-	int r = 0;
-	for (int k = 0; k < src->rank; k++) {
-		if (src->dims[k] == 1)
-			continue;
-		if (r > 0 && s[r - 1] == src->stride[k] * src->dims[k]) {
-			d[r - 1] *= src->dims[k];
-			s[r - 1] = src->stride[k];
-			continue;
-		}
-		d[r] = src->dims[k];
-		s[r] = src->stride[k];
-		r++;
-	}
-	if (r == 0) {
-		d[0] = 1, s[0] = 1;
-		r = 1;
-	}
-	int64_t n = 1;
-	for (int k = 0; k < r; k++)
-		n *= d[k];
-	if (n == 0)
-		return NX_OK;
-	if (r > 5 + NX_LOOP_DEPTH)
-		return nx_l_err(L, "view of rank %d after merging is not supported", r);
-	for (int k = 0; k < r; k++)
-		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
-			return nx_l_copy_view_split(L, src, dst); /* lower_data.c: dims split */
-	/* up to 4 axes: all free with one "partition" row (HBM rows are not
-	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
-	if (r <= 4) {
-		for (int k = r; k > 0; k--)
-			d[k] = d[k - 1], s[k] = s[k - 1];
-		d[0] = 1, s[0] = 0;
-		r++;
-	}
-	int nloop = r > 5 ? r - 5 : 0;
-	int esz = nx_dtype_bytes[src->dt], dsz = nx_dtype_bytes[dst->dt];
-	/* destination strides (contiguous) */
-	int64_t ds[NX_MAX_RANK], acc = 1;
-	for (int k = r - 1; k >= 0; k--) {
-		ds[k] = acc;
-		acc *= d[k];
-	}
-	int nfree = r - nloop - 1;
-	int32_t sst[4], dst_st[4];
-	uint32_t cnt[4];
-	for (int k = 0; k < nfree; k++) {
-		sst[k] = (int32_t)s[nloop + 1 + k];
-		dst_st[k] = (int32_t)ds[nloop + 1 + k];
-		cnt[k] = (uint32_t)d[nloop + 1 + k];
-	}
-	int64_t P = d[nloop];
-	if (P > 65535)
-		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
-	nx_ap a = nx_ap_hbm(src->dt, src->buf->off + src->off * esz, (int)P, s[nloop], nfree, sst, cnt);
-	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off, (int)P, ds[nloop], nfree, dst_st, cnt);
-	if (nfree == 0) {
-		a.ndims = b.ndims = 1;
-		a.stride[0] = b.stride[0] = 1;
-		a.count[0] = b.count[0] = 1;
-	}
-	for (int k = 0; k < nloop; k++) {
-		a.loop_stride[k] = s[k] * esz;
-		b.loop_stride[k] = ds[k] * dsz;
-	}
-	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
-	nx_l_wait(L, NX_ENG_SP, &dst->buf->war);
-	for (int k = 0; k < nloop; k++)
-		nx_l_loop(L, NX_ENG_SP, d[k]);
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, b, a);
-	for (int k = 0; k < nloop; k++)
-		nx_l_endloop(L, NX_ENG_SP);
-	nx_l_max(&src->buf->war, &y);
-	nx_l_max(&dst->buf->written, &y);
-	nx_l_max(&dst->buf->war, &y);
-	return NX_OK;
 }
 
 /* ---------------------------------------------------------- constants */
@@ -782,8 +711,8 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
-		if (i->op == NX_OP_FUSION && i->ncalled == 1 && i->noperands <= 8 &&
-		    (nx_l_fused_ok(L, i) || nx_l_fused_loop_ok(L, i))) {
+		if (i->op == NX_OP_FUSION && i->ncalled == 1 &&
+		    ((i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
 			push(ns, i); /* one kernel, intermediates in SBUF */
 			continue;
 		}
@@ -809,6 +738,44 @@ static nx_lval *val(nx_lower *L, const nx_inst *i)
 	return ent(L, resolve(L, i))->val;
 }
 
+/* A deferred transpose (nx_lval.tsrc) done now, for a reader that needs
+ * it contiguous. */
+static nx_status materialize(nx_lower *L, nx_lval *v)
+{
+	nx_lval *src = v->tsrc;
+	v->tsrc = NULL;
+	v->buf = nx_l_alloc(L, nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt]);
+	v->buf->refs = 1;
+	nx_status rc = nx_l_transpose(L, v->tinst, src, v);
+	release(L, src);
+	return rc;
+}
+
+/* A transpose that only dots read and that is no output is deferred: the
+ * dots read their tiles through the permuted view of its operand
+ * (canonicalize-dot transposes the lhs of x^T.w into [M, K]; dot-loop loads
+ * A^T, the original layout, so the copy and the transposing load are both
+ * saved). Small ones keep their kernel (SBUF residency, the one-chunk dot). */
+static bool defer_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval **out)
+{
+	nx_lent *en = ent(L, i);
+	if (i->op != NX_OP_TRANSPOSE || en->nondot || en->output || op->tuple || op->tsrc ||
+	    i->a.dimensions.n != op->shape->rank || nx_l_resident(L, op, 0, 0) ||
+	    nx_lower_dtype(i->shape->type) != (int)op->dt ||
+	    nx_shape_elems(i->shape) * nx_dtype_bytes[op->dt] < ((int64_t)1 << 20))
+		return false;
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	memset(v, 0, sizeof *v);
+	v->shape = i->shape;
+	v->dt = op->dt;
+	v->tsrc = op;
+	v->tinst = i;
+	retain(op);
+	nx_l_plan_kernel(L, "transpose-deferred");
+	*out = v;
+	return true;
+}
+
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
 	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER ||
@@ -830,7 +797,12 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		if (ops[k]->tuple && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_TUPLE &&
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
+		nx_status mrc;
+		if (ops[k]->tsrc && i->op != NX_OP_DOT && (mrc = materialize(L, ops[k])))
+			return mrc;
 	}
+	if (defer_transpose(L, i, ops[0], out))
+		return NX_OK;
 	/* GpSimd kernels generated with LLVM (backend/gpsimd/): sort, map,
 	 * cumulative reduce-window, select-and-scatter (their lower.def family),
 	 * and the scatter/reduce forms the vector families refuse */
@@ -841,6 +813,18 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	if (i->op == NX_OP_FUSION && !nx_shape_is_array(i->shape) && nx_l_fused_loop_ok(L, i)) {
+		/* a multi-output loop fusion: a tuple of fresh values */
+		nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+		memset(v, 0, sizeof *v);
+		v->shape = i->shape;
+		v->ntuple = i->shape->ntuple;
+		v->tuple = nx_arena_alloc(&L->a, sizeof(nx_lval *) * (size_t)(v->ntuple + 1));
+		for (int k = 0; k < v->ntuple; k++)
+			v->tuple[k] = nx_l_newval(L, i->shape->tuple[k]);
+		*out = v;
+		return nx_l_fused_loop(L, i, ops, v);
+	}
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && i->op != NX_OP_RNG_BIT_GENERATOR && nx_lower_dtype(i->shape->type) < 0)
 		return nx_l_err(L, "element type %s has no device type", nx_type_name(i->shape->type));
@@ -1099,8 +1083,11 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		nx_lent *en = ent(L, ns.v[k]);
 		if (!en->output && !en->used)
 			continue;
-		for (int j = 0; j < ns.v[k]->noperands; j++)
+		for (int j = 0; j < ns.v[k]->noperands; j++) {
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
+			if (ns.v[k]->op != NX_OP_DOT)
+				ent(L, resolve(L, ns.v[k]->operands[j]))->nondot = true;
+		}
 	}
 	ent(L, resolve(L, e->root))->last_use = ns.n;
 	double tm = nx_l_now();

@@ -63,6 +63,11 @@ typedef struct nx_lval {
 	int sb_slot;
 	int64_t sb_gen, sb_off, sb_P, sb_F;
 	nx_lsync sb_ready;
+	/* A transpose read only by dots, not done yet (buf NULL): the value is
+	 * tsrc permuted by transpose tinst; nx_l_view_of gives that strided
+	 * view, so a dot loads its tiles straight from tsrc. */
+	struct nx_lval *tsrc;
+	const struct nx_inst *tinst;
 } nx_lval;
 
 typedef struct nx_lstream {
@@ -215,6 +220,9 @@ bool nx_l_resident(const nx_lower *L, const nx_lval *v, int64_t P, int64_t F);
 void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done);
 
 int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
+/* Chunk of a flat row of F elements: the largest divisor <= fmax, or when
+ * that is below fmax / 4 (and below F), the smallest divisor above fmax. */
+int64_t nx_l_chunk(int64_t F, int64_t fmax);
 
 /* lower_check.c. nx_l_check_sbuf: SBUF accesses emitted since the last call
  * stay inside their regions' requests and follow what those regions wait for

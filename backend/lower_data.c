@@ -102,6 +102,130 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, con
 	return NX_OK;
 }
 
+/* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
+ * dropped, mergeable neighbours merged, the outermost as the partition axis,
+ * 4 free axes, anything beyond in counted loops on SP. */
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e);
+
+/* A copy of 1 MiB or more: its outermost axis cut into up to 8 pieces,
+ * one DMA each on its own SP queue (one DMA moves ~17 B/ns); of 4 MiB or
+ * more into up to 16, the second half issued by POOL on its queues. */
+nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
+{
+	int64_t n = 1;
+	int k0 = -1;
+	for (int k = 0; k < src->rank; k++) {
+		n *= src->dims[k];
+		if (k0 < 0 && src->dims[k] > 1)
+			k0 = k;
+	}
+	if (k0 < 0 || n * nx_dtype_bytes[dst->dt] < ((int64_t)1 << 20))
+		return copy_view(L, src, dst, NX_ENG_SP);
+	int64_t D = src->dims[k0], inner = n / D, nmax = n * nx_dtype_bytes[dst->dt] >= ((int64_t)4 << 20) ? 16 : 8;
+	int64_t npc = D < nmax ? D : nmax;
+	nx_lbuf *real = dst->buf;
+	nx_lsync w = real->written, war = real->war;
+	for (int64_t pc = 0; pc < npc; pc++) {
+		int64_t a = D * pc / npc, b = D * (pc + 1) / npc;
+		nx_lview ps = *src;
+		ps.off += a * src->stride[k0];
+		ps.dims[k0] = b - a;
+		nx_lbuf db = *real;
+		db.off += a * inner * nx_dtype_bytes[dst->dt];
+		nx_lval dv = *dst;
+		dv.buf = &db;
+		nx_status rc = copy_view(L, &ps, &dv, pc < 8 ? NX_ENG_SP : NX_ENG_POOL);
+		if (rc)
+			return rc;
+		nx_l_max(&w, &db.written);
+		nx_l_max(&war, &db.war);
+	}
+	real->written = w;
+	real->war = war;
+	return NX_OK;
+}
+
+static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e)
+{
+	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
+	int r = 0;
+	for (int k = 0; k < src->rank; k++) {
+		if (src->dims[k] == 1)
+			continue;
+		if (r > 0 && s[r - 1] == src->stride[k] * src->dims[k]) {
+			d[r - 1] *= src->dims[k];
+			s[r - 1] = src->stride[k];
+			continue;
+		}
+		d[r] = src->dims[k];
+		s[r] = src->stride[k];
+		r++;
+	}
+	if (r == 0) {
+		d[0] = 1, s[0] = 1;
+		r = 1;
+	}
+	int64_t n = 1;
+	for (int k = 0; k < r; k++)
+		n *= d[k];
+	if (n == 0)
+		return NX_OK;
+	if (r > 5 + NX_LOOP_DEPTH)
+		return nx_l_err(L, "view of rank %d after merging is not supported", r);
+	for (int k = 0; k < r; k++)
+		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
+			return nx_l_copy_view_split(L, src, dst); /* lower_data.c: dims split */
+	/* up to 4 axes: all free with one "partition" row (HBM rows are not
+	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
+	if (r <= 4) {
+		for (int k = r; k > 0; k--)
+			d[k] = d[k - 1], s[k] = s[k - 1];
+		d[0] = 1, s[0] = 0;
+		r++;
+	}
+	int nloop = r > 5 ? r - 5 : 0;
+	int esz = nx_dtype_bytes[src->dt], dsz = nx_dtype_bytes[dst->dt];
+	/* destination strides (contiguous) */
+	int64_t ds[NX_MAX_RANK], acc = 1;
+	for (int k = r - 1; k >= 0; k--) {
+		ds[k] = acc;
+		acc *= d[k];
+	}
+	int nfree = r - nloop - 1;
+	int32_t sst[4], dst_st[4];
+	uint32_t cnt[4];
+	for (int k = 0; k < nfree; k++) {
+		sst[k] = (int32_t)s[nloop + 1 + k];
+		dst_st[k] = (int32_t)ds[nloop + 1 + k];
+		cnt[k] = (uint32_t)d[nloop + 1 + k];
+	}
+	int64_t P = d[nloop];
+	if (P > 65535)
+		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
+	nx_ap a = nx_ap_hbm(src->dt, src->buf->off + src->off * esz, (int)P, s[nloop], nfree, sst, cnt);
+	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off, (int)P, ds[nloop], nfree, dst_st, cnt);
+	if (nfree == 0) {
+		a.ndims = b.ndims = 1;
+		a.stride[0] = b.stride[0] = 1;
+		a.count[0] = b.count[0] = 1;
+	}
+	for (int k = 0; k < nloop; k++) {
+		a.loop_stride[k] = s[k] * esz;
+		b.loop_stride[k] = ds[k] * dsz;
+	}
+	nx_l_wait(L, e, &src->buf->written);
+	nx_l_wait(L, e, &dst->buf->war);
+	for (int k = 0; k < nloop; k++)
+		nx_l_loop(L, e, d[k]);
+	nx_lsync y = nx_l_dma(L, e, b, a);
+	for (int k = 0; k < nloop; k++)
+		nx_l_endloop(L, e);
+	nx_l_max(&src->buf->war, &y);
+	nx_l_max(&dst->buf->written, &y);
+	nx_l_max(&dst->buf->war, &y);
+	return NX_OK;
+}
+
 /* A copy whose destination writes are ordered after everything before. */
 static nx_status copy(nx_lower *L, const nx_lview *src, const nx_lview *dst)
 {
@@ -577,7 +701,9 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			dim[side][0] *= pv.shape->dims[ra[k]];
 		for (int k = 0; k < nca; k++)
 			dim[side][1] *= pv.shape->dims[ca[k]];
-		if (!nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
+		/* a deferred transpose: its view spans the batch dims too, so with
+		 * batch dims it is copied here (as the transpose would have been) */
+		if ((V[side]->tsrc && nb > 0) || !nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
 			/* materialize [batch, rows, cols] */
 			nx_lview w = nx_l_view_of(V[side]), p = w;
 			int r = 0;
@@ -627,7 +753,7 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	N = K ? nx_shape_elems(B->shape) / K : 0;
 	int ea = nx_dtype_bytes[A->dt], eb = nx_dtype_bytes[B->dt], eo = nx_dtype_bytes[out->dt];
 	if (K == 0 || M == 0 || N == 0 ||
-	    (dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= 1))
+	    (!A->tsrc && !B->tsrc && dot_bytes(L, M, K, N, ea, eb, eo) <= L->sbuf_half && nx_l_dot_chunks(L, M, N) <= 1))
 		return nx_l_dot(L, i, ops, out);
 	return dot_loop(L, i, ops, out, 0, NULL, NULL);
 }

@@ -68,7 +68,7 @@ bool nx_l_dot_mat(const nx_lval *v, const int64_t *a, int na, const int64_t *b, 
 	memset(m, 0, sizeof *m);
 	if (!merge(&w, a, na, &rows, &m->sr) || !merge(&w, b, nb, &cols, &m->sc))
 		return false;
-	m->buf = v->buf;
+	m->buf = w.buf;
 	m->dt = v->dt;
 	return true;
 }

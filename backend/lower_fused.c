@@ -148,7 +148,7 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 	nx_ltile t = nx_l_tile(n, 2048);
 	if (P0 > 0) {
 		t.P = P0, t.F = n / P0;
-		t.Fc = nx_l_div_le(t.F, 2048);
+		t.Fc = nx_l_chunk(t.F, 2048);
 		t.Lc = t.F / t.Fc;
 	}
 	p->P = t.P, p->F = t.F, p->ll = t.Lc, p->lc = t.Fc, p->hps = t.F, p->hls = t.Fc, p->cl = t.Lc, p->cc = t.Fc;
@@ -462,6 +462,8 @@ static nx_status dot_epi(nx_lower *L, void *ctx, int half, int64_t res, int64_t 
 nx_status nx_l_fused(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	plan p;
+	if (f->noperands > 8) /* beyond the fused kernel's inputs: the loop nest */
+		return nx_l_fused_loop(L, f, ops, out);
 	/* an input still in SBUF fixes the partitions when the body allows it */
 	int64_t Pr = 0, n = nx_shape_elems(f->shape);
 	for (int k = 0; k < f->noperands && k < 8 && !Pr; k++)

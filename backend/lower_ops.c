@@ -90,6 +90,44 @@ static int64_t al64(int64_t x)
 	return (x + 63) & ~(int64_t)63;
 }
 
+int64_t nx_l_chunk(int64_t F, int64_t fmax)
+{
+	int64_t d = nx_l_div_le(F, fmax);
+	if (d >= F || d * 4 >= fmax)
+		return d;
+	/* A poor divisor (F prime or nearly: 5087 gave 5087 chunks of one
+	 * element, DMAs of 4 bytes per partition). The whole row is in SBUF
+	 * anyway: take the smallest divisor above fmax instead. */
+	for (int64_t k = fmax + 1; k < F; k++)
+		if (F % k == 0)
+			return k;
+	return F;
+}
+
+/* A DMA between an SBUF tile and an HBM tile (partition rows part_stride
+ * apart) of 256 KiB or more: cut into up to 8 partition ranges of >= 16
+ * partitions, each on the next queue of the engine (one DMA moves ~17 B/ns). */
+static nx_lsync dma_split(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src, int64_t bytes)
+{
+	nx_ap *sb = dst.space == NX_MEM_HBM ? &src : &dst, *hb = dst.space == NX_MEM_HBM ? &dst : &src;
+	int P = sb->part_count, np = P / 16 < 8 ? P / 16 : 8;
+	if (bytes < 256 * 1024 || np < 2 || hb->space != NX_MEM_HBM || hb->part_count != P)
+		return nx_l_dma(L, e, dst, src);
+	nx_lsync all;
+	memset(&all, 0, sizeof all);
+	nx_ap s0 = *sb, h0 = *hb;
+	for (int k = 0; k < np; k++) {
+		int p0 = P * k / np, p1 = P * (k + 1) / np;
+		sb->part_start = (uint16_t)(s0.part_start + p0);
+		sb->part_count = (uint16_t)(p1 - p0);
+		hb->offset = h0.offset + (int64_t)p0 * h0.part_stride * nx_dtype_bytes[h0.dtype];
+		hb->part_count = (uint16_t)(p1 - p0);
+		nx_lsync y = nx_l_dma(L, e, dst, src);
+		nx_l_max(&all, &y);
+	}
+	return all;
+}
+
 nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
 {
 	emap m;
@@ -150,8 +188,8 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 		for (int k = 0; k < nops; k++) {
 			if (res[k])
 				continue;
-			nx_lsync y = nx_l_dma(L, NX_ENG_SP, nx_l_sbuf_tile(ops[k]->dt, &t, addr[k], 0),
-			                      nx_l_hbm_tile(ops[k], &t));
+			nx_lsync y = dma_split(L, NX_ENG_SP, nx_l_sbuf_tile(ops[k]->dt, &t, addr[k], 0),
+			                       nx_l_hbm_tile(ops[k], &t), t.P * t.Fc * nx_dtype_bytes[ops[k]->dt]);
 			nx_l_max(&ld, &y);
 		}
 		nx_l_endloop(L, NX_ENG_SP);
@@ -181,7 +219,8 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	nx_l_wait(L, NX_ENG_POOL, &done);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
 	nx_l_loop(L, NX_ENG_POOL, t.Lc);
-	nx_lsync st = nx_l_dma(L, NX_ENG_POOL, nx_l_hbm_tile(out, &t), nx_l_sbuf_tile(out->dt, &t, base + off[nops], 0));
+	nx_lsync st = dma_split(L, NX_ENG_POOL, nx_l_hbm_tile(out, &t), nx_l_sbuf_tile(out->dt, &t, base + off[nops], 0),
+	                        t.P * t.Fc * nx_dtype_bytes[out->dt]);
 	nx_l_endloop(L, NX_ENG_POOL);
 	nx_l_max(&out->buf->written, &st);
 	nx_l_max(&out->buf->war, &st);
@@ -460,7 +499,7 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 		nx_l_loop(L, NX_ENG_SP, T);
 		nx_ap hin = nx_ap_hbm(src->dt, src->buf->off, (int)P, R2, 1, s1, cR);
 		hin.loop_stride[0] = P * R2 * esz;
-		loads = nx_l_dma(L, NX_ENG_SP, sin, hin);
+		loads = dma_split(L, NX_ENG_SP, sin, hin, P * R2 * esz);
 		nx_l_endloop(L, NX_ENG_SP);
 	}
 	int ip = O == 1 ? 1 : (int)P;

@@ -22,9 +22,14 @@
  * not within one. */
 #include "backend/lower.h"
 
+#include <stdio.h>
 #include <string.h>
 
-enum { R_SP_PE, R_PE_LD, R_PE_ACT, R_ACT_PE, R_ACT_ST, R_POOL_ACT };
+enum { R_SP_PE, R_PE_LD, R_PE_ACT, R_ACT_PE, R_ACT_ST, R_POOL_ACT, R_PE_LDX };
+/* loads go to up to NQL queues (PE counts queue q >= 1 in register
+ * R_PE_LDX + q - 1) */
+enum { NQL = 8 };
+_Static_assert(R_PE_LDX + NQL - 1 <= 16, "PE registers");
 
 typedef struct dl {
 	nx_lower *L;
@@ -34,8 +39,8 @@ typedef struct dl {
 	int ea, eb, eo;
 	int64_t a_off, b_off, o_off; /* SBUF addresses */
 	int64_t pbase;
-	int ql, qs;                  /* load and store queues */
-	int64_t base_l, base_s, base_pe, base_act;
+	int ql[NQL], nql, qs;        /* load and store queues */
+	int64_t base_l[NQL], base_s, base_pe, base_act;
 	int64_t kblocks;             /* K blocks per output tile */
 	/* loop level (0 = outermost) of each dimension's loop, -1 outside one */
 	int lv_b, lv_m, lv_n, lv_k;
@@ -81,9 +86,10 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 	nx_lower *L = x->L;
 	const nx_ldmat *A = x->A, *B = x->B;
 	int64_t kadv = x->KTb * x->kt; /* K elements per iteration of the K-block loop */
-	int ndma = 0;
 	/* SP: wait until PE consumed the previous K block, then load */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, R_SP_PE);
+	int64_t cnt[NQL] = {0};
+	int qn = 0; /* pieces go round-robin over the load queues */
 	for (int side = 0; side < 2; side++) {
 		const nx_ldmat *V = side ? B : A;
 		int esz = side ? x->eb : x->ea;
@@ -95,24 +101,36 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 			int64_t nt_ = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 			if (nt_ == 0)
 				continue;
-			int64_t kk = k0 + (part ? nfull * x->kt : 0);
-			int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w};
-			uint32_t hc[2] = {(uint32_t)nt_, (uint32_t)w};
-			nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + kk * s_k) * esz, (int)np, s_k,
-			                   2, hs, hc);
-			strides(x, &h, V->sb * esz, side ? 0 : x->mt * s_w * esz, side ? x->nt * s_w * esz : 0,
-			        kadv * s_k * esz);
-			int32_t ss[2] = {(int32_t)wt, 1};
-			nx_ap sb = nx_ap_sbuf(V->dt, 0, (int)np, sbuf + (part ? nfull * wt * esz : 0), 2, ss, hc);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql, sb, h);
-			nx_l_max(&x->loads, &y);
-			ndma++;
+			/* the part's K tiles in up to nql pieces of consecutive tiles */
+			int64_t npc = nt_ < x->nql ? nt_ : x->nql;
+			for (int64_t pc = 0; pc < npc; pc++) {
+				int64_t t0 = nt_ * pc / npc, t1 = nt_ * (pc + 1) / npc;
+				int64_t kk = k0 + (part ? nfull * x->kt : 0) + t0 * x->kt;
+				int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w};
+				uint32_t hc[2] = {(uint32_t)(t1 - t0), (uint32_t)w};
+				nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + kk * s_k) * esz, (int)np,
+				                   s_k, 2, hs, hc);
+				strides(x, &h, V->sb * esz, side ? 0 : x->mt * s_w * esz, side ? x->nt * s_w * esz : 0,
+				        kadv * s_k * esz);
+				int32_t ss[2] = {(int32_t)wt, 1};
+				nx_ap sb = nx_ap_sbuf(V->dt, 0, (int)np, sbuf + ((part ? nfull : 0) + t0) * wt * esz, 2,
+				                      ss, hc);
+				int q = qn++ % x->nql;
+				nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[q], sb, h);
+				nx_l_max(&x->loads, &y);
+				cnt[q]++;
+			}
 		}
 	}
 	nx_l_addreg(L, NX_ENG_SP, R_SP_PE, 1);
 	/* PE: wait for the loads, accumulate */
-	nx_l_addreg(L, NX_ENG_PE, R_PE_LD, ndma);
-	nx_l_wait_rel(L, NX_ENG_PE, x->ql, x->base_l, R_PE_LD);
+	for (int q = 0; q < x->nql; q++) {
+		if (cnt[q] == 0)
+			continue;
+		int r = q ? R_PE_LDX + q - 1 : R_PE_LD;
+		nx_l_addreg(L, NX_ENG_PE, r, cnt[q]);
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], r);
+	}
 	for (int part = 0; part < 2; part++) {
 		int64_t cnt = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 		if (cnt == 0)
@@ -281,7 +299,10 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.o_off = x.b_off + al64(x.KTb * x.nt * x.eb);
 	int ph = L->pidx++ & 1;
 	x.pbase = ph * (t->psum_banks / 2) * t->psum_bank_bytes;
-	x.ql = nx_l_queue(L, NX_ENG_SP);
+	/* one load queue per K tile of a block, up to NQL */
+	x.nql = x.KTb < NQL ? (int)x.KTb : NQL;
+	for (int q = 0; q < x.nql; q++)
+		x.ql[q] = nx_l_queue(L, NX_ENG_SP);
 	x.qs = nx_l_queue(L, NX_ENG_POOL);
 	x.lv_b = x.lv_m = x.lv_n = x.lv_k = -1;
 	nx_l_plan_kernel(L, "dot-loop");
@@ -293,7 +314,10 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	nx_l_plan(L, "loops", "b %lld > m %lld%s > n %lld%s > k %lld (single-buffered, per-iteration waits)",
 	          (long long)Bt, (long long)(M / x.mt), M % x.mt ? "+ragged" : "", (long long)(N / x.nt),
 	          N % x.nt ? "+ragged" : "", (long long)x.kblocks);
-	nx_l_plan(L, "engines", "load sp q%d, matmul pe, evacuate act, store pool q%d", x.ql, x.qs);
+	char qn[32] = "";
+	if (x.nql > 1)
+		snprintf(qn, sizeof qn, " (+%d queues)", x.nql - 1);
+	nx_l_plan(L, "engines", "load sp q%d%s, matmul pe, evacuate act, store pool q%d", x.ql[0], qn, x.qs);
 	nx_l_plan(L, "resident", "none");
 	nx_l_mem(L, "psum", "half %d, one bank", ph);
 
@@ -304,12 +328,15 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	nx_l_wait(L, NX_ENG_SP, &B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
-	x.base_l = L->qcount[x.ql];
+	for (int q = 0; q < x.nql; q++)
+		x.base_l[q] = L->qcount[x.ql[q]];
 	x.base_s = L->qcount[x.qs];
 	x.base_pe = L->ecount[NX_ENG_PE];
 	x.base_act = L->ecount[NX_ENG_ACT];
 	nx_l_setreg(L, NX_ENG_SP, R_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_LD, 0);
+	for (int q = 1; q < x.nql; q++)
+		nx_l_setreg(L, NX_ENG_PE, R_PE_LDX + q - 1, 0);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_ACT, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_ST, 0);

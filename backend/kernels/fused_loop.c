@@ -4,26 +4,37 @@
  *
  * Subset: parameters, elementwise ops with one engine instruction
  * (nx_l_elem_map, <= 3 operands), reshape / bitcast / copy / convert to the
- * same device type (sharing their operand's slot); every value has the
- * root's element count n. The n elements are tiles of 128 partitions x tr
- * contiguous elements (full tiles in a loop, then [q, tr] and [1, s]). Per
- * tile: SP loads the parameters, each stage (consecutive instructions on
- * one engine) computes and signals, POOL stores the root. The stages of a
- * tile run in order (stage k waits for stage k-1 of the same tile: a
- * per-iteration wait whose register counts the tiles), the next tile's
- * loads wait for the last stage (single buffers), the last stage waits for
- * the previous tile's store. */
+ * same device type (sharing their operand's slot), broadcasts of a
+ * one-element parameter or constant (a [128, 1] column loaded once before
+ * the loop, read with free stride 0); every other value has the element
+ * count n of the outputs: the root, or the elements of a tuple root (each
+ * computed in the body). The n elements are tiles of 128 partitions x tr
+ * contiguous elements (full tiles, then [q, tr] and [1, s]).
+ *
+ * Per tile: SP loads each parameter on a queue of its own, each stage
+ * (consecutive instructions on one engine) computes and signals, POOL
+ * stores each output on a queue of its own. Tiles alternate between two
+ * SBUF buffer sets (the loop body holds two tiles), so tile i+1 loads
+ * while tile i computes and tile i-1 stores: the stages of a tile run in
+ * order (stage k waits for stage k-1 of the same tile, a per-iteration wait
+ * whose register counts the tiles), tile i's loads wait for the last stage
+ * of tile i-2 (the loads order every stage of the tile after it) and its
+ * first stage for the stores of tile i-2. */
 #include "backend/lower.h"
 
 #include <string.h>
 
-#define FL_MAX 24
+#define FL_MAX 128 /* values of a body */
+#define FL_OPS 32  /* parameters, outputs (at most 4 per queue and tile) */
 
 typedef struct fl {
 	nx_lower *L;
 	int nv;
 	const nx_inst *inst[FL_MAX];
 	int param[FL_MAX];  /* parameter number, -1 computed or alias */
+	int one[FL_MAX];    /* a one-element parameter (its number) or constant (-2), else -1 */
+	int col[FL_MAX];    /* broadcast of a one-element value: that value's index, else -1 */
+	nx_lval *colv[FL_MAX];
 	int alias[FL_MAX];  /* slot owner */
 	int ops[FL_MAX][3];
 	int nops[FL_MAX];
@@ -35,19 +46,35 @@ typedef struct fl {
 	nx_engine seng[FL_MAX];
 	int sidx[FL_MAX];   /* the stage's signal number on its engine within a tile */
 	int per[NX_ENG_COUNT]; /* signals per tile per engine */
-	int root;
-	int64_t n, tr;
+	int outs[FL_MAX], nout; /* output values (tuple elements in order) */
+	int64_t n, tr, bufb, step;
 	nx_lval *const *ext;
-	nx_lval *out;
-	int ql, qs, lv;
-	int64_t base_l, base_s, base_e[NX_ENG_COUNT];
+	nx_lval *out[FL_MAX];
+	int nld, kl, ks;       /* parameters loaded; pieces (partition ranges) per load / store */
+	int ql[FL_MAX], qs[FL_MAX], lv;
+	int qlc[FL_MAX], qsc[FL_MAX]; /* transfers per tile on that queue (1 or 2) */
+	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
 } fl;
 
-/* registers: 0 loads (first stage's engine) / last stage's count (SP),
- * 1 stores (last stage's engine), 2 + e tiles x signals of engine e (POOL:
- * the last stage) */
-enum { RF_LD, RF_ST, RF_ENG };
+/* registers: 0 loads (first stage's engine: a load queue with one
+ * transfer per tile) / last stage's count (SP), 1 tiles (first stage's
+ * engine: the store queues with one per tile), 2 + e tiles x signals of
+ * engine e (POOL: the last stage); RF_LDX / RF_STX + c - 2: c per tile, for
+ * queues with c = 2..4 transfers per tile (more than 8 parameters / outputs
+ * share the 8 queues) */
+enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
+_Static_assert(RF_N <= 16, "registers per engine");
+
+/* bytes per element of a tile: the slots of every value that has one */
+static int64_t slot_bytes(const fl *x)
+{
+	int64_t per = 0;
+	for (int v = 0; v < x->nv; v++)
+		if (x->alias[v] == v && x->one[v] == -1 && x->col[v] < 0)
+			per += nx_dtype_bytes[x->dt[v]];
+	return per;
+}
 
 static int find(const fl *x, const nx_inst *i)
 {
@@ -60,21 +87,32 @@ static int find(const fl *x, const nx_inst *i)
 static bool build(fl *x, const nx_inst *f)
 {
 	memset(x, 0, sizeof *x);
-	if (f->op != NX_OP_FUSION || f->ncalled != 1 || f->noperands > 8 || !nx_shape_is_array(f->shape))
+	if (f->op != NX_OP_FUSION || f->ncalled != 1 || f->noperands > FL_OPS)
 		return false;
 	const nx_comp *b = f->called[0];
-	x->n = nx_shape_elems(f->shape);
-	if (x->n <= 0)
+	const nx_inst *root = b->root;
+	if (!root)
+		return false;
+	bool tup = root->op == NX_OP_TUPLE;
+	if (tup ? root->noperands < 1 || root->noperands > FL_OPS || !nx_shape_is_array(root->operands[0]->shape)
+	        : !nx_shape_is_array(f->shape))
+		return false;
+	x->n = nx_shape_elems(tup ? root->operands[0]->shape : f->shape);
+	if (x->n <= 1)
 		return false;
 	for (int k = 0; k < b->ninsts; k++) {
 		const nx_inst *i = b->insts[k];
-		if (x->nv == FL_MAX || !nx_shape_is_array(i->shape) || nx_shape_elems(i->shape) != x->n ||
-		    nx_lower_dtype(i->shape->type) < 0)
+		if (i == root && tup)
+			continue;
+		if (x->nv == FL_MAX || !nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
 			return false;
+		int64_t ne = nx_shape_elems(i->shape);
 		int v = x->nv++;
 		x->inst[v] = i;
 		x->dt[v] = (nx_dtype)nx_lower_dtype(i->shape->type);
 		x->param[v] = -1;
+		x->one[v] = -1;
+		x->col[v] = -1;
 		x->alias[v] = v;
 		x->stage[v] = -1;
 		if (i->op == NX_OP_PARAMETER) {
@@ -84,13 +122,33 @@ static bool build(fl *x, const nx_inst *f)
 					pn = p;
 			if (pn < 0 || pn >= f->noperands)
 				return false;
-			x->param[v] = pn;
+			if (ne == 1)
+				x->one[v] = pn;
+			else if (ne == x->n)
+				x->param[v] = pn;
+			else
+				return false;
 			continue;
 		}
+		if (i->op == NX_OP_CONSTANT && ne == 1) {
+			x->one[v] = -2;
+			continue;
+		}
+		if (ne != x->n)
+			return false;
 		for (int j = 0; j < i->noperands; j++)
 			if (find(x, i->operands[j]) < 0)
 				return false;
 		int a0 = i->noperands ? find(x, i->operands[0]) : -1;
+		if (i->op == NX_OP_BROADCAST) {
+			if (a0 < 0 || x->one[a0] == -1 || x->dt[a0] != x->dt[v])
+				return false;
+			x->col[v] = a0;
+			continue;
+		}
+		for (int j = 0; j < i->noperands; j++)
+			if (x->one[find(x, i->operands[j])] != -1)
+				return false; /* one-element values only through a broadcast */
 		bool same = a0 >= 0 && x->dt[a0] == x->dt[v];
 		if ((i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY || i->op == NX_OP_CONVERT) &&
 		    same) {
@@ -116,9 +174,18 @@ static bool build(fl *x, const nx_inst *f)
 		}
 		x->stage[v] = x->nstage - 1;
 	}
-	x->root = find(x, b->root);
-	return x->root >= 0 && x->nstage > 0 && x->stage[x->alias[x->root]] == x->nstage - 1 &&
-	       x->param[x->alias[x->root]] < 0;
+	x->nout = tup ? root->noperands : 1;
+	for (int k = 0; k < x->nout; k++) {
+		int o = find(x, tup ? root->operands[k] : root);
+		/* outputs are computed values of n elements (not parameters) */
+		if (o < 0 || x->one[o] != -1 || x->col[x->alias[o]] >= 0 || x->stage[x->alias[o]] < 0 ||
+		    nx_shape_elems(x->inst[o]->shape) != x->n)
+			return false;
+		x->outs[k] = x->alias[o];
+	}
+	for (int v = 0; v < x->nv; v++)
+		x->nld += x->param[v] >= 0;
+	return x->nstage > 0 && x->nld > 0;
 }
 
 bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
@@ -126,13 +193,15 @@ bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 	fl x;
 	if (!build(&x, f))
 		return false;
-	/* only bodies the fused kernel cannot hold: more than one SBUF half
-	 * per partition over 128 partitions */
-	int64_t per = 0;
-	for (int v = 0; v < x.nv; v++)
-		if (x.alias[v] == v)
-			per += nx_dtype_bytes[x.dt[v]];
-	return (double)x.n * (double)per > 128.0 * (double)L->sbuf_half;
+	/* bodies of 1 MiB or more with more than 8 inputs or a tuple root (the
+	 * fused kernel takes neither; small ones stay flattened, their values
+	 * resident in SBUF, which is faster there), else only bodies the fused
+	 * kernel cannot hold: more than one SBUF half per partition over 128
+	 * partitions */
+	double bytes = (double)x.n * (double)slot_bytes(&x);
+	if ((f->noperands > 8 || f->called[0]->root->op == NX_OP_TUPLE) && bytes >= 1048576.0)
+		return true;
+	return bytes > 128.0 * (double)L->sbuf_half;
 }
 
 static int64_t al64(int64_t v)
@@ -140,52 +209,85 @@ static int64_t al64(int64_t v)
 	return (v + 63) & ~(int64_t)63;
 }
 
-static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr)
+/* v's operand view in buffer set b: a tile slot, or a broadcast column read
+ * with free stride 0 */
+static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr, int b)
 {
-	int32_t s1[1] = {1};
+	int a = x->alias[v];
+	int32_t s1[1] = {x->col[a] >= 0 ? 0 : 1};
 	uint32_t c[1] = {(uint32_t)tr};
-	return nx_ap_sbuf(x->dt[v], 0, (int)np, x->off[x->alias[v]], 1, s1, c);
+	return nx_ap_sbuf(x->dt[v], 0, (int)np, x->off[a] + (x->col[a] >= 0 ? 0 : b * x->bufb), 1, s1, c);
 }
 
-static void tile(fl *x, int64_t np, int64_t tr, int64_t e0)
+/* Depth of the buffer rotation: tile i reuses the buffers of tile i - ND. */
+enum { ND = 2 };
+
+static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 {
 	nx_lower *L = x->L;
 	int32_t s1[1] = {1};
 	uint32_t c[1] = {(uint32_t)tr};
-	int64_t adv = 128 * x->tr;
 	nx_engine last = x->seng[x->nstage - 1];
-	/* SP: the previous tile's last stage is done, then the parameters */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last],
-	              RF_LD);
-	int nld = 0;
+	/* SP: the last stage of tile i - ND is done, then the parameters */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
+	              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - ND * x->per[last], RF_LD);
+	/* a full tile: every load queue takes one piece (rows of partitions);
+	 * a tail tile (np < 128) may leave queues out, so its first stage waits
+	 * for absolute counts instead */
+	bool full = np == 128;
+	int k = 0;
 	for (int v = 0; v < x->nv; v++) {
 		if (x->param[v] < 0)
 			continue;
 		const nx_lval *p = x->ext[x->param[v]];
 		int esz = nx_dtype_bytes[p->dt];
-		nx_ap h = nx_ap_hbm(p->dt, p->buf->off + e0 * esz, (int)np, tr, 1, s1, c);
-		if (x->lv >= 0)
-			h.loop_stride[x->lv] = adv * esz;
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql, tile_ap(x, v, np, tr), h);
-		nx_l_max(&x->loads, &y);
-		nld++;
+		int64_t kp = np < x->kl ? np : x->kl;
+		for (int64_t pc = 0; pc < kp; pc++, k++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (e0 + p0 * tr) * esz, (int)(p1 - p0), tr, 1, s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * esz;
+			nx_ap sb = tile_ap(x, v, np, tr, b);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
+			nx_l_max(&x->loads, &y);
+		}
+		k += (int)(x->kl - kp);
 	}
 	nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[last]);
 	/* stages */
 	bool waited[NX_ENG_COUNT][NX_ENG_COUNT];
 	memset(waited, 0, sizeof waited);
+	nx_engine e0g = x->seng[0];
 	for (int s = 0; s < x->nstage; s++) {
 		nx_engine e = x->seng[s];
 		if (s == 0) {
-			nx_l_addreg(L, e, RF_LD, nld);
-			nx_l_wait_rel(L, e, x->ql, x->base_l, RF_LD);
+			/* this tile's loads (one per queue), tile i - ND's stores */
+			nx_l_addreg(L, e, RF_LD, 1);
+			for (int c = 2; c <= 4; c++)
+				nx_l_addreg(L, e, RF_LDX + c - 2, c);
+			if (full) {
+				for (int q = 0; q < x->nld * x->kl; q++)
+					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
+				for (int o = 0; o < x->nout * x->ks; o++)
+					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
+					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
+			} else {
+				/* every load so far and every store issued before */
+				nx_lsync a;
+				memset(&a, 0, sizeof a);
+				for (int q = 0; q < x->nld * x->kl; q++)
+					a.s[x->ql[q]] = L->qcount[x->ql[q]];
+				for (int o = 0; o < x->nout * x->ks; o++)
+					a.s[x->qs[o]] = L->qcount[x->qs[o]];
+				nx_l_wait(L, e, &a);
+			}
 		} else {
 			nx_engine pe = x->seng[s - 1];
 			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[s - 1] + 1, RF_ENG + pe);
 			waited[e][pe] = true;
 		}
-		if (s == x->nstage - 1)
-			nx_l_wait_rel(L, e, x->qs, x->base_s, RF_ST);
 		for (int v = 0; v < x->nv; v++) {
 			if (x->stage[v] != s)
 				continue;
@@ -193,9 +295,9 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0)
 			in->func = (uint8_t)x->m[v].func;
 			in->flags = (uint16_t)x->m[v].flags;
 			in->fimm[0] = x->m[v].imm;
-			in->ap[0] = tile_ap(x, v, np, tr);
+			in->ap[0] = tile_ap(x, v, np, tr, b);
 			for (int j = 0; j < x->nops[v]; j++)
-				in->ap[1 + j] = tile_ap(x, x->ops[v][j], np, tr);
+				in->ap[1 + j] = tile_ap(x, x->ops[v][j], np, tr, b);
 		}
 		nx_lsync y = nx_l_signal(L, e);
 		nx_l_max(&x->comp, &y);
@@ -204,19 +306,31 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0)
 		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
 			if (waited[e][pe])
 				nx_l_addreg(L, (nx_engine)e, RF_ENG + pe, x->per[pe]);
-	nx_l_addreg(L, last, RF_ST, 1);
-	/* POOL: store the root after the last stage */
+	nx_l_addreg(L, e0g, RF_ST, 1);
+	for (int c = 2; c <= 4; c++)
+		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
+	/* POOL: store the outputs after the last stage */
 	if (last != NX_ENG_POOL) {
 		nx_l_addreg(L, NX_ENG_POOL, RF_ENG + last, x->per[last]);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last,
 		              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last], RF_ENG + last);
 	}
-	int eo = nx_dtype_bytes[x->out->dt];
-	nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + e0 * eo, (int)np, tr, 1, s1, c);
-	if (x->lv >= 0)
-		h.loop_stride[x->lv] = adv * eo;
-	nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs, h, tile_ap(x, x->root, np, tr));
-	nx_l_max(&x->stores, &y);
+	for (int o = 0; o < x->nout; o++) {
+		int eo = nx_dtype_bytes[x->out[o]->dt];
+		int64_t kp = np < x->ks ? np : x->ks;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (e0 + p0 * tr) * eo, (int)(p1 - p0), tr, 1,
+			                    s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * eo;
+			nx_ap sb = tile_ap(x, x->outs[o], np, tr, b);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
+			nx_l_max(&x->stores, &y);
+		}
+	}
 }
 
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -224,12 +338,16 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	fl x;
 	if (!nx_l_fused_loop_ok(L, f) || !build(&x, f))
 		return nx_l_err(L, "fusion outside the loop kernel's subset");
-	x.L = L, x.ext = ops, x.out = out;
-	int64_t per = 0;
+	x.L = L, x.ext = ops;
+	if (out->tuple ? out->ntuple != x.nout : x.nout != 1)
+		return nx_l_err(L, "fusion outputs do not match its body");
+	for (int o = 0; o < x.nout; o++)
+		x.out[o] = out->tuple ? out->tuple[o] : out;
+	int64_t per = slot_bytes(&x);
+	int ncol = 0;
 	for (int v = 0; v < x.nv; v++)
-		if (x.alias[v] == v)
-			per += nx_dtype_bytes[x.dt[v]];
-	int64_t room = L->sbuf_half - 64 * x.nv;
+		ncol += x.col[v] >= 0;
+	int64_t room = (L->sbuf_half - 64 * ncol) / ND - 64 * x.nv;
 	x.tr = room / per < 2048 ? room / per : 2048;
 	if (x.tr < 1)
 		return nx_l_err(L, "fusion body too wide for SBUF");
@@ -237,9 +355,16 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		x.tr = (x.n + 127) / 128;
 	int64_t bytes = 0;
 	for (int v = 0; v < x.nv; v++)
-		if (x.alias[v] == v) {
+		if (x.alias[v] == v && x.one[v] == -1 && x.col[v] < 0) {
 			x.off[v] = bytes;
 			bytes += al64(x.tr * nx_dtype_bytes[x.dt[v]]);
+		}
+	x.bufb = bytes;
+	bytes *= ND;
+	for (int v = 0; v < x.nv; v++)
+		if (x.col[v] >= 0) {
+			x.off[v] = bytes;
+			bytes += 64;
 		}
 	int64_t base;
 	int h;
@@ -248,21 +373,34 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		return rc;
 	for (int v = 0; v < x.nv; v++)
 		x.off[v] += base;
-	x.ql = nx_l_queue(L, NX_ENG_SP);
-	x.qs = nx_l_queue(L, NX_ENG_POOL);
+	/* the 8 SP queues shared by the parameters, the 8 POOL queues by the
+	 * outputs: each takes kl (ks) pieces of a tile, on queues of their own */
+	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
+	for (int k = 0; k < x.nld * x.kl; k++) {
+		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
+		x.qlc[k] = (x.nld * x.kl - k % 8 + 7) / 8; /* entries k % 8, k % 8 + 8, ... */
+	}
+	for (int o = 0; o < x.nout * x.ks; o++) {
+		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
+		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
+	}
 	x.lv = -1;
 	int64_t T = x.n / (128 * x.tr), rem = x.n % (128 * x.tr), q = rem / x.tr, s = rem % x.tr;
 	nx_l_plan_kernel(L, "fused-loop");
-	nx_l_plan(L, "body", "%d values, %d stages, %lld elements", x.nv, x.nstage, (long long)x.n);
+	nx_l_plan(L, "body", "%d values, %d stages, %lld elements, %d outputs", x.nv, x.nstage, (long long)x.n,
+	          x.nout);
 	nx_l_plan(L, "tiling", "[128 partitions, %lld] per tile; %lld tiles in a loop, tail [%lld, %lld] + [1, %lld]",
 	          (long long)x.tr, (long long)T, (long long)q, (long long)x.tr, (long long)s);
-	nx_l_plan(L, "loops", "tile %lld (single-buffered, per-iteration waits)", (long long)T);
+	nx_l_plan(L, "loops", "tile %lld (%d buffers, two tiles per iteration, per-iteration waits)", (long long)T,
+	          (int)ND);
 	char st[128];
 	size_t len = 0;
 	st[0] = 0;
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
-	nx_l_plan(L, "engines", "load sp q%d, stages %s, store pool q%d", x.ql, st, x.qs);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
+	          x.nld * x.kl, st, x.qs[0], x.nout * x.ks);
 	nx_l_plan(L, "resident", "none");
 
 	bool used[NX_ENG_COUNT] = {false};
@@ -273,11 +411,34 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		if (used[e])
 			nx_l_wait(L, (nx_engine)e, &L->sbuf_free[h]);
 	for (int v = 0; v < x.nv; v++)
-		if (x.param[v] >= 0)
-			nx_l_wait(L, NX_ENG_SP, &ops[x.param[v]]->buf->written);
-	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
-	x.base_l = L->qcount[x.ql];
-	x.base_s = L->qcount[x.qs];
+		if (x.param[v] >= 0 || x.one[v] >= 0)
+			nx_l_wait(L, NX_ENG_SP, &ops[x.one[v] >= 0 ? x.one[v] : x.param[v]]->buf->written);
+	for (int o = 0; o < x.nout; o++)
+		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
+	/* broadcast columns: the one element to every partition (partition
+	 * stride 0), once, on the first load queue (FIFO: before every tile) */
+	for (int v = 0; v < x.nv; v++) {
+		if (x.col[v] < 0)
+			continue;
+		int a = x.col[v];
+		nx_lval *src = x.one[a] >= 0 ? ops[x.one[a]] : NULL;
+		if (!src && (rc = nx_l_constant(L, x.inst[a], &src)) != NX_OK)
+			return rc;
+		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
+		int32_t s1[1] = {1};
+		uint32_t c1[1] = {1};
+		nx_ap hb = nx_ap_hbm(x.dt[v], src->buf->off, 128, 0, 1, s1, c1);
+		nx_ap sb = nx_ap_sbuf(x.dt[v], 0, 128, x.off[v], 1, s1, c1);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[0], sb, hb);
+		nx_l_max(&x.loads, &y);
+		nx_l_max(&src->buf->war, &y);
+	}
+	/* every load queue: its count now, plus one per tile */
+	NX_ASSERT(x.nld >= 1);
+	for (int k = 0; k < x.nld * x.kl; k++)
+		x.base_l[k] = L->qcount[x.ql[k]];
+	for (int o = 0; o < x.nout * x.ks; o++)
+		x.base_s[o] = L->qcount[x.qs[o]];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		x.base_e[e] = L->ecount[e];
 	/* the engines' earlier kernels are complete before the first tile
@@ -287,38 +448,49 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
-	e0.s[x.qs] = x.base_s;
+	for (int o = 0; o < x.nout * x.ks; o++)
+		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
 			nx_l_wait(L, (nx_engine)e, &e0);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
-			for (int r = 0; r < RF_ENG + NX_ENG_COUNT; r++)
+			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
-	if (T > 0) {
-		if (T > 1) {
+	int64_t tile_e = 128 * x.tr, pairs = T / ND;
+	int par = 0;
+	if (pairs > 0) {
+		if (pairs > 1) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (used[e])
-					nx_l_loop(L, (nx_engine)e, T);
+					nx_l_loop(L, (nx_engine)e, pairs);
 			x.lv = L->s[NX_ENG_SP].depth - 1;
 		}
-		tile(&x, 128, x.tr, 0);
-		if (T > 1) {
+		x.step = ND * tile_e;
+		for (int b = 0; b < ND; b++)
+			tile(&x, 128, x.tr, b * tile_e, b);
+		if (pairs > 1) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (used[e])
 					nx_l_endloop(L, (nx_engine)e);
 			x.lv = -1;
 		}
 	}
-	if (q > 0)
-		tile(&x, q, x.tr, T * 128 * x.tr);
+	for (int64_t t = pairs * ND; t < T; t++, par = (par + 1) % ND)
+		tile(&x, 128, x.tr, t * tile_e, par);
+	if (q > 0) {
+		tile(&x, q, x.tr, T * tile_e, par);
+		par = (par + 1) % ND;
+	}
 	if (s > 0)
-		tile(&x, 1, s, T * 128 * x.tr + q * x.tr);
+		tile(&x, 1, s, T * tile_e + q * x.tr, par);
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0)
 			nx_l_max(&ops[x.param[v]]->buf->war, &x.loads);
-	nx_l_max(&out->buf->written, &x.stores);
-	nx_l_max(&out->buf->war, &x.stores);
+	for (int o = 0; o < x.nout; o++) {
+		nx_l_max(&x.out[o]->buf->written, &x.stores);
+		nx_l_max(&x.out[o]->buf->war, &x.stores);
+	}
 	nx_lsync done = x.stores;
 	nx_l_max(&done, &x.loads);
 	nx_l_max(&done, &x.comp);

@@ -6,11 +6,13 @@
  * 128 partitions x tr rows (tr*R contiguous elements per partition). Full
  * tiles run in a counted loop; the rows left over form at most two more
  * tiles ([q partitions, tr rows] and [1, s rows]), emitted once each. Per
- * tile: SP loads the operands (one queue), the compute engine computes into
- * the output tile, POOL stores it (one queue). Per-iteration waits
- * (nx_l_wait_rel): the compute engine waits for its loads and for the store
- * of the previous tile (one output buffer), SP for the compute engine to be
- * done with the previous tile (one input buffer per operand), POOL for the
+ * tile: SP loads the operands (one queue each), the compute engine computes
+ * into the output tile, POOL stores it (one queue). Tiles alternate between
+ * ND buffer sets (the loop body holds ND tiles), so the loads of tile i+1
+ * overlap the compute of tile i and the store of tile i-1. Per-iteration
+ * waits (nx_l_wait_rel): the compute engine waits for its loads and for the
+ * store of tile i-ND (the output buffer it reuses), SP for the compute
+ * engine to be done with tile i-ND (the input buffers), POOL for the
  * compute engine. Elementwise: R = 1, the engine instruction of the op
  * (nx_l_elem_map). Reduction: DVE tensor_reduce over R into fp32 partials,
  * then the init value combined and the cast (as nx_l_reduce). */
@@ -19,6 +21,7 @@
 #include <string.h>
 
 enum { R_SP_C, R_C_LD, R_C_ST, R_POOL_C };
+enum { ND = 2 }; /* buffer sets */
 
 typedef struct st {
 	nx_lower *L;
@@ -31,41 +34,60 @@ typedef struct st {
 	int alu;     /* reduction */
 	nx_engine ce;
 	int64_t R, tr, Ro;
-	int64_t in_off[4], out_off, part_off, init_off;
-	int ql, qs;
-	int64_t base_l, base_s, base_c;
+	int64_t in_off[4], out_off, part_off, init_off, bufb, step;
+	int ql[8], qs[8], kl, ks; /* queues; pieces (partition ranges) per load / the store */
+	int64_t base_l[8], base_s[8], base_c;
 	int lv;      /* loop level of the tile loop, -1 outside */
 	nx_lsync loads, stores, comp;
 } st;
 
 /* one tile: np partitions x tr rows, first row `row0` (plus the loop's advance
  * of 128*tr rows per iteration) */
-static void tile(st *x, int64_t np, int64_t tr, int64_t row0)
+static void tile(st *x, int64_t np, int64_t tr, int64_t row0, int b)
 {
 	nx_lower *L = x->L;
-	int64_t adv = 128 * x->tr; /* rows per loop iteration */
+	int64_t adv = x->step; /* rows per loop iteration */
+	int64_t bo = b * x->bufb; /* this tile's buffer set */
 	int32_t s1[2] = {1, 1};
 	uint32_t cin[1] = {(uint32_t)(tr * x->R)}, cout[1] = {(uint32_t)(tr * x->Ro)};
-	/* SP: loads once the compute engine is done with the previous tile */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + x->ce, x->base_c, R_SP_C);
-	int nld = 0;
+	/* SP: loads once the compute engine is done with tile i - ND */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + x->ce, x->base_c + 1 - ND, R_SP_C);
+	/* a full tile: each queue takes one piece (a range of partitions); a
+	 * tail tile may leave queues out and waits for absolute counts */
+	bool full = np == 128;
 	for (int k = 0; k < x->nops; k++) {
 		nx_lval *v = x->ops[k];
 		int esz = nx_dtype_bytes[v->dt];
-		nx_ap h = nx_ap_hbm(v->dt, v->buf->off + row0 * x->R * esz, (int)np, tr * x->R, 1, s1, cin);
-		if (x->lv >= 0)
-			h.loop_stride[x->lv] = adv * x->R * esz;
-		nx_ap sb = nx_ap_sbuf(v->dt, 0, (int)np, x->in_off[k], 1, s1, cin);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql, sb, h);
-		nx_l_max(&x->loads, &y);
-		nld++;
+		int64_t kp = np < x->kl ? np : x->kl;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(v->dt, v->buf->off + (row0 + p0 * tr) * x->R * esz, (int)(p1 - p0), tr * x->R, 1,
+			                    s1, cin);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = adv * x->R * esz;
+			nx_ap sb = nx_ap_sbuf(v->dt, (int)p0, (int)(p1 - p0), x->in_off[k] + bo, 1, s1, cin);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k * x->kl + pc], sb, h);
+			nx_l_max(&x->loads, &y);
+		}
 	}
 	nx_l_addreg(L, NX_ENG_SP, R_SP_C, 1);
-	/* compute */
-	nx_l_addreg(L, x->ce, R_C_LD, nld);
-	nx_l_wait_rel(L, x->ce, x->ql, x->base_l, R_C_LD);
-	nx_l_wait_rel(L, x->ce, x->qs, x->base_s, R_C_ST);
-	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)np, x->out_off, 1, s1, cout);
+	/* compute: one load per queue per tile, the store of tile i - ND */
+	nx_l_addreg(L, x->ce, R_C_LD, 1);
+	if (full) {
+		for (int q = 0; q < x->nops * x->kl; q++)
+			nx_l_wait_rel(L, x->ce, x->ql[q], x->base_l[q], R_C_LD);
+		for (int q = 0; q < x->ks; q++)
+			nx_l_wait_rel(L, x->ce, x->qs[q], x->base_s[q] + 1 - ND, R_C_ST);
+	} else {
+		nx_lsync a;
+		memset(&a, 0, sizeof a);
+		for (int q = 0; q < x->nops * x->kl; q++)
+			a.s[x->ql[q]] = L->qcount[x->ql[q]];
+		for (int q = 0; q < x->ks; q++)
+			a.s[x->qs[q]] = L->qcount[x->qs[q]];
+		nx_l_wait(L, x->ce, &a);
+	}
+	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)np, x->out_off + bo, 1, s1, cout);
 	if (!x->reduce) {
 		nx_insn *in = nx_l_emit(L, x->ce, x->m.op);
 		in->func = (uint8_t)x->m.func;
@@ -73,16 +95,16 @@ static void tile(st *x, int64_t np, int64_t tr, int64_t row0)
 		in->fimm[0] = x->m.imm;
 		in->ap[0] = o;
 		for (int k = 0; k < x->nops && k < 3; k++)
-			in->ap[1 + k] = nx_ap_sbuf(x->ops[k]->dt, 0, (int)np, x->in_off[k], 1, s1, cin);
+			in->ap[1 + k] = nx_ap_sbuf(x->ops[k]->dt, 0, (int)np, x->in_off[k] + bo, 1, s1, cin);
 	} else {
 		nx_insn *in = nx_l_emit(L, x->ce, NX_I_TENSOR_REDUCE);
 		in->func = (uint8_t)x->alu;
 		in->iarg[0] = 1;
 		int32_t s2[2] = {(int32_t)x->R, 1};
 		uint32_t c2[2] = {(uint32_t)tr, (uint32_t)x->R};
-		nx_ap part = nx_ap_sbuf(NX_DT_F32, 0, (int)np, x->part_off, 1, s1, cout);
+		nx_ap part = nx_ap_sbuf(NX_DT_F32, 0, (int)np, x->part_off + bo, 1, s1, cout);
 		in->ap[0] = part;
-		in->ap[1] = nx_ap_sbuf(x->ops[0]->dt, 0, (int)np, x->in_off[0], 2, s2, c2);
+		in->ap[1] = nx_ap_sbuf(x->ops[0]->dt, 0, (int)np, x->in_off[0] + bo, 2, s2, c2);
 		nx_insn *c = nx_l_emit(L, x->ce, NX_I_TENSOR_TENSOR);
 		c->func = (uint8_t)x->alu;
 		c->ap[0] = o;
@@ -98,11 +120,17 @@ static void tile(st *x, int64_t np, int64_t tr, int64_t row0)
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + x->ce, x->base_c, R_POOL_C);
 	}
 	int eo = nx_dtype_bytes[x->out->dt];
-	nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + row0 * x->Ro * eo, (int)np, tr * x->Ro, 1, s1, cout);
-	if (x->lv >= 0)
-		h.loop_stride[x->lv] = adv * x->Ro * eo;
-	y = nx_l_dma_q(L, NX_ENG_POOL, x->qs, h, o);
-	nx_l_max(&x->stores, &y);
+	int64_t kp = np < x->ks ? np : x->ks;
+	for (int64_t pc = 0; pc < kp; pc++) {
+		int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+		nx_ap h = nx_ap_hbm(x->out->dt, x->out->buf->off + (row0 + p0 * tr) * x->Ro * eo, (int)(p1 - p0),
+		                    tr * x->Ro, 1, s1, cout);
+		if (x->lv >= 0)
+			h.loop_stride[x->lv] = adv * x->Ro * eo;
+		nx_ap so = nx_ap_sbuf(x->out->dt, (int)p0, (int)(p1 - p0), x->out_off + bo, 1, s1, cout);
+		y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[pc], h, so);
+		nx_l_max(&x->stores, &y);
+	}
 }
 
 static int64_t al64(int64_t v)
@@ -118,7 +146,7 @@ static nx_status stream(st *x, int64_t O)
 	for (int k = 0; k < x->nops; k++)
 		per_row += (x->reduce && k == 1 ? 0 : x->R) * nx_dtype_bytes[x->ops[k]->dt];
 	per_row += x->Ro * nx_dtype_bytes[x->out->dt] + (x->reduce ? 4 : 0);
-	int64_t room = L->sbuf_half - 64 * (x->nops + 3);
+	int64_t room = (L->sbuf_half - 64) / ND - 64 * (x->nops + 3);
 	int64_t want = x->reduce ? (x->R >= 2048 ? 1 : 2048 / x->R) : 2048;
 	x->tr = room / per_row < want ? room / per_row : want;
 	if (x->tr < 1)
@@ -128,13 +156,18 @@ static nx_status stream(st *x, int64_t O)
 	int64_t tr = x->tr, bytes = 0;
 	for (int k = 0; k < x->nops; k++) {
 		x->in_off[k] = bytes;
-		bytes += al64(tr * (x->reduce && k == 1 ? 1 : x->R) * nx_dtype_bytes[x->ops[k]->dt]);
+		if (!(x->reduce && k == 1))
+			bytes += al64(tr * x->R * nx_dtype_bytes[x->ops[k]->dt]);
 	}
 	x->out_off = bytes;
 	bytes += al64(tr * x->Ro * nx_dtype_bytes[x->out->dt]);
 	x->part_off = bytes;
 	if (x->reduce)
 		bytes += al64(tr * 4);
+	x->bufb = bytes;
+	bytes *= ND;
+	x->init_off = bytes; /* the reduce's init value, outside the buffer sets */
+	bytes += 64;
 	int64_t base;
 	int h;
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
@@ -142,10 +175,15 @@ static nx_status stream(st *x, int64_t O)
 		return rc;
 	for (int k = 0; k < x->nops; k++)
 		x->in_off[k] += base;
-	x->out_off += base, x->part_off += base;
-	x->init_off = x->in_off[1];
-	x->ql = nx_l_queue(L, NX_ENG_SP);
-	x->qs = nx_l_queue(L, NX_ENG_POOL);
+	x->out_off += base, x->part_off += base, x->init_off += base;
+	/* the 8 SP queues shared by the operands' loads, the 8 POOL queues by
+	 * the store: a full tile is cut into that many partition ranges */
+	int nld = x->reduce ? 1 : x->nops;
+	x->kl = 8 / nld, x->ks = 8;
+	for (int k = 0; k < nld * x->kl; k++)
+		x->ql[k] = nx_l_queue(L, NX_ENG_SP);
+	for (int k = 0; k < x->ks; k++)
+		x->qs[k] = nx_l_queue(L, NX_ENG_POOL);
 	x->lv = -1;
 	int64_t T = O / (128 * tr), rem = O % (128 * tr), q = rem / tr, s = rem % tr;
 	nx_l_plan_kernel(L, x->reduce ? "reduce-loop" : "elementwise-loop");
@@ -153,9 +191,10 @@ static nx_status stream(st *x, int64_t O)
 	          x->nops);
 	nx_l_plan(L, "tiling", "[128 partitions, %lld rows] per tile; %lld tiles in a loop, tail [%lld, %lld] + [1, %lld]",
 	          (long long)tr, (long long)T, (long long)q, (long long)tr, (long long)s);
-	nx_l_plan(L, "loops", "tile %lld (single-buffered, per-iteration waits)", (long long)T);
-	nx_l_plan(L, "engines", "load sp q%d, %s %s, store pool q%d", x->ql, x->reduce ? "tensor_reduce" : "compute",
-	          nx_engine_names[x->ce], x->qs);
+	nx_l_plan(L, "loops", "tile %lld (%d buffers, %d tiles per iteration, per-iteration waits)", (long long)T,
+	          (int)ND, (int)ND);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), %s %s, store pool q%d (%d queues)", x->ql[0], nld * x->kl,
+	          x->reduce ? "tensor_reduce" : "compute", nx_engine_names[x->ce], x->qs[0], x->ks);
 	nx_l_plan(L, "resident", "none");
 
 	nx_engine engs[3] = {NX_ENG_SP, x->ce, NX_ENG_POOL};
@@ -178,8 +217,10 @@ static nx_status stream(st *x, int64_t O)
 		nx_l_max(&x->loads, &y);
 		x->nops = 1; /* the tiles load only x */
 	}
-	x->base_l = L->qcount[x->ql];
-	x->base_s = L->qcount[x->qs];
+	for (int k = 0; k < nld * x->kl; k++)
+		x->base_l[k] = L->qcount[x->ql[k]];
+	for (int k = 0; k < x->ks; k++)
+		x->base_s[k] = L->qcount[x->qs[k]];
 	x->base_c = L->ecount[x->ce];
 	nx_lsync e0;
 	memset(&e0, 0, sizeof e0);
@@ -187,30 +228,39 @@ static nx_status stream(st *x, int64_t O)
 	nx_l_wait(L, NX_ENG_SP, &e0);
 	nx_l_wait(L, NX_ENG_POOL, &e0);
 	memset(&e0, 0, sizeof e0);
-	e0.s[x->qs] = x->base_s;
+	for (int k = 0; k < x->ks; k++)
+		e0.s[x->qs[k]] = x->base_s[k];
 	nx_l_wait(L, x->ce, &e0);
 	nx_l_setreg(L, NX_ENG_SP, R_SP_C, 0);
 	nx_l_setreg(L, x->ce, R_C_LD, 0);
 	nx_l_setreg(L, x->ce, R_C_ST, 0);
 	if (x->ce != NX_ENG_POOL)
 		nx_l_setreg(L, NX_ENG_POOL, R_POOL_C, 0);
-	if (T > 0) {
-		if (T > 1) {
+	int64_t pairs = T / ND, te = 128 * tr;
+	int par = 0;
+	if (pairs > 0) {
+		if (pairs > 1) {
 			for (int k = 0; k < ne; k++)
-				nx_l_loop(L, engs[k], T);
+				nx_l_loop(L, engs[k], pairs);
 			x->lv = L->s[NX_ENG_SP].depth - 1;
 		}
-		tile(x, 128, tr, 0);
-		if (T > 1) {
+		x->step = ND * te;
+		for (int b = 0; b < ND; b++)
+			tile(x, 128, tr, b * te, b);
+		if (pairs > 1) {
 			for (int k = 0; k < ne; k++)
 				nx_l_endloop(L, engs[k]);
 			x->lv = -1;
 		}
 	}
-	if (q > 0)
-		tile(x, q, tr, T * 128 * tr);
+	for (int64_t t = pairs * ND; t < T; t++, par = (par + 1) % ND)
+		tile(x, 128, tr, t * te, par);
+	if (q > 0) {
+		tile(x, q, tr, T * te, par);
+		par = (par + 1) % ND;
+	}
 	if (s > 0)
-		tile(x, 1, s, T * 128 * tr + q * tr);
+		tile(x, 1, s, T * te + q * tr, par);
 
 	for (int k = 0; k < (x->reduce ? 2 : x->nops); k++)
 		nx_l_max(&x->ops[k]->buf->war, &x->loads);

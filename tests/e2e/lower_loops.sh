@@ -64,9 +64,49 @@ ENTRY e {
   ROOT t = f32[3000,1031] tanh(z)
 }
 EOT
-# e1 unfused (the fusion pass would make it a one-op fusion-loop)
-opt() { [ "$1" = e1 ] && echo "--disable-pass fusion"; }
+# Adam-like: a tuple root, broadcasts of scalar constants and of a scalar
+# parameter (one column each), two outputs
+cat > "$T/f2.hlo" <<'EOT'
+HloModule fused_tuple
+ENTRY e {
+  g = f32[3000,1031] parameter(0)
+  m = f32[3000,1031] parameter(1)
+  v = f32[3000,1031] parameter(2)
+  lr = f32[] parameter(3)
+  fu = (f32[3000,1031], f32[3000,1031]) fusion(g, m, v, lr), kind=kLoop, calls=body
+  m2 = f32[3000,1031] get-tuple-element(fu), index=0
+  v2 = f32[3000,1031] get-tuple-element(fu), index=1
+  ROOT r = (f32[3000,1031], f32[3000,1031]) tuple(m2, v2)
+}
+body {
+  g = f32[3000,1031] parameter(0)
+  m = f32[3000,1031] parameter(1)
+  v = f32[3000,1031] parameter(2)
+  lr = f32[] parameter(3)
+  c = f32[] constant(0.9)
+  cb = f32[3000,1031] broadcast(c), dimensions={}
+  lb = f32[3000,1031] broadcast(lr), dimensions={}
+  a = f32[3000,1031] multiply(m, cb)
+  b = f32[3000,1031] multiply(g, lb)
+  mn = f32[3000,1031] add(a, b)
+  gg = f32[3000,1031] multiply(g, g)
+  vn = f32[3000,1031] add(v, gg)
+  ROOT t = (f32[3000,1031], f32[3000,1031]) tuple(mn, vn)
+}
+EOT
+# a flat row of a prime length (5087): whole-row chunks, not 5087 of one
+cat > "$T/p1.hlo" <<'EOT'
+HloModule prime_row
+ENTRY e {
+  a = f32[30522,16] parameter(0)
+  b = f32[30522,16] parameter(1)
+  ROOT m = f32[30522,16] multiply(a, b)
+}
+EOT
+# e1, p1 unfused (the fusion pass would make e1 a one-op fusion-loop)
+opt() { case $1 in e1|p1) echo "--disable-pass fusion" ;; esac; }
 kinds="d1:dot-loop d2:dot-loop d3:dot-loop d4:dot-loop e1:elementwise-loop r1:reduce-loop f1:fused-loop"
+kinds="$kinds f2:fused-loop p1:elementwise"
 for kv in $kinds; do
 	k=${kv%%:*} kind=${kv#*:}
 	"$NXCC" compile "$T/$k.hlo" --target trn1 $(opt $k) --dump-lower=plan -o "$T/$k.neff" > "$T/$k.plan" || fail "compile $k"
@@ -84,6 +124,10 @@ for kv in $kinds; do
 	done
 done
 echo "checked $n loop-kernel configurations"
+# d4's lhs transpose (canonicalize-dot) is read through its view, not copied
+grep -q "transpose-deferred" "$T/d4.plan" || fail "d4: the lhs transpose is not deferred: $(grep '^kernel' "$T/d4.plan")"
+grep -q "2 outputs" "$T/f2.plan" || fail "f2: not one kernel with two outputs"
+grep -q "in 1 chunks of 5087" "$T/p1.plan" || fail "p1: $(grep tiling "$T/p1.plan")"
 
 # code size: 16x the volume, the same instructions
 count() { "$NXCC" compile "$1" --target trn1 --no-cache --stats -o "$T/c.neff" | awk '/^instructions/{s+=$3} END{print s}'; }

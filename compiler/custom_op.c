@@ -173,3 +173,25 @@ int nx_custom_ops_setup(nx_compile_flags *f, nx_log *log)
 	}
 	return 0;
 }
+
+static void jit_stats(void)
+{
+	int64_t cl, in;
+	int k;
+	double ms;
+	nx_eval_jit_stats(&cl, &in);
+	nx_gpsimd_eval_jit_stats(&k, &ms);
+	fprintf(stderr, "nxcc: eval JIT: %lld clusters run covering %lld instructions, %d kernels compiled in %.0f ms\n",
+	        (long long)cl, (long long)in, k, ms);
+}
+
+void nx_eval_jit_setup(void)
+{
+	const char *on = getenv("NX_EVAL_JIT"), *min = getenv("NX_EVAL_JIT_MIN"), *st = getenv("NX_EVAL_JIT_STATS");
+	if (on && strcmp(on, "0") == 0)
+		return;
+	long long m = min && *min ? atoll(min) : 65536;
+	nx_eval_jit_hook = nx_gpsimd_eval_jit(m > 0 ? m : 1);
+	if (st && strcmp(st, "1") == 0)
+		atexit(jit_stats);
+}

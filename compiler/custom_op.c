@@ -185,6 +185,11 @@ static void jit_stats(void)
 	        (long long)cl, (long long)in, k, ms);
 }
 
+static void *plan_only(const nx_eval_cluster *c)
+{
+	return (void *)c; /* any non-NULL: the cluster is kept */
+}
+
 void nx_eval_jit_setup(void)
 {
 	const char *on = getenv("NX_EVAL_JIT"), *min = getenv("NX_EVAL_JIT_MIN"), *st = getenv("NX_EVAL_JIT_STATS");
@@ -192,6 +197,13 @@ void nx_eval_jit_setup(void)
 		return;
 	long long m = min && *min ? atoll(min) : 65536;
 	nx_eval_jit_hook = nx_gpsimd_eval_jit(m > 0 ? m : 1);
+	if (on && strcmp(on, "plan") == 0) { /* clusters planned, members interpreted at the root */
+		static nx_eval_jit_ops plan;
+		plan = *nx_eval_jit_hook;
+		plan.compile = plan_only;
+		plan.run = NULL;
+		nx_eval_jit_hook = &plan;
+	}
 	if (st && strcmp(st, "1") == 0)
 		atexit(jit_stats);
 }

@@ -554,7 +554,7 @@ static nx_status eval_cluster(nx_eval *ev, const nx_comp *c, comp_info *ci, cons
 {
 	const nx_inst *root = c->insts[cl->members[cl->nm - 1]];
 	const void *lbuf[16], **ld = cl->nl <= 16 ? lbuf : malloc(sizeof(void *) * (size_t)cl->nl);
-	bool ok = ld != NULL;
+	bool ok = ld != NULL && nx_eval_jit_hook->run;
 	for (int j = 0; j < cl->nl && ok; j++) {
 		const nx_literal *l = vals[cl->leaves[j]];
 		const nx_shape *s = c->insts[cl->leaves[j]]->shape;
@@ -577,12 +577,16 @@ static nx_status eval_cluster(nx_eval *ev, const nx_comp *c, comp_info *ci, cons
 		free(ld);
 	if (ok || st != NX_OK)
 		return st;
-	/* interpret: members' values are used once, by a later member */
+	/* interpret: every use of a member but the root is by a later member */
 	nx_literal **mv = calloc((size_t)cl->nm, sizeof(*mv));
-	NX_ASSERT(mv);
+	int *rem = calloc((size_t)cl->nm, sizeof(int));
+	NX_ASSERT(mv && rem);
+	for (int m = 0; m < cl->nm; m++)
+		rem[m] = ci->uses[cl->members[m]];
 	for (int m = 0; m < cl->nm && st == NX_OK; m++) {
 		const nx_inst *in = c->insts[cl->members[m]];
 		nx_literal *ops[3] = {NULL, NULL, NULL};
+		int from[3] = {-1, -1, -1};
 		if (in->noperands > 3) {
 			st = nx_eval_error(ev, in, "JIT cluster member with %d operands", in->noperands);
 			break;
@@ -592,23 +596,26 @@ static nx_status eval_cluster(nx_eval *ev, const nx_comp *c, comp_info *ci, cons
 			ops[j] = vals[p];
 			for (int q = 0; q < m; q++)
 				if (cl->members[q] == p)
-					ops[j] = mv[q];
+					ops[j] = mv[q], from[j] = q;
 		}
 		st = eval_inst(ev, in, ops, args, nargs, &mv[m]);
 		if (st == NX_OK)
 			retain(ev, mv[m]);
-		for (int q = 0; q < m; q++)
-			for (int j = 0; j < in->noperands; j++)
-				if (mv[q] && ops[j] == mv[q]) {
-					release(ev, mv[q], true);
-					mv[q] = NULL;
-				}
+		for (int j = 0; j < in->noperands; j++)
+			if (from[j] >= 0 && --rem[from[j]] == 0) {
+				release(ev, mv[from[j]], true);
+				mv[from[j]] = NULL;
+			}
 	}
 	if (st == NX_OK) {
 		*out = mv[cl->nm - 1];
 		release(ev, *out, false); /* the caller retains it */
+		mv[cl->nm - 1] = NULL;
 	}
+	for (int m = 0; m < cl->nm; m++)
+		release(ev, mv[m], true); /* after an error */
 	free(mv);
+	free(rem);
 	return st;
 }
 

@@ -125,9 +125,9 @@ extern nx_eval_custom_fn nx_eval_custom_hook;
  * emitter's: backend/gpsimd/gs_host.c), each computation is planned once:
  * an elementwise instruction whose result has at least min_elems elements
  * roots a cluster that absorbs, recursively, its operands that the hook
- * accepts as members, have exactly one use and the root's element count
- * (broadcast, reshape and friends included; a broadcast's operand stays a
- * leaf). The cluster is computed in one pass at the root's turn; its members
+ * accepts as members, whose every use is by a member, and that have the
+ * root's element count (broadcast, reshape and friends included; a
+ * broadcast's operand stays a leaf). The cluster is computed in one pass at the root's turn; its members
  * are not materialized. Kernels must reproduce the interpreter bit for bit. */
 typedef struct nx_eval_cluster {
 	const nx_inst *const *insts;  /* members in evaluation order; the last is the root */
@@ -141,7 +141,8 @@ typedef struct nx_eval_jit_ops {
 	int64_t min_elems;                          /* smaller roots are interpreted */
 	bool (*member)(const nx_inst *i);           /* i may be part of a cluster */
 	void *(*compile)(const nx_eval_cluster *c); /* NULL: interpret the members */
-	/* out = the root over elements [0, n); leaves[k]: the data of leaf k */
+	/* out = the root over elements [0, n); leaves[k]: the data of leaf k.
+	 * NULL: the members are interpreted at the root's turn (tests the plan) */
 	void (*run)(void *kernel, void *out, const void *const *leaves, int64_t n);
 } nx_eval_jit_ops;
 extern const nx_eval_jit_ops *nx_eval_jit_hook;

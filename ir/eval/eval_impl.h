@@ -22,7 +22,7 @@ typedef struct nx_jit_plan {
 	nx_jit_cl *cl;
 	int ncl;
 } nx_jit_plan;
-enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2 };
+enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2, NX_JIT_MAXM = 64 /* members of one cluster */ };
 /* pos(ctx, i): the position of instruction i in c. uses[]: per position,
  * operand occurrences (+1 for the root). No hook: an empty plan. */
 void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *ctx, const nx_inst *i),
@@ -100,7 +100,7 @@ typedef struct nx_jit_plan {
 	nx_jit_cl *cl;
 	int ncl;
 } nx_jit_plan;
-enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2 };
+enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2, NX_JIT_MAXM = 64 /* members of one cluster */ };
 /* pos(ctx, i): the position of instruction i in c. uses[]: per position,
  * operand occurrences (+1 for the root). No hook: an empty plan. */
 void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *ctx, const nx_inst *i),

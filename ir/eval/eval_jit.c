@@ -47,10 +47,10 @@ void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *
 	if (!h || n == 0)
 		return;
 	p->role = malloc(sizeof(int) * (size_t)n);
-	int *stack = malloc(sizeof(int) * (size_t)n), *mem = malloc(sizeof(int) * (size_t)n);
+	int *mem = malloc(sizeof(int) * (size_t)n);
 	int *leaf = malloc(sizeof(int) * (size_t)n);
 	const nx_inst **mi = malloc(sizeof(*mi) * (size_t)n), **li = malloc(sizeof(*li) * (size_t)n);
-	NX_ASSERT(p->role && stack && mem && leaf && mi && li);
+	NX_ASSERT(p->role && mem && leaf && mi && li);
 	for (int k = 0; k < n; k++)
 		p->role[k] = NX_JIT_NONE;
 	for (int r = n - 1; r >= 0; r--) {
@@ -60,22 +60,38 @@ void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *
 		int64_t ne = nx_shape_elems(root->shape);
 		if (ne < h->min_elems || ne < 1 || !fits(root, ne))
 			continue;
-		/* absorb single-use operands depth-first; members are sorted below */
-		int nm = 0, sp = 0;
-		stack[sp++] = r;
+		/* absorb operands whose every use is by a member (a DAG: a value
+		 * used twice inside the cluster is computed once), until none is
+		 * left or the cluster is NX_JIT_MAXM large */
+		int nm = 0;
+		mem[nm++] = r;
 		p->role[r] = NX_JIT_MEMBER;
-		while (sp) {
-			int k = stack[--sp];
-			mem[nm++] = k;
-			const nx_inst *in = c->insts[k];
-			if (in->op == NX_OP_BROADCAST)
-				continue; /* its operand is read through the broadcast's index map */
-			for (int j = 0; j < in->noperands; j++) {
-				int q = pos(ctx, in->operands[j]);
-				const nx_inst *o = c->insts[q];
-				if (p->role[q] == NX_JIT_NONE && uses[q] == 1 && o != c->root && fits(o, ne)) {
-					p->role[q] = NX_JIT_MEMBER;
-					stack[sp++] = q;
+		for (bool grew = true; grew && nm < NX_JIT_MAXM;) {
+			grew = false;
+			for (int a = 0; a < nm && nm < NX_JIT_MAXM; a++) {
+				const nx_inst *in = c->insts[mem[a]];
+				if (in->op == NX_OP_BROADCAST)
+					continue; /* its operand is read through the broadcast's index map */
+				for (int j = 0; j < in->noperands && nm < NX_JIT_MAXM; j++) {
+					int q = pos(ctx, in->operands[j]);
+					const nx_inst *o = c->insts[q];
+					if (p->role[q] != NX_JIT_NONE || o == c->root || !fits(o, ne))
+						continue;
+					int cnt = 0;
+					bool bcast = false;
+					for (int b = 0; b < nm; b++) {
+						const nx_inst *u = c->insts[mem[b]];
+						for (int jj = 0; jj < u->noperands; jj++)
+							if (u->operands[jj] == o) {
+								cnt++;
+								bcast |= u->op == NX_OP_BROADCAST;
+							}
+					}
+					if (cnt == uses[q] && !bcast) {
+						p->role[q] = NX_JIT_MEMBER;
+						mem[nm++] = q;
+						grew = true;
+					}
 				}
 			}
 		}
@@ -125,7 +141,7 @@ void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *
 	for (int k = 0; k < n; k++)
 		if (p->role[k] == -3)
 			p->role[k] = NX_JIT_NONE;
-	free(stack), free(mem), free(leaf), free(mi), free(li);
+	free(mem), free(leaf), free(mi), free(li);
 }
 
 void nx_eval_jit_plan_free(nx_jit_plan *p)

@@ -39,6 +39,7 @@ else
 	bench reader "$BUILD/bench/bench_reader" "$HLO" 20
 	bench eval_dot "$BUILD/bench/bench_eval_dot" 1024
 	bench gpsimd sh bench/gpsimd.sh # GpSimd kernel compile / load ms per kernel
+	bench eval_jit sh bench/eval_jit.sh # nxcc eval with and without the host JIT (ViT-B/16)
 fi
 
 if [ -z "${CALLGRIND:-}" ]; then

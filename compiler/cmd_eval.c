@@ -30,7 +30,9 @@ static void help(void)
 	       "(k = parameter number; array parameters only).\n"
 	       "--trace-nonfinite reports (on stderr) the first instruction that creates a\n"
 	       "NaN from NaN-free operands or an Inf from finite ones, with its opcode, name\n"
-	       "and the range of each operand (constants are not reported).\n");
+	       "and the range of each operand (constants are not reported).\n"
+	       "Large elementwise work is JIT-compiled with LLVM, bit-identical to the\n"
+	       "interpreter; NX_EVAL_JIT=0 turns that off (docs/gpsimd.md).\n");
 }
 
 static int find_param(const nx_comp *e, const char *key)

@@ -173,3 +173,37 @@ int nx_custom_ops_setup(nx_compile_flags *f, nx_log *log)
 	}
 	return 0;
 }
+
+static void jit_stats(void)
+{
+	int64_t cl, in;
+	int k;
+	double ms;
+	nx_eval_jit_stats(&cl, &in);
+	nx_gpsimd_eval_jit_stats(&k, &ms);
+	fprintf(stderr, "nxcc: eval JIT: %lld clusters run covering %lld instructions, %d kernels compiled in %.0f ms\n",
+	        (long long)cl, (long long)in, k, ms);
+}
+
+static void *plan_only(const nx_eval_cluster *c)
+{
+	return (void *)c; /* any non-NULL: the cluster is kept */
+}
+
+void nx_eval_jit_setup(void)
+{
+	const char *on = getenv("NX_EVAL_JIT"), *min = getenv("NX_EVAL_JIT_MIN"), *st = getenv("NX_EVAL_JIT_STATS");
+	if (on && strcmp(on, "0") == 0)
+		return;
+	long long m = min && *min ? atoll(min) : 65536;
+	nx_eval_jit_hook = nx_gpsimd_eval_jit(m > 0 ? m : 1);
+	if (on && strcmp(on, "plan") == 0) { /* clusters planned, members interpreted at the root */
+		static nx_eval_jit_ops plan;
+		plan = *nx_eval_jit_hook;
+		plan.compile = plan_only;
+		plan.run = NULL;
+		nx_eval_jit_hook = &plan;
+	}
+	if (st && strcmp(st, "1") == 0)
+		atexit(jit_stats);
+}

@@ -1,5 +1,6 @@
 /* compiler/main.c — the nxcc command: dispatches to a subcommand. */
 #include "compiler/cli.h"
+#include "compiler/custom_op.h"
 #include "nx_build_id.h"
 
 #include <stdlib.h>
@@ -36,6 +37,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	nx_set_ice_handler(exit_ice);
+	nx_eval_jit_setup(); /* LLVM is loaded only when a cluster is compiled */
 	/* installed under the Neuron tools' names (symlinks), nxcc is them */
 	const char *self = strrchr(argv[0], '/');
 	self = self ? self + 1 : argv[0];

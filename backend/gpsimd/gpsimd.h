@@ -44,4 +44,12 @@ nx_status nx_gpsimd_lower(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 /* The kernels lowered so far, for the .neff (sorted by name). */
 void nx_gpsimd_program(const nx_lower *L, nx_neff_program *p);
 
+/* The reference evaluator's host JIT (gs_host.c): elementwise clusters of
+ * at least min_elems elements as LLVM kernels for this CPU, bit-identical
+ * to the interpreter. compiler/ installs it as nx_eval_jit_hook. */
+struct nx_eval_jit_ops;
+const struct nx_eval_jit_ops *nx_gpsimd_eval_jit(int64_t min_elems);
+/* Kernels compiled so far and the time spent compiling them. */
+void nx_gpsimd_eval_jit_stats(int *kernels, double *compile_ms);
+
 #endif

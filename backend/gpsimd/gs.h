@@ -52,6 +52,9 @@ LLVMTypeRef nx_gs_ctype(nx_gs *g, nx_type t);
  * parameter), results in out[] (a tuple root gives several); returns the
  * number of results, -1 on an unsupported op (g->err says which). */
 int nx_gs_comp(nx_gs *g, const nx_comp *c, const nx_gs_val *args, nx_gs_val *out, int maxout);
+/* One elementwise instruction i on its operands' values x[] (the scalar
+ * semantics of any shape: the caller iterates); -1 when unsupported. */
+int nx_gs_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *x);
 nx_gs_val nx_gs_load(nx_gs *g, nx_type t, LLVMValueRef ptr);
 void nx_gs_store(nx_gs *g, nx_gs_val v, LLVMValueRef ptr);
 nx_gs_val nx_gs_convert(nx_gs *g, nx_gs_val v, nx_type to);

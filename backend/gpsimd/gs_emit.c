@@ -292,11 +292,16 @@ static const char *unary_libm(nx_opcode op)
 /* One instruction of a scalar computation; vals[] indexed by position. */
 static int emit_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *x)
 {
+	if (i->op != NX_OP_TUPLE && (!nx_shape_is_array(i->shape) || i->shape->rank != 0))
+		return nx_gs_fail(g, "'%s' in a computation is not a scalar", i->name);
+	return nx_gs_inst(g, i, o, x);
+}
+
+int nx_gs_inst(nx_gs *g, const nx_inst *i, nx_gs_val *o, const nx_gs_val *x)
+{
 	LLVMBuilderRef b = g->b;
 	nx_type t = i->shape->type;
 	const char *fn;
-	if (i->op != NX_OP_TUPLE && (!nx_shape_is_array(i->shape) || i->shape->rank != 0))
-		return nx_gs_fail(g, "'%s' in a computation is not a scalar", i->name);
 	if (i->op != NX_OP_TUPLE && !nx_gs_type_ok(t))
 		return nx_gs_fail(g, "element type %s in a GpSimd computation", nx_type_name(t));
 	o->t = t;

@@ -69,12 +69,14 @@
 	X(LLVMCreateMemoryBufferWithMemoryRangeCopy) \
 	X(LLVMCreatePassBuilderOptions) \
 	X(LLVMCreateTargetMachine) \
+	X(LLVMCreateTargetDataLayout) \
 	X(LLVMDisposeBuilder) \
 	X(LLVMDisposeErrorMessage) \
 	X(LLVMDisposeMemoryBuffer) \
 	X(LLVMDisposeMessage) \
 	X(LLVMDisposeModule) \
 	X(LLVMDisposePassBuilderOptions) \
+	X(LLVMDisposeTargetData) \
 	X(LLVMFloatTypeInContext) \
 	X(LLVMFunctionType) \
 	X(LLVMGetBufferSize) \
@@ -152,6 +154,8 @@
 	X(LLVMPositionBuilderBefore) \
 	X(LLVMRunPasses) \
 	X(LLVMSetLinkage) \
+	X(LLVMSetModuleDataLayout) \
+	X(LLVMSetTarget) \
 	X(LLVMSetValueName2) \
 	X(LLVMStoreSizeOfType) \
 	X(LLVMTypeOf) \

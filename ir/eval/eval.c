@@ -27,6 +27,7 @@ typedef struct buf {
 typedef struct comp_info {
 	nx_ptrmap pos;       /* inst -> position + 1 */
 	int *uses;      /* per position: operand occurrences (+1 for the root) */
+	nx_jit_plan jit; /* host JIT clusters (eval_jit.c) */
 } comp_info;
 
 struct nx_eval_group {
@@ -206,6 +207,7 @@ static void ev_free(ev_priv *p)
 			comp_info *ci = (comp_info *)p->comps.vals[k];
 			nx_ptrmap_free(&ci->pos);
 			free(ci->uses);
+			nx_eval_jit_plan_free(&ci->jit);
 			free(ci);
 		}
 	nx_ptrmap_free(&p->comps);
@@ -283,6 +285,13 @@ nx_status nx_eval_exchange(nx_eval *ev, const nx_inst *i, nx_literal *mine, nx_l
 
 /* ------------------------------------------------------- interpretation */
 
+static int pos_of(const void *ctx, const nx_inst *i)
+{
+	intptr_t p = nx_ptrmap_get((const nx_ptrmap *)ctx, i, 0);
+	NX_ASSERT(p > 0);
+	return (int)p - 1;
+}
+
 static comp_info *info_of(nx_eval *ev, const nx_comp *c)
 {
 	comp_info *ci = (void *)nx_ptrmap_get(&priv(ev)->comps, c, 0);
@@ -304,6 +313,8 @@ static comp_info *info_of(nx_eval *ev, const nx_comp *c)
 	intptr_t r = nx_ptrmap_get(&ci->pos, c->root, 0);
 	NX_ASSERT(r > 0);
 	ci->uses[r - 1]++;
+	if (!priv(ev)->trace) /* tracing needs every instruction's value */
+		nx_eval_jit_plan(c, ci->uses, pos_of, &ci->pos, &ci->jit);
 	nx_ptrmap_put(&priv(ev)->comps, c, (intptr_t)ci);
 	return ci;
 }
@@ -435,6 +446,93 @@ static void trace_nonfinite(nx_eval *ev, const nx_comp *c, const nx_inst *i,
 	free(os);
 }
 
+/* One use of each operand of in is over (operands that are JIT cluster
+ * members were never materialized). */
+static void drop_operands(nx_eval *ev, comp_info *ci, const nx_inst *in, nx_literal **vals, int *left)
+{
+	for (int j = 0; j < in->noperands; j++) {
+		int p = (int)nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1;
+		if (ci->jit.role && ci->jit.role[p] == NX_JIT_MEMBER)
+			continue;
+		if (--left[p] == 0) {
+			release(ev, vals[p], true);
+			vals[p] = NULL;
+		}
+	}
+}
+
+/* A JIT cluster at its root's turn: the kernel when every leaf value has the
+ * shape the plan saw, else the members one by one (the interpreter). */
+static nx_status eval_cluster(nx_eval *ev, const nx_comp *c, comp_info *ci, const nx_jit_cl *cl,
+                              nx_literal **vals, nx_literal *const *args, int nargs, nx_literal **out)
+{
+	const nx_inst *root = c->insts[cl->members[cl->nm - 1]];
+	const void *lbuf[16], **ld = cl->nl <= 16 ? lbuf : malloc(sizeof(void *) * (size_t)cl->nl);
+	bool ok = ld != NULL && nx_eval_jit_hook->run;
+	for (int j = 0; j < cl->nl && ok; j++) {
+		const nx_literal *l = vals[cl->leaves[j]];
+		const nx_shape *s = c->insts[cl->leaves[j]]->shape;
+		ok = l && !l->ntuple && nx_shape_is_array(l->shape) && l->shape->type == s->type &&
+		     nx_shape_elems(l->shape) == nx_shape_elems(s) && (l->data || l->nbytes == 0);
+		if (ok)
+			ld[j] = l->data;
+	}
+	nx_status st = NX_OK;
+	if (ok) {
+		nx_literal *o = nx_eval_alloc(ev, root->shape);
+		if (!o)
+			st = NX_ERR_INPUT;
+		else
+			nx_eval_jit_hook->run(cl->kernel, o->data, ld, nx_shape_elems(root->shape));
+		*out = o;
+		nx_eval_jit_count(cl->nm);
+	}
+	if (ld != lbuf)
+		free(ld);
+	if (ok || st != NX_OK)
+		return st;
+	/* interpret: every use of a member but the root is by a later member */
+	nx_literal **mv = calloc((size_t)cl->nm, sizeof(*mv));
+	int *rem = calloc((size_t)cl->nm, sizeof(int));
+	NX_ASSERT(mv && rem);
+	for (int m = 0; m < cl->nm; m++)
+		rem[m] = ci->uses[cl->members[m]];
+	for (int m = 0; m < cl->nm && st == NX_OK; m++) {
+		const nx_inst *in = c->insts[cl->members[m]];
+		nx_literal *ops[3] = {NULL, NULL, NULL};
+		int from[3] = {-1, -1, -1};
+		if (in->noperands > 3) {
+			st = nx_eval_error(ev, in, "JIT cluster member with %d operands", in->noperands);
+			break;
+		}
+		for (int j = 0; j < in->noperands; j++) {
+			int p = (int)nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1;
+			ops[j] = vals[p];
+			for (int q = 0; q < m; q++)
+				if (cl->members[q] == p)
+					ops[j] = mv[q], from[j] = q;
+		}
+		st = eval_inst(ev, in, ops, args, nargs, &mv[m]);
+		if (st == NX_OK)
+			retain(ev, mv[m]);
+		for (int j = 0; j < in->noperands; j++)
+			if (from[j] >= 0 && --rem[from[j]] == 0) {
+				release(ev, mv[from[j]], true);
+				mv[from[j]] = NULL;
+			}
+	}
+	if (st == NX_OK) {
+		*out = mv[cl->nm - 1];
+		release(ev, *out, false); /* the caller retains it */
+		mv[cl->nm - 1] = NULL;
+	}
+	for (int m = 0; m < cl->nm; m++)
+		release(ev, mv[m], true); /* after an error */
+	free(mv);
+	free(rem);
+	return st;
+}
+
 nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, int nargs,
                        nx_literal **out)
 {
@@ -470,25 +568,37 @@ nx_status nx_eval_call(nx_eval *ev, const nx_comp *c, nx_literal *const *args, i
 	for (int k = 0; k < nargs; k++)
 		retain(ev, args[k]);
 	priv(ev)->depth++;
+	const int *role = ci->jit.role;
 	for (int k = 0; k < n && st == NX_OK; k++) {
 		const nx_inst *in = c->insts[k];
+		if (role && role[k] == NX_JIT_MEMBER)
+			continue; /* computed with its cluster's root */
+		nx_literal *v = NULL;
+		if (role && role[k] >= 0) {
+			const nx_jit_cl *cl = &ci->jit.cl[role[k]];
+			st = eval_cluster(ev, c, ci, cl, vals, args, nargs, &v);
+			if (st == NX_OK) {
+				retain(ev, v);
+				vals[k] = v;
+				for (int m = 0; m < cl->nm; m++)
+					drop_operands(ev, ci, c->insts[cl->members[m]], vals, left);
+				if (left[k] == 0) {
+					release(ev, v, true);
+					vals[k] = NULL;
+				}
+			}
+			continue;
+		}
 		nx_literal **ops = in->noperands <= 8 ? opbuf : malloc(sizeof(*ops) * (size_t)in->noperands);
 		for (int j = 0; j < in->noperands; j++)
 			ops[j] = vals[nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1];
-		nx_literal *v = NULL;
 		st = eval_inst(ev, in, ops, args, nargs, &v);
 		if (st == NX_OK && priv(ev)->trace)
 			trace_nonfinite(ev, c, in, ops, v);
 		if (st == NX_OK) {
 			retain(ev, v);
 			vals[k] = v;
-			for (int j = 0; j < in->noperands; j++) {
-				int p = (int)nx_ptrmap_get(&ci->pos, in->operands[j], 0) - 1;
-				if (--left[p] == 0) {
-					release(ev, vals[p], true);
-					vals[p] = NULL;
-				}
-			}
+			drop_operands(ev, ci, in, vals, left);
 			if (left[k] == 0) { /* unused */
 				release(ev, v, true);
 				vals[k] = NULL;

@@ -80,6 +80,9 @@ void nx_lit_set_c128(nx_literal *l, int64_t idx, double re, double im);
 /* Copies element src[si] to dst[di]; both literals of the same element type. */
 void nx_lit_copy_elem(nx_literal *dst, int64_t di, const nx_literal *src, int64_t si);
 
+/* Row-major strides (in elements) of a shape's dims. */
+void nx_strides(const nx_shape *s, int64_t *st);
+
 /* Scalar float conversions with round-to-nearest-even. */
 float nx_bf16_to_f32(uint16_t b);
 uint16_t nx_f32_to_bf16(float f);
@@ -116,5 +119,34 @@ nx_status nx_eval_collective(nx_eval *, const nx_inst *, nx_literal *const *, nx
 typedef nx_status (*nx_eval_custom_fn)(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out,
                                        bool *handled);
 extern nx_eval_custom_fn nx_eval_custom_hook;
+
+/* Host JIT of elementwise clusters (docs/gpsimd.md, "The JIT in the
+ * evaluator"). When a hook is installed (compiler/ installs the GpSimd
+ * emitter's: backend/gpsimd/gs_host.c), each computation is planned once:
+ * an elementwise instruction whose result has at least min_elems elements
+ * roots a cluster that absorbs, recursively, its operands that the hook
+ * accepts as members, whose every use is by a member, and that have the
+ * root's element count (broadcast, reshape and friends included; a
+ * broadcast's operand stays a leaf). The cluster is computed in one pass at the root's turn; its members
+ * are not materialized. Kernels must reproduce the interpreter bit for bit. */
+typedef struct nx_eval_cluster {
+	const nx_inst *const *insts;  /* members in evaluation order; the last is the root */
+	int ninsts;
+	const nx_inst *const *leaves; /* values from outside, in order of first use */
+	int nleaves;
+	int64_t n;                    /* elements of the root */
+} nx_eval_cluster;
+
+typedef struct nx_eval_jit_ops {
+	int64_t min_elems;                          /* smaller roots are interpreted */
+	bool (*member)(const nx_inst *i);           /* i may be part of a cluster */
+	void *(*compile)(const nx_eval_cluster *c); /* NULL: interpret the members */
+	/* out = the root over elements [0, n); leaves[k]: the data of leaf k.
+	 * NULL: the members are interpreted at the root's turn (tests the plan) */
+	void (*run)(void *kernel, void *out, const void *const *leaves, int64_t n);
+} nx_eval_jit_ops;
+extern const nx_eval_jit_ops *nx_eval_jit_hook;
+/* Clusters run and instructions they covered, since the process started. */
+void nx_eval_jit_stats(int64_t *clusters, int64_t *insts);
 
 #endif

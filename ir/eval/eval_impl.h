@@ -11,6 +11,25 @@
  * same builtin. */
 #ifndef CMPLX
 #define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+/* eval_jit.c: the plan of a computation's JIT clusters (nx_eval_jit_hook). */
+typedef struct nx_jit_cl {
+	void *kernel;
+	int *members, nm; /* positions in evaluation order, the root last */
+	int *leaves, nl;  /* positions of the values from outside */
+} nx_jit_cl;
+typedef struct nx_jit_plan {
+	int *role; /* per position: NX_JIT_NONE, NX_JIT_MEMBER or the cluster it roots */
+	nx_jit_cl *cl;
+	int ncl;
+} nx_jit_plan;
+enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2, NX_JIT_MAXM = 64 /* members of one cluster */ };
+/* pos(ctx, i): the position of instruction i in c. uses[]: per position,
+ * operand occurrences (+1 for the root). No hook: an empty plan. */
+void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *ctx, const nx_inst *i),
+                      const void *ctx, nx_jit_plan *p);
+void nx_eval_jit_plan_free(nx_jit_plan *p);
+void nx_eval_jit_count(int64_t insts);
+
 #endif
 
 /* Elements processed per chunk by the elementwise kernels: small enough to
@@ -45,8 +64,6 @@ double nx_round_to_type(nx_type t, double v);
 /* Sign-extends / masks a 64-bit pattern to the integer type t. */
 int64_t nx_int_wrap(nx_type t, int64_t v);
 
-/* Row-major strides (in elements) of a shape's dims. */
-void nx_strides(const nx_shape *s, int64_t *st);
 /* dst[...] = src[...] over an n-D box: element strides may be negative or 0.
  * esz is the element size in bytes. */
 void nx_copy_nd(void *dst, const int64_t *dst_st, const void *src, const int64_t *src_st,
@@ -71,5 +88,24 @@ nx_literal *nx_eval_convert_lit(nx_eval *ev, const nx_literal *src, nx_type t);
  * Each C element is accumulated in f32 in order k = 0..K-1 without FMA, so
  * the result equals the naive loop bit for bit. */
 void nx_sgemm(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c);
+
+/* eval_jit.c: the plan of a computation's JIT clusters (nx_eval_jit_hook). */
+typedef struct nx_jit_cl {
+	void *kernel;
+	int *members, nm; /* positions in evaluation order, the root last */
+	int *leaves, nl;  /* positions of the values from outside */
+} nx_jit_cl;
+typedef struct nx_jit_plan {
+	int *role; /* per position: NX_JIT_NONE, NX_JIT_MEMBER or the cluster it roots */
+	nx_jit_cl *cl;
+	int ncl;
+} nx_jit_plan;
+enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2, NX_JIT_MAXM = 64 /* members of one cluster */ };
+/* pos(ctx, i): the position of instruction i in c. uses[]: per position,
+ * operand occurrences (+1 for the root). No hook: an empty plan. */
+void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *ctx, const nx_inst *i),
+                      const void *ctx, nx_jit_plan *p);
+void nx_eval_jit_plan_free(nx_jit_plan *p);
+void nx_eval_jit_count(int64_t insts);
 
 #endif

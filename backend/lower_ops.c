@@ -230,6 +230,11 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	return NX_OK;
 }
 
+/* iota: the values 0..len-1 of the iota dimension are made once in SBUF,
+ * spread over up to 128 partitions (partition p holds [p*F, p*F + F)), and
+ * DMA'd to HBM with stride-0 axes for the dimensions before and after it:
+ * at most two DMAs (the full partitions, then a partial last one), whatever
+ * the size. */
 nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 {
 	int d = (int)i->a.iota_dimension;
@@ -244,6 +249,8 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 		outer *= s->dims[k];
 	for (int k = d + 1; k < s->rank; k++)
 		inner *= s->dims[k];
+	if (len > (1 << 24) || outer > (1 << 24) || inner > (1 << 24))
+		return nx_l_err(L, "iota too large");
 	int esz = nx_dtype_bytes[out->dt];
 	/* a narrow integer iota past its type's range wraps (XLA): made in s32,
 	 * then wrapped in place by int_add 0 into the type (the stores saturate;
@@ -251,52 +258,53 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 	int64_t top = out->dt == NX_DT_S8 ? 127 : out->dt == NX_DT_U8 ? 255 : out->dt == NX_DT_S16 ? 32767
 	              : out->dt == NX_DT_U16 ? 65535 : INT64_MAX;
 	bool wrap = len - 1 > top;
+	int64_t F = (len + 127) / 128;    /* values per partition */
+	int64_t P = (len + F - 1) / F;    /* partitions used */
+	int64_t full = len / F, rem = len - full * F;
 	int64_t base;
 	int h;
-	nx_status rc = nx_l_sbuf_begin(L, al64(len * (wrap ? 4 : esz)), &base, &h);
+	nx_status rc = nx_l_sbuf_begin(L, al64(F * (wrap ? 4 : esz)), &base, &h);
 	if (rc)
 		return rc;
-	if (len > (1 << 24) || outer > (1 << 24) || inner > (1 << 24))
-		return nx_l_err(L, "iota too large");
 	nx_l_plan_kernel(L, "iota");
+	nx_l_plan(L, "tile", "%lld partitions x %lld values", (long long)P, (long long)F);
 	int32_t st1[1] = {1};
-	uint32_t c1[1] = {(uint32_t)len};
+	uint32_t c1[1] = {(uint32_t)F};
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_IOTA);
-	in->ap[0] = nx_ap_sbuf(wrap ? NX_DT_S32 : out->dt, 0, 1, base, 1, st1, c1);
+	in->ap[0] = nx_ap_sbuf(wrap ? NX_DT_S32 : out->dt, 0, (int)P, base, 1, st1, c1);
+	in->iarg[1] = F; /* value = p*F + f */
 	in->iarg[2] = 1;
 	if (wrap) { /* differential seed 9058: s8[144] iota */
 		nx_insn *w = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_SCALAR);
 		w->func = NX_ALU_IADD;
-		w->ap[0] = nx_ap_sbuf(out->dt, 0, 1, base, 1, st1, c1);
+		w->ap[0] = nx_ap_sbuf(out->dt, 0, (int)P, base, 1, st1, c1);
 		w->ap[1] = in->ap[0];
 		w->fimm[0] = 0;
 	}
 	nx_lsync done = nx_l_signal(L, NX_ENG_DVE);
-	int32_t st[3];
-	uint32_t c[3];
-	int nd = 0;
-	if (outer > 1)
-		st[nd] = 0, c[nd++] = (uint32_t)outer;
-	st[nd] = 1, c[nd++] = (uint32_t)len;
-	if (inner > 1)
-		st[nd] = 0, c[nd++] = (uint32_t)inner;
-	nx_ap src = nx_ap_sbuf(out->dt, 0, 1, base, nd, st, c);
-	int32_t dst_st[3];
-	uint32_t dc[3];
-	int64_t acc = 1;
-	for (int k = nd - 1; k >= 0; k--) {
-		dst_st[k] = (int32_t)acc;
-		dc[k] = c[k];
-		acc *= c[k];
-	}
-	nx_ap dst = nx_ap_hbm(out->dt, out->buf->off, 1, 0, nd, dst_st, dc);
 	nx_l_wait(L, NX_ENG_POOL, &done);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
-	nx_lsync y = nx_l_dma(L, NX_ENG_POOL, dst, src);
-	nx_l_max(&out->buf->written, &y);
-	nx_l_max(&out->buf->war, &y);
-	nx_l_max(&done, &y);
+	for (int part = 0; part < 2; part++) {
+		int64_t np = part == 0 ? full : (rem ? 1 : 0), cnt = part == 0 ? F : rem;
+		if (np == 0)
+			continue;
+		int32_t st[3], dst_st[3];
+		uint32_t c[3];
+		int nd = 0;
+		if (outer > 1)
+			st[nd] = 0, dst_st[nd] = (int32_t)(len * inner), c[nd++] = (uint32_t)outer;
+		st[nd] = 1, dst_st[nd] = (int32_t)inner, c[nd++] = (uint32_t)cnt;
+		if (inner > 1)
+			st[nd] = 0, dst_st[nd] = 1, c[nd++] = (uint32_t)inner;
+		int64_t p0 = part == 0 ? 0 : full;
+		nx_ap src = nx_ap_sbuf(out->dt, (int)p0, (int)np, base, nd, st, c);
+		nx_ap dst = nx_ap_hbm(out->dt, out->buf->off + p0 * F * inner * esz, (int)np, F * inner, nd, dst_st, c);
+		nx_lsync y = nx_l_dma(L, NX_ENG_POOL, dst, src);
+		nx_l_max(&out->buf->written, &y);
+		nx_l_max(&out->buf->war, &y);
+		nx_l_max(&done, &y);
+	}
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
 }

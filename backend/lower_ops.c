@@ -231,7 +231,8 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 }
 
 /* iota: the values 0..len-1 of the iota dimension are made once in SBUF,
- * spread over up to 128 partitions (partition p holds [p*F, p*F + F)), and
+ * beyond 64 KiB spread over up to 128 partitions (partition p holds
+ * [p*F, p*F + F)), and
  * DMA'd to HBM with stride-0 axes for the dimensions before and after it:
  * at most two DMAs (the full partitions, then a partial last one), whatever
  * the size. */
@@ -258,7 +259,9 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 	int64_t top = out->dt == NX_DT_S8 ? 127 : out->dt == NX_DT_U8 ? 255 : out->dt == NX_DT_S16 ? 32767
 	              : out->dt == NX_DT_U16 ? 65535 : INT64_MAX;
 	bool wrap = len - 1 > top;
-	int64_t F = (len + 127) / 128;    /* values per partition */
+	/* one partition while the values fit 64 KiB (one long DMA row per
+	 * outer index); beyond, spread over up to 128 partitions */
+	int64_t F = len * (wrap ? 4 : esz) <= 65536 ? len : (len + 127) / 128; /* values per partition */
 	int64_t P = (len + F - 1) / F;    /* partitions used */
 	int64_t full = len / F, rem = len - full * F;
 	int64_t base;

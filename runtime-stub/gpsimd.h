@@ -22,8 +22,10 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
                             char *err, size_t errlen);
 void nx_gs_prog_free(nx_gs_prog *p);
 int nx_gs_prog_count(const nx_gs_prog *p);
-/* IR instructions of kernel k after instrumentation-free validation (static). */
 const char *nx_gs_prog_name(const nx_gs_prog *p, int k);
+/* IR instructions in kernel k's module, counted at validation (static: the
+ * simulator's cost estimate must not depend on data). */
+uint64_t nx_gs_prog_static_insts(const nx_gs_prog *p, int k);
 
 /* Memory a kernel run may touch: nparts partitions of pstride bytes from
  * base, bytes [lo, hi) of each. */

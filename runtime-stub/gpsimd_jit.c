@@ -41,6 +41,7 @@ struct nx_gs_prog {
 	int n;
 	char **names;
 	void (**fn)(const nx_gs_tensor *, int32_t);
+	uint64_t *static_insts; /* IR instructions of each kernel's module (the cost estimate) */
 };
 
 /* ------------------------------------------------------------ run context */
@@ -196,7 +197,7 @@ static bool stack_direct(LLVMValueRef p)
 	return false;
 }
 
-static int validate(LLVMModuleRef m, const char *kname, char *err, size_t n)
+static int validate(LLVMModuleRef m, const char *kname, char *err, size_t n, uint64_t *count)
 {
 	size_t len;
 	const char *asmtxt = nx_llvm.LLVMGetModuleInlineAsm(m, &len);
@@ -225,6 +226,8 @@ static int validate(LLVMModuleRef m, const char *kname, char *err, size_t n)
 		for (LLVMBasicBlockRef b = nx_llvm.LLVMGetFirstBasicBlock(f); b; b = nx_llvm.LLVMGetNextBasicBlock(b))
 			for (LLVMValueRef i = nx_llvm.LLVMGetFirstInstruction(b); i; i = nx_llvm.LLVMGetNextInstruction(i)) {
 				LLVMOpcode op = nx_llvm.LLVMGetInstructionOpcode(i);
+				if (count)
+					++*count;
 				if (op == LLVMAtomicRMW || op == LLVMAtomicCmpXchg || op == LLVMInvoke || op == LLVMCallBr ||
 				    op == LLVMIndirectBr || op == LLVMLandingPad || op == LLVMResume)
 					return fail(err, n, kname, "unsupported instruction '%s'", nx_llvm.LLVMIsAInvokeInst(i) ? "invoke" : "atomic/exception");
@@ -347,7 +350,7 @@ static int precheck(const uint8_t *data, size_t len, const char *name, char *err
 			snprintf(msg, sizeof msg, "GpSimd kernel '%s': not valid LLVM bitcode", name);
 		else if (nx_llvm.LLVMVerifyModule(m, LLVMReturnStatusAction, &vm))
 			snprintf(msg, sizeof msg, "GpSimd kernel '%s': fails LLVM's verifier: %.200s", name, vm ? vm : "");
-		else if (validate(m, name, msg, sizeof msg) == 0)
+		else if (validate(m, name, msg, sizeof msg, NULL) == 0)
 			bad = 0, snprintf(msg, sizeof msg, "OK");
 		if (write(fd[1], msg, strlen(msg)) < 0)
 			bad = 1;
@@ -421,6 +424,7 @@ void nx_gs_prog_free(nx_gs_prog *p)
 		free(p->names[k]);
 	free(p->names);
 	free(p->fn);
+	free(p->static_insts);
 	free(p);
 }
 
@@ -432,6 +436,11 @@ int nx_gs_prog_count(const nx_gs_prog *p)
 const char *nx_gs_prog_name(const nx_gs_prog *p, int k)
 {
 	return p->names[k];
+}
+
+uint64_t nx_gs_prog_static_insts(const nx_gs_prog *p, int k)
+{
+	return p->static_insts[k];
 }
 
 nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *const *data, const size_t *len,
@@ -446,6 +455,7 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
 	nx_gs_prog *p = calloc(1, sizeof *p);
 	p->names = calloc((size_t)n + 1, sizeof *p->names);
 	p->fn = calloc((size_t)n + 1, sizeof *p->fn);
+	p->static_insts = calloc((size_t)n + 1, sizeof *p->static_insts);
 	LLVMOrcLLJITBuilderRef jb = nx_llvm.LLVMOrcCreateLLJITBuilder();
 	{ /* host target machine at codegen level "less": the IR was optimized at compile time */
 		char *triple = nx_llvm.LLVMGetDefaultTargetTriple(), *cpu = nx_llvm.LLVMGetHostCPUName(), *feat = nx_llvm.LLVMGetHostCPUFeatures();
@@ -497,7 +507,7 @@ nx_gs_prog *nx_gs_prog_load(int n, const char *const *names, const uint8_t *cons
 			bad = 1;
 		}
 		nx_llvm.LLVMDisposeMessage(msg);
-		if (!bad && (validate(m, names[k], err, errlen) || instrument(m, names[k], err, errlen)))
+		if (!bad && (validate(m, names[k], err, errlen, &p->static_insts[k]) || instrument(m, names[k], err, errlen)))
 			bad = 1;
 		if (bad) {
 			nx_llvm.LLVMDisposeModule(m);

@@ -290,7 +290,7 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 			if (!s->timing_only && (rc = nx_sim_exec(s, in, g->loop_i, g->depth)) != NX_OK)
 				goto out;
 			count_insn(t, in, st);
-			double ns = nx_target_ns(t, in) + (in->op == NX_I_CALL ? s->gs_ns : 0); /* GpSimd: measured work */
+			double ns = nx_target_ns(t, in) + (in->op == NX_I_CALL ? nx_sim_gpsimd_ns(s, in) : 0); /* GpSimd estimate */
 			if (nx_isa_table[in->op].cost == NX_COST_DMA) {
 				int q = in->iarg[0];
 				g->clock += ctrl;

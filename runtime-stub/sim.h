@@ -67,6 +67,7 @@ nx_status nx_sim_put(nx_sim *s, const nx_ap *a, const int64_t *li, int depth, co
  * nx_rt_gpsimd_count checks the sg00/gpsimd/ section names (-1: bad) and
  * counts them; nx_rt_gpsimd_load JIT-compiles them (NULL + err: rejected). */
 nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, double *ns);
+double nx_sim_gpsimd_ns(const nx_sim *s, const nx_insn *in); /* estimated time, data-independent */
 int nx_rt_gpsimd_count(int nsec, const char *const *names, char *err, size_t errlen);
 struct nx_gs_prog *nx_rt_gpsimd_load(int nsec, const char *const *names, const uint8_t *const *data,
                                      const size_t *sizes, char *err, size_t errlen);

@@ -7,9 +7,11 @@
  * restricted to that core's partitions; the cores run in parallel, so the
  * call takes as long as the slowest core. Time is an estimate (no public
  * GpSimd ISA exists; docs/gpsimd.md "Cost estimate"):
- *   ns(core) = insts / lanes / f + bytes / NX_GS_SBUF_BYTES_PER_CYCLE / f
- * insts: the LLVM IR instructions the core executed (counted per basic block
- * by the instrumentation), lanes: the SIMD lanes the call credits (iarg2:
+ *   ns(core) = insts * elems / lanes / f + bytes / NX_GS_SBUF_BYTES_PER_CYCLE / f
+ * insts: the LLVM IR instructions of the kernel's module (static, counted at
+ * load: timing never depends on data, so --timing-only matches a full run),
+ * elems: the elements of the core's largest operand slice, lanes: the SIMD
+ * lanes the call credits (iarg2:
  * 16 for elementwise kernels that vectorize over 512-bit registers, 1 for
  * data-dependent ones), f: the POOL clock of the target, bytes: the bytes of
  * the core's operand slices. */
@@ -99,6 +101,52 @@ static int64_t ap_off(const nx_ap *a, const int64_t *li, int depth)
 	return off;
 }
 
+/* The estimated time of a GpSimd call, from its access patterns and the
+ * kernel's static size only (never from data, so that --timing-only gives
+ * a full run's time): per GpSimd core, (static IR instructions x elements
+ * of its largest operand slice / SIMD lanes + operand bytes / 64) cycles at
+ * the POOL clock; the call takes its slowest core (docs/targets.md). */
+double nx_sim_gpsimd_ns(const nx_sim *s, const nx_insn *in)
+{
+	const nx_neff *n = s->n;
+	int k = in->iarg[0], nops = 0;
+	if (!n->gpsimd || k < 0 || k >= nx_gs_prog_count(n->gpsimd))
+		return 0;
+	while (nops < 4 && in->ap[nops].space != NX_MEM_NONE)
+		nops++;
+	const nx_ap *a0 = &in->ap[0];
+	double f = s->t->freq_ghz[NX_ENG_POOL], worst = 0;
+	double si = (double)nx_gs_prog_static_insts(n->gpsimd, k);
+	int lanes = in->iarg[2] < 1 ? 1 : in->iarg[2] > NX_GS_MAX_LANES ? NX_GS_MAX_LANES : in->iarg[2];
+	for (int core = 0; core < NX_GS_CORES; core++) {
+		int p0 = core * NX_GS_CORE_PARTS, p1 = p0 + NX_GS_CORE_PARTS;
+		if (p0 < a0->part_start)
+			p0 = a0->part_start;
+		if (p1 > a0->part_start + a0->part_count)
+			p1 = a0->part_start + a0->part_count;
+		if (p0 >= p1)
+			continue;
+		double bytes = 0, elems = 0;
+		for (int j = 0; j < nops; j++) {
+			const nx_ap *a = &in->ap[j];
+			int esz = nx_dtype_bytes[a->dtype];
+			double e = 1;
+			int64_t ext = esz;
+			for (int d = 0; d < a->ndims; d++) {
+				e *= (double)a->count[d];
+				ext += (int64_t)a->stride[d] * esz * ((int64_t)a->count[d] - 1);
+			}
+			bytes += (double)(p1 - p0) * (double)ext;
+			if (e * (p1 - p0) > elems)
+				elems = e * (p1 - p0);
+		}
+		double c = (si * elems / lanes + bytes / NX_GS_SBUF_BYTES_PER_CYCLE) / f;
+		if (c > worst)
+			worst = c;
+	}
+	return worst;
+}
+
 nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int depth, double *ns)
 {
 	const nx_neff *n = s->n;
@@ -111,8 +159,6 @@ nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int dep
 		nops++;
 	int64_t pb = s->t->sbuf_partition_bytes;
 	const nx_ap *a0 = &in->ap[0];
-	double f = s->t->freq_ghz[NX_ENG_POOL], worst = 0;
-	int lanes = in->iarg[2] < 1 ? 1 : in->iarg[2] > NX_GS_MAX_LANES ? NX_GS_MAX_LANES : in->iarg[2];
 	for (int core = 0; core < NX_GS_CORES; core++) {
 		int p0 = core * NX_GS_CORE_PARTS, p1 = p0 + NX_GS_CORE_PARTS;
 		if (p0 < a0->part_start)
@@ -123,7 +169,6 @@ nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int dep
 			continue;
 		nx_gs_tensor t[4];
 		nx_gs_region r[4];
-		double bytes = 0;
 		for (int j = 0; j < nops; j++) {
 			const nx_ap *a = &in->ap[j];
 			int esz = nx_dtype_bytes[a->dtype];
@@ -142,17 +187,13 @@ nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int dep
 			for (int d = 0; d < a->ndims; d++)
 				ext += (int64_t)a->stride[d] * esz * ((int64_t)a->count[d] - 1);
 			r[j] = (nx_gs_region){s->sbuf + (int64_t)p0 * pb, pb, p1 - p0, off, off + ext, j < in->iarg[1]};
-			bytes += (double)(p1 - p0) * (double)ext;
 		}
-		uint64_t insts = 0;
+		uint64_t insts = 0; /* executed IR instructions: not used for timing */
 		char msg[320];
 		if (nx_gs_run(n->gpsimd, k, t, nops, r, nops, &insts, msg, sizeof msg) != 0)
 			return nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0, "%s: GpSimd kernel '%s' on core %d (partitions %d..%d): %s",
 			                   s->where, nx_gs_prog_name(n->gpsimd, k), core, p0, p1 - 1, msg);
-		double c = ((double)insts / lanes + bytes / NX_GS_SBUF_BYTES_PER_CYCLE) / f;
-		if (c > worst)
-			worst = c;
 	}
-	*ns = worst;
+	*ns = nx_sim_gpsimd_ns(s, in);
 	return NX_OK;
 }

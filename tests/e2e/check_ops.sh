@@ -3,7 +3,9 @@
 # small per-family graphs in tests/e2e/ops/*.hlo (data movement, rounding and
 # conversion, custom calls, batch dot, scatter / dynamic-update-slice with
 # out-of-bounds indices, gather / dynamic-slice with clamped indices, exact
-# integer ops, output aliasing permutations) at -O1 and -O2 on trn1 and trn2, auto-cast none and
+# integer ops, output aliasing permutations, convolutions lowered by
+# conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
+# unusual dim_labels, 1-D, bf16/f16) at -O1 and -O2 on trn1 and trn2, auto-cast none and
 # bf16 for the float-only families.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }

@@ -1,0 +1,325 @@
+/* passes/op_expand.c — small ops the backend has no kernel for, in ops it
+ * lowers (docs/passes.md "op-expand"):
+ *   is-finite(x)      -> compare(abs(x), +inf), direction=LT (NaN and ±inf
+ *                        compare false).
+ *   reduce-window(x, init) with one operand, a reducer that is one binary
+ *   op of its two parameters (add, multiply, maximum, minimum, and, or) and
+ *   a window of at most OP_EXPAND_MAX_WINDOW positions (pooling: max-pool
+ *   3x3/2, avg-pool) -> the padded input xp = pad(x, identity of the op,
+ *   lo/hi, interior base_dilation - 1) (padding and holes take no part, as
+ *   in XLA; negative padding is an offset into it), one strided
+ *   slice of xp per window position (start k*window_dilation, stride
+ *   stride), folded in the evaluator's order: op(...op(op(init, w0), w1)...).
+ *   Larger windows (cumulative sums: one long axis) stay for the GpSimd
+ *   kernels.
+ *   gather with operand_batching_dims, single-element slices and one indexed
+ *   operand dim (jnp.take_along_axis, optax's cross-entropy with integer
+ *   labels) -> a one-hot selection: clamp the index, compare it with an iota
+ *   over the indexed dim, select the operand or 0, reduce-add that dim
+ *   (reduce-or for pred). Exact: one term is not 0.
+ *   scatter with an add combiner of the same form (its transpose) -> operand
+ *   + the one-hot select of the updates, summed over the non-batching index
+ *   dims; out-of-bounds indices match nothing and are dropped, as in XLA. */
+#include "passes/rewrite.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { OP_EXPAND_MAX_WINDOW = 64 };
+
+static nx_opcode simple_reducer(const nx_inst *rw)
+{
+	const nx_inst *r = rw->ncalled == 1 ? rw->called[0]->root : NULL;
+	if (!r || r->noperands != 2 || r->operands[0]->op != NX_OP_PARAMETER ||
+	    r->operands[1]->op != NX_OP_PARAMETER || r->operands[0] == r->operands[1] ||
+	    rw->called[0]->nparams != 2)
+		return NX_OP_COUNT;
+	switch (r->op) {
+	case NX_OP_ADD: case NX_OP_MULTIPLY: case NX_OP_MAXIMUM: case NX_OP_MINIMUM:
+	case NX_OP_AND: case NX_OP_OR:
+		return r->op;
+	default:
+		return NX_OP_COUNT;
+	}
+}
+
+static nx_inst *is_finite(nx_rw *rw, nx_inst *in)
+{
+	nx_inst *x = in->operands[0];
+	if (nx_type_kind_of(x->shape->type) != NX_KIND_FLOAT || x->shape->dynamic)
+		return NULL;
+	nx_inst *ab = nx_rw_unary(rw, NX_OP_ABS, x);
+	nx_inst *inf = nx_rw_splat(rw, x->shape, x->shape->type, INFINITY);
+	nx_inst *c = nx_rw_binary(rw, NX_OP_COMPARE, ab, inf);
+	c->a.direction = NX_CMP_LT;
+	c->shape = nx_shape_copy(nx_rw_arena(rw), in->shape);
+	return c;
+}
+
+static nx_inst *reduce_window(nx_rw *rw, nx_inst *in)
+{
+	nx_opcode op = simple_reducer(in);
+	nx_inst *x = in->operands[0], *init = in->operands[1];
+	int r = x->shape->rank;
+	const nx_window *w = &in->a.window;
+	if (op == NX_OP_COUNT || in->noperands != 2 || !nx_shape_is_array(in->shape) || x->shape->dynamic ||
+	    in->shape->dynamic || w->ndims != r || in->shape->rank != r || init->shape->rank != 0)
+		return NULL;
+	int64_t vol = 1;
+	for (int d = 0; d < r; d++) {
+		if (w->dims[d].size <= 0 || w->dims[d].reversal)
+			return NULL;
+		vol *= w->dims[d].size;
+		if (vol > OP_EXPAND_MAX_WINDOW)
+			return NULL;
+	}
+	if (nx_shape_elems(in->shape) == 0)
+		return NULL;
+	nx_arena *a = nx_rw_arena(rw);
+	nx_pad_dim *pd = nx_arena_alloc(a, sizeof(nx_pad_dim) * (size_t)r);
+	int64_t xd[NX_MAX_RANK], off[NX_MAX_RANK], st[NX_MAX_RANK], dl[NX_MAX_RANK];
+	bool padded = false;
+	for (int d = 0; d < r; d++) {
+		const nx_window_dim *wd = &w->dims[d];
+		int64_t bd = wd->base_dilation > 0 ? wd->base_dilation : 1, I = x->shape->dims[d];
+		pd[d].lo = wd->pad_lo > 0 ? wd->pad_lo : 0;
+		pd[d].hi = wd->pad_hi > 0 ? wd->pad_hi : 0;
+		pd[d].interior = I > 0 ? bd - 1 : 0;
+		padded = padded || pd[d].lo || pd[d].hi || pd[d].interior;
+		off[d] = wd->pad_lo < 0 ? -wd->pad_lo : 0;
+		st[d] = wd->stride > 0 ? wd->stride : 1;
+		dl[d] = wd->window_dilation > 0 ? wd->window_dilation : 1;
+		xd[d] = pd[d].lo + pd[d].hi + (I > 0 ? (I - 1) * bd + 1 : 0);
+		if (off[d] + (in->shape->dims[d] - 1) * st[d] + (wd->size - 1) * dl[d] + 1 > xd[d])
+			return NULL; /* malformed: the verifier reports it */
+	}
+	/* padding and dilation holes are skipped, not init: pad with the
+	 * reducer's identity */
+	nx_type t = x->shape->type;
+	nx_type_kind kind = nx_type_kind_of(t);
+	double ident;
+	switch (op) {
+	case NX_OP_ADD: case NX_OP_OR: ident = 0; break;
+	case NX_OP_MULTIPLY: case NX_OP_AND: ident = 1; break;
+	case NX_OP_MAXIMUM: ident = -INFINITY; break;
+	default: ident = INFINITY; break;
+	}
+	if (padded && (kind == NX_KIND_COMPLEX ||
+	               ((op == NX_OP_MAXIMUM || op == NX_OP_MINIMUM) && kind != NX_KIND_FLOAT)))
+		return NULL;
+	nx_inst *xp = x;
+	if (padded) {
+		nx_inst *ops[2] = {x, nx_rw_scalar(rw, t, ident)};
+		xp = nx_rw_add(rw, NX_OP_PAD, nx_shape_array(a, x->shape->type, r, xd), ops, 2, NULL);
+		xp->a.padding = pd;
+		xp->a.npadding = r;
+	}
+	/* max/min with an init of -inf/+inf: the fold may start at w0 */
+	bool skip_init = kind == NX_KIND_FLOAT &&
+	                 ((op == NX_OP_MAXIMUM && nx_rw_is_splat(init, -INFINITY)) ||
+	                  (op == NX_OP_MINIMUM && nx_rw_is_splat(init, INFINITY)));
+	nx_inst *acc = skip_init ? NULL
+	                         : nx_rw_broadcast(rw, init, t, r, in->shape->dims, NULL);
+	int64_t k[NX_MAX_RANK];
+	memset(k, 0, sizeof k);
+	for (int64_t n = 0; n < vol; n++) {
+		int64_t start[NX_MAX_RANK], limit[NX_MAX_RANK], stride[NX_MAX_RANK];
+		bool same = true;
+		for (int d = 0; d < r; d++) {
+			start[d] = off[d] + k[d] * dl[d];
+			stride[d] = st[d];
+			limit[d] = start[d] + (in->shape->dims[d] - 1) * st[d] + 1;
+			same = same && start[d] == 0 && stride[d] == 1 && limit[d] == xd[d];
+		}
+		nx_inst *s = xp;
+		if (!same) {
+			s = nx_rw_add(rw, NX_OP_SLICE, nx_shape_array(a, t, r, in->shape->dims), &xp, 1, NULL);
+			s->a.slice_start = nx_ivec_dup(a, start, r);
+			s->a.slice_limit = nx_ivec_dup(a, limit, r);
+			s->a.slice_stride = nx_ivec_dup(a, stride, r);
+		}
+		acc = acc ? nx_rw_binary(rw, op, acc, s) : s;
+		for (int d = r - 1; d >= 0; d--) { /* row-major next window position */
+			if (++k[d] < w->dims[d].size)
+				break;
+			k[d] = 0;
+		}
+	}
+	if (acc == x) /* a 1x..x1 window over the unpadded input, no init */
+		return x;
+	acc->shape = nx_shape_copy(a, in->shape);
+	return acc;
+}
+
+
+/* gather with batching dims whose slices are single elements and index one
+ * operand dim (take_along_axis: logits[b, label[b]]): a one-hot selection,
+ * out[i] = sum_c select(c == clamp(idx[i], 0, C-1), X[batch(i), c], 0). */
+static nx_inst *gather_batched(nx_rw *rw, nx_inst *in)
+{
+	const nx_gather_dnums *g = &in->a.gather;
+	nx_inst *x = in->operands[0], *ix = in->operands[1];
+	int xr = x->shape->rank, ir = ix->shape->rank, q = in->shape->rank;
+	nx_type_kind ik = nx_type_kind_of(ix->shape->type);
+	if (in->noperands != 2 || !g->operand_batching_dims.n || g->offset_dims.n || g->start_index_map.n != 1 ||
+	    g->collapsed_slice_dims.n != 1 || g->collapsed_slice_dims.v[0] != g->start_index_map.v[0] ||
+	    g->operand_batching_dims.n + 1 != xr || g->slice_sizes.n != xr || x->shape->dynamic ||
+	    ix->shape->dynamic || in->shape->dynamic || (ik != NX_KIND_SINT && ik != NX_KIND_UINT) ||
+	    nx_type_kind_of(x->shape->type) == NX_KIND_COMPLEX)
+		return NULL;
+	for (int d = 0; d < xr; d++)
+		if (g->slice_sizes.v[d] != 1)
+			return NULL;
+	int64_t ivd = g->index_vector_dim, c = g->start_index_map.v[0];
+	if (ivd < ir && ix->shape->dims[ivd] != 1)
+		return NULL;
+	int ns = ivd < ir ? ir - 1 : ir; /* index dims without the vector dim */
+	if (q != ns || q + 1 > NX_MAX_RANK)
+		return NULL;
+	/* output dim of each operand dim: batching dims via the index dims,
+	 * the indexed dim c last (q) */
+	int64_t omap[NX_MAX_RANK];
+	for (int d = 0; d < xr; d++)
+		omap[d] = -1;
+	omap[c] = q;
+	for (int j = 0; j < g->operand_batching_dims.n; j++) {
+		int64_t id = g->start_indices_batching_dims.v[j];
+		omap[g->operand_batching_dims.v[j]] = id - (ivd < ir && id > ivd ? 1 : 0);
+	}
+	for (int d = 0; d < xr; d++)
+		if (omap[d] < 0)
+			return NULL;
+	int64_t C = x->shape->dims[c], sd[NX_MAX_RANK], perm[NX_MAX_RANK], bdims[NX_MAX_RANK];
+	for (int d = 0; d < q; d++)
+		sd[d] = in->shape->dims[d];
+	sd[q] = C;
+	/* x transposed into the order of its output dims, then broadcast */
+	int np = 0;
+	for (int o = 0; o <= q; o++)
+		for (int d = 0; d < xr; d++)
+			if (omap[d] == o)
+				bdims[np] = o, perm[np++] = d;
+	bool ident = true;
+	for (int d = 0; d < xr; d++)
+		ident = ident && perm[d] == d;
+	nx_inst *xt = ident ? x : nx_rw_transpose(rw, x, perm);
+	nx_type t = x->shape->type, it = ix->shape->type;
+	nx_inst *xb = nx_rw_broadcast(rw, xt, t, q + 1, sd, bdims);
+	nx_inst *idx = nx_rw_reshape(rw, ix, q, sd);
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *cl[3] = {nx_rw_scalar(rw, it, 0), idx, nx_rw_scalar(rw, it, (double)(C - 1))};
+	idx = nx_rw_add(rw, NX_OP_CLAMP, nx_shape_copy(a, idx->shape), cl, 3, NULL);
+	int64_t seq[NX_MAX_RANK];
+	for (int d = 0; d < q; d++)
+		seq[d] = d;
+	nx_inst *ib = nx_rw_broadcast(rw, idx, it, q + 1, sd, seq);
+	nx_inst *io = nx_rw_add(rw, NX_OP_IOTA, nx_shape_array(a, it, q + 1, sd), NULL, 0, NULL);
+	io->a.iota_dimension = q;
+	nx_inst *eq = nx_rw_binary(rw, NX_OP_COMPARE, ib, io);
+	eq->a.direction = NX_CMP_EQ;
+	nx_inst *sel[3] = {eq, xb, nx_rw_splat(rw, xb->shape, t, 0)};
+	nx_inst *s = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, xb->shape), sel, 3, NULL);
+	int64_t rd = q;
+	nx_inst *r = nx_rw_reduce(rw, s, nx_rw_scalar(rw, t, 0), &rd, 1,
+	                          nx_type_kind_of(t) == NX_KIND_PRED ? NX_OP_OR : NX_OP_ADD);
+	r->shape = nx_shape_copy(a, in->shape);
+	return r;
+}
+
+/* scatter-add with batching dims of single elements into one operand dim
+ * (the transpose of gather_batched): out = X + the one-hot sum over the
+ * index dims that are not batching dims of select(c == idx[i], u[i], 0).
+ * Out-of-bounds indices match no c: dropped, as scatter does. */
+static nx_inst *scatter_batched(nx_rw *rw, nx_inst *in)
+{
+	const nx_scatter_dnums *g = &in->a.scatter;
+	if (in->noperands != 3 || simple_reducer(in) != NX_OP_ADD)
+		return NULL;
+	nx_inst *x = in->operands[0], *ix = in->operands[1], *u = in->operands[2];
+	int xr = x->shape->rank, ir = ix->shape->rank, q = u->shape->rank;
+	nx_type_kind ik = nx_type_kind_of(ix->shape->type), xk = nx_type_kind_of(x->shape->type);
+	if (!g->input_batching_dims.n || g->update_window_dims.n || g->inserted_window_dims.n != 1 ||
+	    g->scatter_dims_to_operand_dims.n != 1 || g->inserted_window_dims.v[0] != g->scatter_dims_to_operand_dims.v[0] ||
+	    g->input_batching_dims.n + 1 != xr || x->shape->dynamic || ix->shape->dynamic || u->shape->dynamic ||
+	    (ik != NX_KIND_SINT && ik != NX_KIND_UINT) || (xk != NX_KIND_FLOAT && xk != NX_KIND_SINT && xk != NX_KIND_UINT) ||
+	    u->shape->type != x->shape->type || !nx_shape_is_array(in->shape) || q + 1 > NX_MAX_RANK)
+		return NULL;
+	int64_t ivd = g->index_vector_dim, c = g->scatter_dims_to_operand_dims.v[0];
+	if (ivd < ir && ix->shape->dims[ivd] != 1)
+		return NULL;
+	if (q != (ivd < ir ? ir - 1 : ir))
+		return NULL;
+	/* update dim of each operand batching dim; the others are summed */
+	int64_t umap[NX_MAX_RANK];
+	bool batch_u[NX_MAX_RANK] = {false};
+	for (int d = 0; d < xr; d++)
+		umap[d] = -1;
+	for (int j = 0; j < g->input_batching_dims.n; j++) {
+		int64_t id = g->scatter_indices_batching_dims.v[j];
+		int64_t ud = id - (ivd < ir && id > ivd ? 1 : 0);
+		if (ud < 0 || ud >= q)
+			return NULL;
+		umap[g->input_batching_dims.v[j]] = ud;
+		batch_u[ud] = true;
+	}
+	for (int d = 0; d < xr; d++)
+		if (d != c && (umap[d] < 0 || u->shape->dims[umap[d]] != x->shape->dims[d]))
+			return NULL;
+	nx_type t = x->shape->type, it = ix->shape->type;
+	nx_arena *a = nx_rw_arena(rw);
+	int64_t C = x->shape->dims[c], sd[NX_MAX_RANK], seq[NX_MAX_RANK];
+	for (int d = 0; d < q; d++)
+		sd[d] = u->shape->dims[d], seq[d] = d;
+	sd[q] = C;
+	nx_inst *ub = nx_rw_broadcast(rw, u, t, q + 1, sd, seq);
+	nx_inst *ib = nx_rw_broadcast(rw, nx_rw_reshape(rw, ix, q, sd), it, q + 1, sd, seq);
+	nx_inst *io = nx_rw_add(rw, NX_OP_IOTA, nx_shape_array(a, it, q + 1, sd), NULL, 0, NULL);
+	io->a.iota_dimension = q;
+	nx_inst *eq = nx_rw_binary(rw, NX_OP_COMPARE, ib, io);
+	eq->a.direction = NX_CMP_EQ;
+	nx_inst *sel[3] = {eq, ub, nx_rw_splat(rw, ub->shape, t, 0)};
+	nx_inst *v = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, ub->shape), sel, 3, NULL);
+	int64_t rdims[NX_MAX_RANK];
+	int nr = 0;
+	for (int d = 0; d < q; d++)
+		if (!batch_u[d])
+			rdims[nr++] = d;
+	if (nr)
+		v = nx_rw_reduce(rw, v, nx_rw_scalar(rw, t, 0), rdims, nr, NX_OP_ADD);
+	/* v: [batching update dims in order..., C] -> x's dim order */
+	int64_t pos[NX_MAX_RANK], perm[NX_MAX_RANK];
+	for (int d = 0; d < xr; d++) {
+		if (d == c) {
+			pos[d] = xr - 1;
+			continue;
+		}
+		int64_t p = 0;
+		for (int e = 0; e < umap[d]; e++)
+			p += batch_u[e];
+		pos[d] = p;
+	}
+	bool ident = true;
+	for (int d = 0; d < xr; d++)
+		perm[d] = pos[d], ident = ident && pos[d] == d;
+	if (!ident)
+		v = nx_rw_transpose(rw, v, perm);
+	nx_inst *r = nx_rw_binary(rw, NX_OP_ADD, x, v);
+	r->shape = nx_shape_copy(a, in->shape);
+	return r;
+}
+
+static nx_inst *expand(nx_rw *rw, nx_inst *in)
+{
+	switch (in->op) {
+	case NX_OP_IS_FINITE: return in->noperands == 1 ? is_finite(rw, in) : NULL;
+	case NX_OP_REDUCE_WINDOW: return reduce_window(rw, in);
+	case NX_OP_GATHER: return gather_batched(rw, in);
+	case NX_OP_SCATTER: return scatter_batched(rw, in);
+	default: return NULL;
+	}
+}
+
+nx_status nx_pass_op_expand(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
+{
+	return nx_rw_run(m, ctx, "op-expand", expand, NULL, changed);
+}

@@ -19,7 +19,9 @@
  *   (reduce-or for pred). Exact: one term is not 0.
  *   scatter with an add combiner of the same form (its transpose) -> operand
  *   + the one-hot select of the updates, summed over the non-batching index
- *   dims; out-of-bounds indices match nothing and are dropped, as in XLA. */
+ *   dims; out-of-bounds indices match nothing and are dropped, as in XLA.
+ *   select-and-scatter with a compare select and an add scatter (max-pool
+ *   gradient; see select_and_scatter below). */
 #include "passes/rewrite.h"
 
 #include <math.h>
@@ -27,12 +29,11 @@
 
 enum { OP_EXPAND_MAX_WINDOW = 64 };
 
-static nx_opcode simple_reducer(const nx_inst *rw)
+static nx_opcode simple_reducer_of(const nx_comp *c)
 {
-	const nx_inst *r = rw->ncalled == 1 ? rw->called[0]->root : NULL;
+	const nx_inst *r = c->root;
 	if (!r || r->noperands != 2 || r->operands[0]->op != NX_OP_PARAMETER ||
-	    r->operands[1]->op != NX_OP_PARAMETER || r->operands[0] == r->operands[1] ||
-	    rw->called[0]->nparams != 2)
+	    r->operands[1]->op != NX_OP_PARAMETER || r->operands[0] == r->operands[1] || c->nparams != 2)
 		return NX_OP_COUNT;
 	switch (r->op) {
 	case NX_OP_ADD: case NX_OP_MULTIPLY: case NX_OP_MAXIMUM: case NX_OP_MINIMUM:
@@ -41,6 +42,11 @@ static nx_opcode simple_reducer(const nx_inst *rw)
 	default:
 		return NX_OP_COUNT;
 	}
+}
+
+static nx_opcode simple_reducer(const nx_inst *in)
+{
+	return in->ncalled == 1 ? simple_reducer_of(in->called[0]) : NX_OP_COUNT;
 }
 
 static nx_inst *is_finite(nx_rw *rw, nx_inst *in)
@@ -308,6 +314,154 @@ static nx_inst *scatter_batched(nx_rw *rw, nx_inst *in)
 	return r;
 }
 
+static nx_inst *pad_to(nx_rw *rw, nx_inst *x, nx_inst *fill, const nx_pad_dim *pd)
+{
+	int r = x->shape->rank;
+	nx_arena *a = nx_rw_arena(rw);
+	int64_t d[NX_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		d[k] = pd[k].lo + pd[k].hi + (x->shape->dims[k] > 0 ? (x->shape->dims[k] - 1) * (pd[k].interior + 1) + 1 : 0);
+	nx_inst *ops[2] = {x, fill};
+	nx_inst *p = nx_rw_add(rw, NX_OP_PAD, nx_shape_array(a, x->shape->type, r, d), ops, 2, NULL);
+	p->a.padding = nx_arena_alloc(a, sizeof(nx_pad_dim) * (size_t)r);
+	memcpy(p->a.padding, pd, sizeof(nx_pad_dim) * (size_t)r);
+	p->a.npadding = r;
+	return p;
+}
+
+/* select-and-scatter (max-pool gradient) whose select is a compare of its
+ * two parameters and whose scatter adds, window <= OP_EXPAND_MAX_WINDOW
+ * positions, no dilation, no negative padding: per window position k (row-
+ * major), v_k = strided slice of the padded operand, take_k = valid_k and
+ * (nothing found yet or not select(best, v_k)), best = take_k ? v_k : best;
+ * the chosen position is the last k that took (the evaluator's scan); the
+ * source, masked by chosen_k, is put back at o*stride + k with an interior
+ * pad, summed, the padding sliced off, added to init. */
+static nx_inst *select_and_scatter(nx_rw *rw, nx_inst *in)
+{
+	if (in->noperands != 3 || in->ncalled != 2 || simple_reducer_of(in->called[1]) != NX_OP_ADD)
+		return NULL;
+	const nx_inst *sr = in->called[0]->root;
+	if (in->called[0]->nparams != 2 || !sr || sr->op != NX_OP_COMPARE || sr->noperands != 2 ||
+	    sr->operands[0]->op != NX_OP_PARAMETER || sr->operands[1]->op != NX_OP_PARAMETER ||
+	    sr->operands[0] == sr->operands[1])
+		return NULL;
+	nx_cmp_dir dir = sr->a.direction;
+	if (dir != NX_CMP_GE && dir != NX_CMP_GT && dir != NX_CMP_LE && dir != NX_CMP_LT)
+		return NULL;
+	bool swapped = sr->operands[0]->a.parameter_number == 1;
+	nx_inst *x = in->operands[0], *src = in->operands[1], *init = in->operands[2];
+	int r = x->shape->rank;
+	const nx_window *w = &in->a.window;
+	nx_type t = x->shape->type, st = src->shape->type;
+	if (w->ndims != r || src->shape->rank != r || init->shape->rank != 0 || x->shape->dynamic ||
+	    src->shape->dynamic || in->shape->type != st || init->shape->type != st ||
+	    nx_type_kind_of(t) == NX_KIND_COMPLEX || nx_type_kind_of(st) == NX_KIND_COMPLEX ||
+	    nx_shape_elems(src->shape) == 0 || nx_shape_elems(x->shape) == 0)
+		return NULL;
+	int64_t vol = 1;
+	nx_pad_dim pd[NX_MAX_RANK];
+	bool padded = false;
+	for (int d = 0; d < r; d++) {
+		const nx_window_dim *wd = &w->dims[d];
+		if (wd->size <= 0 || wd->pad_lo < 0 || wd->pad_hi < 0 || wd->base_dilation > 1 ||
+		    wd->window_dilation > 1 || wd->reversal)
+			return NULL;
+		vol *= wd->size;
+		if (vol > OP_EXPAND_MAX_WINDOW)
+			return NULL;
+		pd[d].lo = wd->pad_lo, pd[d].hi = wd->pad_hi, pd[d].interior = 0;
+		padded = padded || pd[d].lo || pd[d].hi;
+	}
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *xp = padded ? pad_to(rw, x, nx_rw_scalar(rw, t, 0), pd) : x;
+	nx_inst *mp = NULL; /* valid (not padding) positions */
+	if (padded)
+		mp = pad_to(rw, nx_rw_splat(rw, x->shape, NX_PRED, 1), nx_rw_scalar(rw, NX_PRED, 0), pd);
+	nx_inst **take = nx_arena_alloc(a, sizeof(nx_inst *) * (size_t)vol);
+	nx_inst *best = NULL, *found = NULL;
+	int64_t k[NX_MAX_RANK], start[NX_MAX_RANK], limit[NX_MAX_RANK], stride[NX_MAX_RANK];
+	memset(k, 0, sizeof k);
+	for (int64_t n = 0; n < vol; n++) {
+		for (int d = 0; d < r; d++) {
+			start[d] = k[d];
+			stride[d] = w->dims[d].stride > 0 ? w->dims[d].stride : 1;
+			limit[d] = start[d] + (src->shape->dims[d] - 1) * stride[d] + 1;
+		}
+		nx_inst *v = nx_rw_add(rw, NX_OP_SLICE, nx_shape_array(a, t, r, src->shape->dims), &xp, 1, NULL);
+		v->a.slice_start = nx_ivec_dup(a, start, r);
+		v->a.slice_limit = nx_ivec_dup(a, limit, r);
+		v->a.slice_stride = nx_ivec_dup(a, stride, r);
+		nx_inst *ok = NULL;
+		if (mp) {
+			ok = nx_rw_add(rw, NX_OP_SLICE, nx_shape_array(a, NX_PRED, r, src->shape->dims), &mp, 1, NULL);
+			ok->a.slice_start = v->a.slice_start;
+			ok->a.slice_limit = v->a.slice_limit;
+			ok->a.slice_stride = v->a.slice_stride;
+		}
+		nx_inst *tk;
+		if (!best) {
+			tk = ok ? ok : nx_rw_splat(rw, src->shape, NX_PRED, 1);
+			best = v;
+			found = ok;
+		} else {
+			nx_inst *keep = swapped ? nx_rw_binary(rw, NX_OP_COMPARE, v, best)
+			                        : nx_rw_binary(rw, NX_OP_COMPARE, best, v);
+			keep->a.direction = dir;
+			tk = nx_rw_unary(rw, NX_OP_NOT, keep);
+			if (found) /* padding: never taken; the first valid one always */
+				tk = nx_rw_binary(rw, NX_OP_AND, ok,
+				                  nx_rw_binary(rw, NX_OP_OR, tk, nx_rw_unary(rw, NX_OP_NOT, found)));
+			nx_inst *sel[3] = {tk, v, best};
+			best = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, v->shape), sel, 3, NULL);
+			if (found)
+				found = nx_rw_binary(rw, NX_OP_OR, found, ok);
+		}
+		take[n] = tk;
+		for (int d = r - 1; d >= 0; d--) {
+			if (++k[d] < w->dims[d].size)
+				break;
+			k[d] = 0;
+		}
+	}
+	/* chosen = the last k that took; its source goes back to o*stride + k */
+	nx_inst *later = NULL, *acc = NULL, *zero = nx_rw_splat(rw, src->shape, st, 0);
+	nx_inst *zs = nx_rw_scalar(rw, st, 0);
+	for (int64_t n = vol - 1; n >= 0; n--) {
+		int64_t rem = n;
+		for (int d = r - 1; d >= 0; d--) {
+			k[d] = rem % w->dims[d].size;
+			rem /= w->dims[d].size;
+		}
+		nx_inst *ch = later ? nx_rw_binary(rw, NX_OP_AND, take[n], nx_rw_unary(rw, NX_OP_NOT, later)) : take[n];
+		later = later ? nx_rw_binary(rw, NX_OP_OR, later, take[n]) : take[n];
+		nx_inst *sel[3] = {ch, src, zero};
+		nx_inst *c = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, src->shape), sel, 3, NULL);
+		nx_pad_dim pk[NX_MAX_RANK];
+		for (int d = 0; d < r; d++) {
+			int64_t s = w->dims[d].stride > 0 ? w->dims[d].stride : 1;
+			pk[d].lo = k[d];
+			pk[d].interior = s - 1;
+			pk[d].hi = xp->shape->dims[d] - (k[d] + (src->shape->dims[d] - 1) * s + 1);
+		}
+		nx_inst *placed = pad_to(rw, c, zs, pk);
+		acc = acc ? nx_rw_binary(rw, NX_OP_ADD, acc, placed) : placed;
+	}
+	if (padded) {
+		int64_t s0[NX_MAX_RANK], l0[NX_MAX_RANK], one[NX_MAX_RANK];
+		for (int d = 0; d < r; d++)
+			s0[d] = pd[d].lo, l0[d] = pd[d].lo + x->shape->dims[d], one[d] = 1;
+		nx_inst *sl = nx_rw_add(rw, NX_OP_SLICE, nx_shape_array(a, st, r, x->shape->dims), &acc, 1, NULL);
+		sl->a.slice_start = nx_ivec_dup(a, s0, r);
+		sl->a.slice_limit = nx_ivec_dup(a, l0, r);
+		sl->a.slice_stride = nx_ivec_dup(a, one, r);
+		acc = sl;
+	}
+	nx_inst *res = nx_rw_binary(rw, NX_OP_ADD, nx_rw_broadcast(rw, init, st, r, x->shape->dims, NULL), acc);
+	res->shape = nx_shape_copy(a, in->shape);
+	return res;
+}
+
 static nx_inst *expand(nx_rw *rw, nx_inst *in)
 {
 	switch (in->op) {
@@ -315,6 +469,7 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 	case NX_OP_REDUCE_WINDOW: return reduce_window(rw, in);
 	case NX_OP_GATHER: return gather_batched(rw, in);
 	case NX_OP_SCATTER: return scatter_batched(rw, in);
+	case NX_OP_SELECT_AND_SCATTER: return select_and_scatter(rw, in);
 	default: return NULL;
 	}
 }

@@ -6,7 +6,7 @@
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
-# take_along_axis gather/scatter; bitcast-convert) at -O1 and -O2 on trn1 and trn2, auto-cast none and
+# take_along_axis gather/scatter, select-and-scatter; bitcast-convert) at -O1 and -O2 on trn1 and trn2, auto-cast none and
 # bf16 for the float-only families.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }

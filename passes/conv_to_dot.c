@@ -179,8 +179,6 @@ static nx_inst *one_dot(nx_rw *rw, const conv_plan *p)
 		for (int k = 0; k < no; k++)
 			dd[nd++] = od[k];
 		dd[nd++] = p->co / grp;
-		if (nd > NX_MAX_RANK)
-			return NULL;
 		nx_inst *x = reshape(rw, xsl, nl, ld);
 		nx_inst *ops[2] = {x, w};
 		if (x->shape->type != w->shape->type) {
@@ -265,6 +263,8 @@ static nx_inst *lower(nx_rw *rw, nx_inst *in)
 		return NULL;
 	nx_inst *x = in->operands[0], *w = in->operands[1];
 	int ns = in->a.conv.in_spatial.n, r = ns + 2;
+	if (2 * ns + 4 > NX_MAX_RANK) /* the dot operands' rank (two dims per spatial dim) */
+		return NULL;
 	if (x->shape->dynamic || w->shape->dynamic || in->shape->dynamic || x->shape->rank != r ||
 	    w->shape->rank != r || in->shape->rank != r || in->a.window.ndims != ns ||
 	    !float_type(in->shape->type) || !float_type(x->shape->type) || !float_type(w->shape->type))
@@ -285,18 +285,6 @@ static nx_inst *lower(nx_rw *rw, nx_inst *in)
 	if (nx_shape_elems(in->shape) == 0 || p.ci == 0)
 		return NULL;
 	nx_arena *a = nx_rw_arena(rw);
-	/* the kernel, reversed where the window says so */
-	int64_t rev[NX_MAX_RANK];
-	int nrev = 0;
-	for (int i = 0; i < ns; i++)
-		if (in->a.window.dims[i].reversal)
-			rev[nrev++] = i;
-	if (nrev) {
-		nx_inst *rv = nx_rw_add(rw, NX_OP_REVERSE, nx_shape_copy(a, w->shape), &w, 1, NULL);
-		rv->a.dimensions = nx_ivec_dup(a, rev, nrev);
-		rv->a.has_dimensions = true;
-		w = rv;
-	}
 	/* the padded input; negative padding is an offset into it */
 	nx_pad_dim *pd = nx_arena_alloc(a, sizeof(nx_pad_dim) * (size_t)r);
 	memset(pd, 0, sizeof(nx_pad_dim) * (size_t)r);
@@ -311,7 +299,7 @@ static nx_inst *lower(nx_rw *rw, nx_inst *in)
 		p.kk[i] = wd->size;
 		p.st[i] = wd->stride > 0 ? wd->stride : 1;
 		p.dl[i] = wd->window_dilation > 0 ? wd->window_dilation : 1;
-		if (p.kk[i] != w->shape->dims[i] || p.kk[i] <= 0)
+		if (p.kk[i] != w->shape->dims[i] || p.kk[i] <= 0) /* malformed: the verifier reports it */
 			return NULL;
 		pd[i + 1].lo = wd->pad_lo > 0 ? wd->pad_lo : 0;
 		pd[i + 1].hi = wd->pad_hi > 0 ? wd->pad_hi : 0;
@@ -332,6 +320,18 @@ static nx_inst *lower(nx_rw *rw, nx_inst *in)
 			p.form[i] = F_KO;
 		else
 			p.form[i] = K <= O ? F_LOOPK : F_LOOPO;
+	}
+	/* the kernel, reversed where the window says so */
+	int64_t rev[NX_MAX_RANK];
+	int nrev = 0;
+	for (int i = 0; i < ns; i++)
+		if (in->a.window.dims[i].reversal)
+			rev[nrev++] = i;
+	if (nrev) {
+		nx_inst *rv = nx_rw_add(rw, NX_OP_REVERSE, nx_shape_copy(a, w->shape), &w, 1, NULL);
+		rv->a.dimensions = nx_ivec_dup(a, rev, nrev);
+		rv->a.has_dimensions = true;
+		w = rv;
 	}
 	p.xp = x;
 	if (padded) {

@@ -20,6 +20,7 @@
  *   scatter with an add combiner of the same form (its transpose) -> operand
  *   + the one-hot select of the updates, summed over the non-batching index
  *   dims; out-of-bounds indices match nothing and are dropped, as in XLA.
+ *   gather with offset dims not last -> offset dims last + transpose.
  *   select-and-scatter with a compare select and an add scatter (max-pool
  *   gradient; see select_and_scatter below). */
 #include "passes/rewrite.h"
@@ -462,12 +463,53 @@ static nx_inst *select_and_scatter(nx_rw *rw, nx_inst *in)
 	return res;
 }
 
+/* gather whose offset dims are not the result's last dims (jax.image.resize
+ * nearest: rows gathered in the middle of NHWC) -> the same gather with the
+ * offset dims last, then a transpose into the original order. */
+static nx_inst *gather_offset_last(nx_rw *rw, nx_inst *in)
+{
+	const nx_gather_dnums *g = &in->a.gather;
+	int q = in->shape->rank, no = g->offset_dims.n, nb = q - no;
+	if (in->noperands != 2 || g->operand_batching_dims.n || in->shape->dynamic || no > q)
+		return NULL;
+	bool last = true, isoff[NX_MAX_RANK] = {false};
+	for (int j = 0; j < no; j++) {
+		int64_t d = g->offset_dims.v[j];
+		if (d < 0 || d >= q || isoff[d] || (j && d <= g->offset_dims.v[j - 1]))
+			return NULL; /* malformed: the verifier reports it */
+		isoff[d] = true;
+		last = last && d == nb + j;
+	}
+	if (last)
+		return NULL;
+	nx_arena *a = nx_rw_arena(rw);
+	int64_t dims[NX_MAX_RANK], perm[NX_MAX_RANK], seq[NX_MAX_RANK];
+	int kb = 0;
+	for (int p = 0; p < q; p++)
+		if (!isoff[p])
+			perm[p] = kb, dims[kb++] = in->shape->dims[p];
+	for (int j = 0; j < no; j++) {
+		perm[g->offset_dims.v[j]] = nb + j;
+		dims[nb + j] = in->shape->dims[g->offset_dims.v[j]];
+		seq[j] = nb + j;
+	}
+	nx_inst *n = nx_rw_add(rw, NX_OP_GATHER, nx_shape_array(a, in->shape->type, q, dims), in->operands, 2, NULL);
+	n->a.gather = *g;
+	n->a.gather.offset_dims = nx_ivec_dup(a, seq, no);
+	nx_inst *t = nx_rw_transpose(rw, n, perm);
+	t->shape = nx_shape_copy(a, in->shape);
+	return t;
+}
+
 static nx_inst *expand(nx_rw *rw, nx_inst *in)
 {
 	switch (in->op) {
 	case NX_OP_IS_FINITE: return in->noperands == 1 ? is_finite(rw, in) : NULL;
 	case NX_OP_REDUCE_WINDOW: return reduce_window(rw, in);
-	case NX_OP_GATHER: return gather_batched(rw, in);
+	case NX_OP_GATHER: {
+		nx_inst *r = gather_batched(rw, in);
+		return r ? r : gather_offset_last(rw, in);
+	}
 	case NX_OP_SCATTER: return scatter_batched(rw, in);
 	case NX_OP_SELECT_AND_SCATTER: return select_and_scatter(rw, in);
 	default: return NULL;

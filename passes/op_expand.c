@@ -21,6 +21,9 @@
  *   + the one-hot select of the updates, summed over the non-batching index
  *   dims; out-of-bounds indices match nothing and are dropped, as in XLA.
  *   gather with offset dims not last -> offset dims last + transpose.
+ *   scatter assigning one window (<= 64 rows, full in the other dims) at one
+ *   runtime index along one dim -> select(in bounds, one size-1
+ *   dynamic-update-slice per row, operand).
  *   select-and-scatter with a compare select and an add scatter (max-pool
  *   gradient; see select_and_scatter below). */
 #include "passes/rewrite.h"
@@ -501,6 +504,72 @@ static nx_inst *gather_offset_last(nx_rw *rw, nx_inst *in)
 	return t;
 }
 
+/* scatter that overwrites one window at one runtime index along one dim
+ * (the window spans that dim: jax's x.at[i:i+n].set(v) in stable_diffusion's
+ * scheduler) -> select(window in bounds, dynamic-update-slice(x, v, i, 0...),
+ * x): XLA skips an out-of-bounds window where dynamic-update-slice clamps. */
+static nx_inst *scatter_window(nx_rw *rw, nx_inst *in)
+{
+	const nx_scatter_dnums *g = &in->a.scatter;
+	if (in->noperands != 3 || in->ncalled != 1)
+		return NULL;
+	const nx_comp *cc = in->called[0];
+	if (cc->nparams != 2 || !cc->root || cc->root->op != NX_OP_PARAMETER || cc->root->a.parameter_number != 1)
+		return NULL; /* not an assignment */
+	nx_inst *x = in->operands[0], *ix = in->operands[1], *u = in->operands[2];
+	int r = x->shape->rank;
+	nx_type_kind ik = nx_type_kind_of(ix->shape->type);
+	if (g->inserted_window_dims.n || g->input_batching_dims.n || g->scatter_dims_to_operand_dims.n != 1 ||
+	    g->update_window_dims.n != r || u->shape->rank != r || x->shape->dynamic || u->shape->dynamic ||
+	    ix->shape->dynamic || (ik != NX_KIND_SINT && ik != NX_KIND_UINT) || nx_shape_elems(ix->shape) != 1 ||
+	    !(ix->shape->rank == 0 || (ix->shape->rank == 1 && g->index_vector_dim == 0)) ||
+	    u->shape->type != x->shape->type || !nx_shape_is_array(in->shape))
+		return NULL;
+	int64_t c = g->scatter_dims_to_operand_dims.v[0];
+	if (c < 0 || c >= r || u->shape->dims[c] > OP_EXPAND_MAX_WINDOW || u->shape->dims[c] > x->shape->dims[c])
+		return NULL;
+	for (int d = 0; d < r; d++)
+		if (g->update_window_dims.v[d] != d || (d != c && u->shape->dims[d] != x->shape->dims[d]))
+			return NULL;
+	nx_arena *a = nx_rw_arena(rw);
+	nx_type it = ix->shape->type;
+	nx_inst *idx = ix->shape->rank ? nx_rw_reshape(rw, ix, 0, NULL) : ix;
+	nx_inst *zero = nx_rw_scalar(rw, it, 0);
+	/* one size-1 slab per row of the window along c (the backend's
+	 * dynamic-update-slice form); in bounds, idx + j never clamps */
+	nx_inst *dus = x;
+	int64_t st[NX_MAX_RANK], li[NX_MAX_RANK], one[NX_MAX_RANK], rd[NX_MAX_RANK];
+	for (int d = 0; d < r; d++)
+		st[d] = 0, li[d] = u->shape->dims[d], one[d] = 1, rd[d] = u->shape->dims[d];
+	rd[c] = 1;
+	for (int64_t j = 0; j < u->shape->dims[c]; j++) {
+		nx_inst *row = u;
+		if (u->shape->dims[c] > 1) {
+			st[c] = j, li[c] = j + 1;
+			row = nx_rw_add(rw, NX_OP_SLICE, nx_shape_array(a, u->shape->type, r, rd), &u, 1, NULL);
+			row->a.slice_start = nx_ivec_dup(a, st, r);
+			row->a.slice_limit = nx_ivec_dup(a, li, r);
+			row->a.slice_stride = nx_ivec_dup(a, one, r);
+		}
+		nx_inst **ops = nx_arena_alloc(a, sizeof(nx_inst *) * (size_t)(r + 2));
+		ops[0] = dus, ops[1] = row;
+		nx_inst *at = j ? nx_rw_binary(rw, NX_OP_ADD, idx, nx_rw_scalar(rw, it, (double)j)) : idx;
+		for (int d = 0; d < r; d++)
+			ops[2 + d] = d == c ? at : zero;
+		dus = nx_rw_add(rw, NX_OP_DYNAMIC_UPDATE_SLICE, nx_shape_copy(a, x->shape), ops, r + 2, NULL);
+	}
+	nx_inst *ge = nx_rw_binary(rw, NX_OP_COMPARE, idx, zero);
+	ge->a.direction = NX_CMP_GE;
+	nx_inst *le = nx_rw_binary(rw, NX_OP_COMPARE, idx,
+	                           nx_rw_scalar(rw, it, (double)(x->shape->dims[c] - u->shape->dims[c])));
+	le->a.direction = NX_CMP_LE;
+	nx_inst *ok = nx_rw_binary(rw, NX_OP_AND, ge, le);
+	nx_inst *okb = nx_rw_broadcast(rw, ok, NX_PRED, r, x->shape->dims, NULL);
+	nx_inst *sel[3] = {okb, dus, x};
+	nx_inst *res = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, in->shape), sel, 3, NULL);
+	return res;
+}
+
 static nx_inst *expand(nx_rw *rw, nx_inst *in)
 {
 	switch (in->op) {
@@ -510,7 +579,10 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 		nx_inst *r = gather_batched(rw, in);
 		return r ? r : gather_offset_last(rw, in);
 	}
-	case NX_OP_SCATTER: return scatter_batched(rw, in);
+	case NX_OP_SCATTER: {
+		nx_inst *r = scatter_batched(rw, in);
+		return r ? r : scatter_window(rw, in);
+	}
 	case NX_OP_SELECT_AND_SCATTER: return select_and_scatter(rw, in);
 	default: return NULL;
 	}

@@ -249,10 +249,12 @@ static nx_inst *scatter_batched(nx_rw *rw, nx_inst *in)
 	int xr = x->shape->rank, ir = ix->shape->rank, q = u->shape->rank;
 	nx_type_kind ik = nx_type_kind_of(ix->shape->type), xk = nx_type_kind_of(x->shape->type);
 	if (!g->input_batching_dims.n || g->update_window_dims.n || g->inserted_window_dims.n != 1 ||
-	    g->scatter_dims_to_operand_dims.n != 1 || g->inserted_window_dims.v[0] != g->scatter_dims_to_operand_dims.v[0] ||
+	    g->scatter_dims_to_operand_dims.n != 1 ||
+	    g->inserted_window_dims.v[0] != g->scatter_dims_to_operand_dims.v[0] ||
 	    g->input_batching_dims.n + 1 != xr || x->shape->dynamic || ix->shape->dynamic || u->shape->dynamic ||
-	    (ik != NX_KIND_SINT && ik != NX_KIND_UINT) || (xk != NX_KIND_FLOAT && xk != NX_KIND_SINT && xk != NX_KIND_UINT) ||
-	    u->shape->type != x->shape->type || !nx_shape_is_array(in->shape) || q + 1 > NX_MAX_RANK)
+	    (ik != NX_KIND_SINT && ik != NX_KIND_UINT) ||
+	    (xk != NX_KIND_FLOAT && xk != NX_KIND_SINT && xk != NX_KIND_UINT) || u->shape->type != x->shape->type ||
+	    !nx_shape_is_array(in->shape) || q + 1 > NX_MAX_RANK)
 		return NULL;
 	int64_t ivd = g->index_vector_dim, c = g->scatter_dims_to_operand_dims.v[0];
 	if (ivd < ir && ix->shape->dims[ivd] != 1)
@@ -323,8 +325,10 @@ static nx_inst *pad_to(nx_rw *rw, nx_inst *x, nx_inst *fill, const nx_pad_dim *p
 	int r = x->shape->rank;
 	nx_arena *a = nx_rw_arena(rw);
 	int64_t d[NX_MAX_RANK];
-	for (int k = 0; k < r; k++)
-		d[k] = pd[k].lo + pd[k].hi + (x->shape->dims[k] > 0 ? (x->shape->dims[k] - 1) * (pd[k].interior + 1) + 1 : 0);
+	for (int k = 0; k < r; k++) {
+		int64_t n = x->shape->dims[k];
+		d[k] = pd[k].lo + pd[k].hi + (n > 0 ? (n - 1) * (pd[k].interior + 1) + 1 : 0);
+	}
 	nx_inst *ops[2] = {x, fill};
 	nx_inst *p = nx_rw_add(rw, NX_OP_PAD, nx_shape_array(a, x->shape->type, r, d), ops, 2, NULL);
 	p->a.padding = nx_arena_alloc(a, sizeof(nx_pad_dim) * (size_t)r);

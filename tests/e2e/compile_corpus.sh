@@ -66,13 +66,6 @@ known = {
     "large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo": hbm,
     "science__colabfold__inference__1gpu__module_0200.jit_apply_fn.hlo": loop,
     "vision_diffusion__stable_diffusion_1_5__inference__1gpu__module_0047.jit__fun.hlo": loop,
-    # compiled on main e247f9c + conv-to-dot/op-expand; main 85e07ef (after
-    # the perf10/arch9/jit12 merges) refuses a [32,112,112,32] -> [32,32]
-    # reduce: remove these two when that is fixed (/work/notes/conv11.md)
-    "vision_diffusion__efficientnet__inference__1gpu__module_0961.jit_predict_step.hlo":
-        "(reduce): row of 12544 elements does not fit SBUF",
-    "vision_diffusion__resnet50__training__module_1654.jit_train_step.hlo":
-        "(reduce): row of 12544 elements does not fit SBUF",
 }
 bad = []
 for g in gs:

@@ -54,7 +54,7 @@ enum {
 #undef LOWER
 	NX_LROWS
 };
-_Static_assert(NX_LROWS == 72, "backend/lower.def: update the count (and docs/lowering.md) with the rows");
+_Static_assert(NX_LROWS == 73, "backend/lower.def: update the count (and docs/lowering.md) with the rows");
 
 static const uint8_t lower_family[NX_OP_COUNT] = {
 #define LOWER(op, fam) [NX_OP_##op] = NX_LK_##fam,
@@ -859,6 +859,20 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 			return nx_l_err(L, "%s changes the element count or type", nx_opcode_name(i->op));
 		*out = alias_val(L, ops[0], i->shape);
 		return NX_OK;
+	case NX_OP_BITCAST_CONVERT: {
+		/* same-width reinterpretation: the operand's bytes read as the
+		 * result's type (f32<->s32/u32, bf16<->s16/u16, ...) */
+		int dt = nx_lower_dtype(i->shape->type);
+		if (nx_shape_elems(i->shape) != nx_shape_elems(ops[0]->shape) ||
+		    nx_dtype_bytes[dt] != nx_dtype_bytes[ops[0]->dt])
+			return nx_l_err(L, "bitcast-convert between element types of different widths (%s to %s) "
+			                   "is not supported by the backend yet",
+			                nx_type_name(i->operands[0]->shape->type), nx_type_name(i->shape->type));
+		*out = alias_val(L, ops[0], i->shape);
+		(*out)->dt = (nx_dtype)dt;
+		(*out)->sb_gen = 0; /* a resident SBUF copy was left for the operand's type */
+		return NX_OK;
+	}
 	case NX_OP_CUSTOM_CALL:
 		if (nx_l_custom_ok(i)) {
 			*out = nx_l_newval(L, i->shape);

@@ -286,6 +286,7 @@ int nx_l_reduce_alu(const nx_inst *i);
  * and a reduction of O contiguous rows of R (reduced axes last). */
 nx_status nx_l_elementwise_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t O, int64_t R);
+bool nx_l_reduce_row_fits(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R);
 
 /* kernels/fused_loop.c: a fusion of elementwise ops (parameters, one-
  * instruction ops, same-type reshapes/converts, all of one element count)

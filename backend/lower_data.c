@@ -563,9 +563,11 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 		int64_t S = nx_l_div_le(R, 128);
 		need = al64(R / S * esz) + 4 + 64 + al64(nx_dtype_bytes[out->dt]);
 	}
-	if (R > 1 && i->noperands == 2 && (O == 1 || R * esz + 256 > L->sbuf_half) && need > L->sbuf_half)
+	/* a row too long for the loop nest's buffer sets: two passes */
+	bool row_fits = nx_l_reduce_row_fits(L, x->dt, out->dt, R);
+	if (R > 1 && i->noperands == 2 && (O == 1 || !row_fits) && need > L->sbuf_half)
 		return two_stage_reduce(L, i, ops, out, R);
-	if (O <= 1 || R == 0 || need <= L->sbuf_half || i->noperands != 2 || R * esz + 256 > L->sbuf_half)
+	if (O <= 1 || R == 0 || need <= L->sbuf_half || i->noperands != 2 || !row_fits)
 		return nx_l_reduce(L, i, ops, out);
 	nx_lval *src = x;
 	nx_status mrc = reduced_axes_last(L, x, red, &src);

@@ -24,7 +24,8 @@ static void help(void)
 	       "eval), evaluates the original module with the reference evaluator on the\n"
 	       "same inputs and compares each output. Tolerance: integers and pred exact;\n"
 	       "f32 |d| <= 1e-5|ref| + 4 eps32 L max|ref| (L: longest reduction or\n"
-	       "contraction); bf16 results |d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3.\n"
+	       "contraction, a convolution's window x input features); bf16 results\n"
+	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3.\n"
 	       "With --auto-cast, the device must match the evaluator run on the module the\n"
 	       "passes produced (the same narrow-type program) with those tolerances, and\n"
 	       "each output's relative L2 error against the original f32 module must stay\n"
@@ -48,7 +49,13 @@ int64_t nx_check_longest_reduction(const nx_module *m)
 			if (i->op == NX_OP_DOT)
 				for (int j = 0; j < i->a.dot.lhs_contracting.n; j++)
 					r *= i->operands[0]->shape->dims[i->a.dot.lhs_contracting.v[j]];
-			else if (i->op == NX_OP_REDUCE && i->noperands >= 1 && nx_shape_is_array(i->operands[0]->shape))
+			else if (i->op == NX_OP_CONVOLUTION && i->noperands == 2 && i->a.conv.present &&
+			         nx_shape_is_array(i->operands[1]->shape)) {
+				/* window positions x input features per group */
+				r = i->operands[1]->shape->dims[i->a.conv.k_in];
+				for (int j = 0; j < i->a.window.ndims; j++)
+					r *= i->a.window.dims[j].size;
+			} else if (i->op == NX_OP_REDUCE && i->noperands >= 1 && nx_shape_is_array(i->operands[0]->shape))
 				for (int j = 0; j < i->a.dimensions.n; j++)
 					r *= i->operands[0]->shape->dims[i->a.dimensions.v[j]];
 			if (r > L)

@@ -40,6 +40,8 @@ int nx_cmd_list_operators(int argc, char **argv)
 		"batch-norm-training (expanded into reduce and elementwise ops)",
 		"batch-norm-inference (expanded into reduce and elementwise ops)",
 		"batch-norm-grad (expanded into reduce and elementwise ops)",
+		"convolution (float: pad, slices, dots and adds, conv-to-dot)",
+		"is-finite (compare(abs(x), inf), op-expand)",
 		"custom-call:AwsNeuronRmsNorm (rewritten into plain HLO)",
 		"custom-call:AwsNeuronGeluApprxTanh (rewritten into plain HLO)",
 		"custom-call:AwsNeuronSilu (rewritten into plain HLO)",
@@ -69,7 +71,8 @@ int nx_cmd_list_operators(int argc, char **argv)
 	 * but a compile refuses it with an error naming the instruction */
 	for (int op = 0; op < NX_OP_COUNT; op++) {
 		const char *name = nx_opcode_name((nx_opcode)op);
-		if (nx_lower_supports((nx_opcode)op) || op == NX_OP_CALL || op == NX_OP_BATCH_NORM_TRAINING ||
+		if (nx_lower_supports((nx_opcode)op) || op == NX_OP_CALL || op == NX_OP_CONVOLUTION || op == NX_OP_IS_FINITE ||
+		    op == NX_OP_BATCH_NORM_TRAINING ||
 		    op == NX_OP_BATCH_NORM_INFERENCE || op == NX_OP_BATCH_NORM_GRAD)
 			continue;
 		printf("%s (not lowered yet)\n", name);

@@ -138,6 +138,15 @@ static int64_t al64(int64_t v)
 	return (v + 63) & ~(int64_t)63;
 }
 
+/* Whether nx_l_reduce_loop holds one row of R elements of type in (with
+ * its output and partial) in one of its ND buffer sets: stream()'s budget. */
+bool nx_l_reduce_row_fits(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R)
+{
+	int64_t per_row = R * nx_dtype_bytes[in] + nx_dtype_bytes[out] + 4;
+	int64_t room = (L->sbuf_half - 64) / ND - 64 * (2 + 3); /* 2 operands: x, init */
+	return per_row <= room;
+}
+
 /* O rows of R (reduced to Ro = 1 or kept, Ro = R = 1 for elementwise) */
 static nx_status stream(st *x, int64_t O)
 {

@@ -1447,9 +1447,10 @@ static nx_status refuse_unplannable(nx_lower *L)
 				 * message keeps its head, the numbers come first */
 				const char *sh = nx_shape_str(&L->a, i->shape, false);
 				int shn = (int)strlen(sh) > 160 ? 160 : (int)strlen(sh);
-				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone, more than the %lld "
+				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone%s, more than the %lld "
 				                   "bytes of HBM of one %s core (%.*s%s)",
 				                b < 0 ? "2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
+				                i->shape->type == NX_TUPLE ? " (its largest element)" : "",
 				                (long long)L->t->hbm_bytes, L->t->name, shn, sh, shn < (int)strlen(sh) ? "..." : "");
 			}
 		}

@@ -5,7 +5,8 @@
  * slab — row k of the update goes to s + k. The other dimensions of the
  * update cover the operand (their starts clamp to 0 and are kept). Unrolled
  * chunked loops (colabfold's mapping.py writes [4,1,64] chunks) leave these
- * at -O1, where their starts are not folded to constants. */
+ * at -O1, where their starts are not folded to constants (and constant
+ * starts are not made concatenates: algsimp-shape runs from -O2). */
 #include "passes/rewrite.h"
 
 #define NX_DUS_ROWS_MAX 64
@@ -43,8 +44,8 @@ static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 	if (d < 0 || u->shape->dims[d] < 2 || u->shape->dims[d] > NX_DUS_ROWS_MAX)
 		return NULL;
 	nx_inst *s = in->operands[2 + d];
-	if (s->op == NX_OP_CONSTANT || s->shape->rank != 0 || !nx_type_is_int(s->shape->type))
-		return NULL; /* a constant start is algsimp-shape's (a concatenate) */
+	if (s->shape->rank != 0 || !nx_type_is_int(s->shape->type))
+		return NULL; /* (at -O2 algsimp-shape made constant starts concatenates) */
 	nx_arena *a = nx_rw_arena(rw);
 	int64_t K = u->shape->dims[d], D = x->shape->dims[d];
 	nx_type t = s->shape->type;

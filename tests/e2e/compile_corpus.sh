@@ -45,7 +45,7 @@ echo "ok: 44 graphs, failures only among the known ones"
 # message, which names the op and the user's source (issue 11's table in
 # the closing notes of issue 11). The timeout is only a hang guard: the
 # slowest graph, colabfold (11 while loops unrolled into 1.8 M engine
-# instructions), compiles in ~60 s and 2.9 GB here.
+# instructions), compiles in 14-60 s (by load) and 3.1 GB here.
 J="$NX_CORPUS/hlo/jax"
 [ -d "$J" ] || fail "corpus not found at $J"
 "$NXCC" parallel-compile "$J" --jobs 2 --no-cache --timeout 2400 --report "$T/j.json" > "$T/jlog" 2>&1

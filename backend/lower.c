@@ -7,6 +7,7 @@
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
 #include "backend/gpsimd/gpsimd.h"
+#include "passes/loops.h"
 
 #include "ir/eval/eval.h"
 
@@ -503,15 +504,37 @@ nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_sl
 }
 
 /* ------------------------------------------------------------- buffers */
+/* The free list is searched first-fit in list order; freemax, a max tree
+ * over the sizes (leaf k = freel[k], 0 past nfree), finds that entry
+ * without scanning the list: unrolled loops free tens of thousands of
+ * buffers. */
+static void free_set(nx_lower *L, int k, int64_t v)
+{
+	int i = k + L->capfree;
+	L->freemax[i] = v;
+	for (i /= 2; i >= 1; i /= 2)
+		L->freemax[i] = L->freemax[2 * i] > L->freemax[2 * i + 1] ? L->freemax[2 * i] : L->freemax[2 * i + 1];
+}
+
+static int free_first_fit(const nx_lower *L, int64_t bytes)
+{
+	if (!L->nfree || L->freemax[1] < bytes)
+		return -1;
+	int i = 1;
+	while (i < L->capfree)
+		i = L->freemax[2 * i] >= bytes ? 2 * i : 2 * i + 1;
+	return i - L->capfree;
+}
+
 nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes)
 {
 	bytes = (bytes + 63) & ~(int64_t)63;
 	if (bytes == 0)
 		bytes = 64;
-	for (int k = 0; k < L->nfree; k++) {
+	int k = free_first_fit(L, bytes);
+	if (k >= 0) {
 		nx_lbuf *f = L->freel[k];
-		if (f->bytes < bytes)
-			continue;
+		NX_ASSERT(k < L->nfree && f->bytes >= bytes);
 		nx_lbuf *b = nx_arena_alloc(&L->a, sizeof *b);
 		b->off = f->off;
 		b->bytes = bytes;
@@ -519,9 +542,12 @@ nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes)
 		nx_l_max(&b->war, &f->written);
 		if (f->bytes == bytes) {
 			L->freel[k] = L->freel[--L->nfree];
+			free_set(L, k, L->freel[k]->bytes);
+			free_set(L, L->nfree, 0);
 		} else {
 			f->off += bytes;
 			f->bytes -= bytes;
+			free_set(L, k, f->bytes);
 		}
 		return b;
 	}
@@ -539,8 +565,16 @@ void nx_l_release_buf(nx_lower *L, nx_lbuf *b)
 	if (L->nfree == L->capfree) {
 		L->capfree = L->capfree ? L->capfree * 2 : 64;
 		L->freel = nx_xrealloc(L->freel, (size_t)L->capfree * sizeof *L->freel);
+		free(L->freemax);
+		L->freemax = nx_xrealloc(NULL, (size_t)L->capfree * 2 * sizeof *L->freemax);
+		memset(L->freemax, 0, (size_t)L->capfree * 2 * sizeof *L->freemax);
+		for (int k = 0; k < L->nfree; k++)
+			L->freemax[L->capfree + k] = L->freel[k]->bytes;
+		for (int i = L->capfree - 1; i >= 1; i--)
+			L->freemax[i] = L->freemax[2 * i] > L->freemax[2 * i + 1] ? L->freemax[2 * i] : L->freemax[2 * i + 1];
 	}
 	L->freel[L->nfree++] = b;
+	free_set(L, L->nfree - 1, b->bytes);
 }
 
 static void release(nx_lower *L, nx_lval *v)
@@ -776,8 +810,24 @@ static bool defer_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval 
 	return true;
 }
 
+/* A while the while-unroll pass left: device loops are not lowered yet. */
+static nx_status refuse_while(nx_lower *L, const nx_inst *i)
+{
+	nx_trip_count t = nx_while_trip_count(i);
+	if (t.n < 0)
+		return nx_l_err(L, "while loop whose trip count is not a compile-time constant (%s): data-dependent "
+		                   "loops are not supported by the backend yet",
+		                t.why);
+	return nx_l_err(L, "while loop with %lld trips over a body of %d instructions: beyond the unroll limit "
+	                   "(trips x body <= %d instructions, passes/while_unroll.c) and device loops are not "
+	                   "lowered yet",
+	                (long long)t.n, i->called[1]->ninsts, NX_UNROLL_MAX_INSTS);
+}
+
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
+	if (i->op == NX_OP_WHILE)
+		return refuse_while(L, i);
 	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER ||
 	    i->op == NX_OP_COLLECTIVE_PERMUTE) {
 		nx_lval **all = nx_arena_alloc(&L->a, sizeof *all * (size_t)(i->noperands + 1));
@@ -1372,6 +1422,24 @@ static bool shape_unbounded(const nx_shape *s)
 	return false;
 }
 
+/* The largest single array of a shape: a tuple is its leaves, each its own
+ * buffer (a while loop's state tuple may sum past HBM while every leaf fits;
+ * whether they fit together is the HBM plan's question); -1 past 2^63. */
+static int64_t largest_leaf_bytes(const nx_shape *s)
+{
+	if (s->type != NX_TUPLE)
+		return nx_shape_bytes(s);
+	int64_t big = 0;
+	for (int k = 0; k < s->ntuple; k++) {
+		int64_t b = largest_leaf_bytes(s->tuple[k]);
+		if (b < 0)
+			return -1;
+		if (b > big)
+			big = b;
+	}
+	return big;
+}
+
 /* Sizes known before emitting are checked before emitting: a value larger
  * than the core's HBM (f32[2^40]) is refused at once instead of after
  * minutes of emitting instructions for it. */
@@ -1386,16 +1454,17 @@ static nx_status refuse_unplannable(nx_lower *L)
 				                   "static sizes or bounds (f32[<=N])",
 				                nx_shape_str(&L->a, i->shape, false));
 			}
-			int64_t b = nx_shape_bytes(i->shape);
+			int64_t b = largest_leaf_bytes(i->shape);
 			if (b < 0 || b > L->t->hbm_bytes) {
 				L->cur = i;
 				/* a tuple's shape can be thousands of characters: the
 				 * message keeps its head, the numbers come first */
 				const char *sh = nx_shape_str(&L->a, i->shape, false);
 				int shn = (int)strlen(sh) > 160 ? 160 : (int)strlen(sh);
-				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone, more than the %lld "
+				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone%s, more than the %lld "
 				                   "bytes of HBM of one %s core (%.*s%s)",
 				                b < 0 ? "2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
+				                i->shape->type == NX_TUPLE ? " (its largest element)" : "",
 				                (long long)L->t->hbm_bytes, L->t->name, shn, sh, shn < (int)strlen(sh) ? "..." : "");
 			}
 		}
@@ -1475,6 +1544,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 		free(L.s[e].v);
 	free(L.map);
 	free(L.freel);
+	free(L.freemax);
 	free(L.debug);
 	free(L.debug_src);
 	free(L.consts);

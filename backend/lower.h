@@ -105,6 +105,7 @@ typedef struct nx_lower {
 	int64_t hbm_top;
 	nx_lbuf **freel;
 	int nfree, capfree;
+	int64_t *freemax; /* max segment tree over freel[k]->bytes (2 * capfree): first fit in log time */
 	/* on-chip: SBUF is a ring of kernel regions (slot k: [reg_off, reg_end),
 	 * free when sbuf_free[k] is reached, generation reg_gen); a kernel's
 	 * region is taken from the ring top, wrapping, and waits for the regions

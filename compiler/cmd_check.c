@@ -199,27 +199,37 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	if (!n || !m || nx_verify_module(m, &d) != NX_OK)
 		goto fail;
 	const nx_comp *e = m->entry;
-	if (e->nparams != n->ninputs) {
-		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d inputs, the module %d parameters",
-		            n->ninputs, e->nparams);
-		goto fail;
-	}
 	nx_literal **args = nx_arena_alloc(&a, sizeof *args * (size_t)(e->nparams + 1));
 	nx_random_domain *dom = nx_arena_alloc(&a, sizeof *dom * (size_t)(e->nparams + 1));
 	nx_random_domains(e, dom);
-	for (int k = 0; k < e->nparams; k++)
-		args[k] = nx_random_literal_in(&a, e->params[k]->shape, seed, k, dom[k]);
+	nx_random_args(&a, e, seed, dom, args);
+	/* the device takes the array leaves of the parameters in order (a tuple
+	 * parameter is one input per leaf: passes/flatten_params.c) */
+	const nx_literal *flat[4096];
+	int nflat = 0;
+	for (int k = 0; k < e->nparams && nflat <= 4096; k++)
+		nx_check_leaves(args[k], flat, &nflat, 4096);
+	if (nflat != n->ninputs || nflat > 4096) {
+		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d inputs, the module's parameters %d arrays",
+		            n->ninputs, nflat);
+		goto fail;
+	}
+	nx_literal **dargs = nx_arena_alloc(&a, sizeof *dargs * (size_t)(nflat + 1));
+	for (int k = 0; k < nflat; k++)
+		dargs[k] = (nx_literal *)flat[k];
 	if (!nranks)
 		nranks = n->nreplicas;
 	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof *argv_r * (size_t)nranks);
+	nx_literal *const **dargv_r = nx_arena_alloc(&a, sizeof *dargv_r * (size_t)nranks);
 	for (int r = 0; r < nranks; r++)
-		argv_r[r] = args;
+		argv_r[r] = args, dargv_r[r] = dargs;
 	nx_literal **ref = nx_arena_alloc(&a, sizeof *ref * (size_t)nranks),
 	           **oref = nx_arena_alloc(&a, sizeof *oref * (size_t)nranks);
 	nx_eval_opts eo = {.replicas = nranks, .rng_seed = seed};
 	if (nx_eval_module(m, &eo, e->nparams, argv_r, &a, opt ? oref : ref, &d) != NX_OK)
 		goto fail;
-	if (opt && nx_eval_module(opt, &eo, e->nparams, argv_r, &a, ref, &d) != NX_OK)
+	if (opt && nx_eval_module(opt, &eo, opt->entry->nparams, opt->entry->nparams == e->nparams ? argv_r : dargv_r,
+	                          &a, ref, &d) != NX_OK)
 		goto fail;
 	const nx_literal *refs[4096];
 	int nref = 0;
@@ -240,7 +250,7 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 		rows = nx_arena_alloc(&a, sizeof *rows * (size_t)(nref + 1));
 	}
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
-	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)argv_r, types, &a, outs, &ro, st, &d) != NX_OK)
+	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)dargv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
 	int bad = 0;
 	for (int r = 0; r < nranks; r++) {

@@ -276,6 +276,7 @@ int nx_cmd_eval(int argc, char **argv)
 	nx_random_domain *dom = nx_arena_alloc(&a, sizeof(nx_random_domain) * (size_t)(np + 1));
 	nx_random_domains(e, dom);
 	nx_literal *const **argv_r = nx_arena_alloc(&a, sizeof(void *) * (size_t)replicas);
+	nx_literal **rnd = NULL;
 	for (int r = 0; r < replicas; r++) {
 		nx_literal **args = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
 		for (int pass = 0; pass < 2; pass++) /* shared inputs first, replica-specific override */
@@ -312,7 +313,11 @@ int nx_cmd_eval(int argc, char **argv)
 				            "no --random-inputs SEED was given", p, e->params[p]->name);
 				goto fail;
 			}
-			args[p] = nx_random_literal_in(&a, e->params[p]->shape, seed, p, dom[p]);
+			if (!rnd) { /* every parameter's, numbered by leaves as the .neff's inputs are */
+				rnd = nx_arena_alloc(&a, sizeof(nx_literal *) * (size_t)(np + 1));
+				nx_random_args(&a, e, seed, dom, rnd);
+			}
+			args[p] = rnd[p];
 		}
 		argv_r[r] = args;
 	}

@@ -31,6 +31,16 @@ static double now(void)
  * 2·M·N·K flops at the engine's rate for the operand type) or its VectorE time
  * (one element per partition per cycle, at least the minimum initiation
  * interval); moving bytes costs bytes over the core's HBM bandwidth. */
+static int64_t leaf_count(const nx_shape *s)
+{
+	if (s->type != NX_TUPLE)
+		return 1;
+	int64_t n = 0;
+	for (int k = 0; k < s->ntuple; k++)
+		n += leaf_count(s->tuple[k]);
+	return n;
+}
+
 static double cost_inst_ns(void *user, const nx_inst *i)
 {
 	const nx_target *t = user;
@@ -92,13 +102,20 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	t = now();
 	nx_status st = nx_verify_module(m, d);
 	r->t_verify = now() - t;
-	/* Random-input domains come from the module as written, before passes. */
-	bool *nonneg = calloc((size_t)(m->entry ? m->entry->nparams : 0) + 1, sizeof(bool));
+	/* Random-input domains come from the module as written, before passes,
+	 * one per .neff input: a tuple parameter's leaves (flatten-params) share
+	 * its domain. */
+	bool *nonneg = NULL;
 	if (st == NX_OK && m->entry) {
+		int64_t nl = 0;
+		for (int k = 0; k < m->entry->nparams; k++)
+			nl += leaf_count(m->entry->params[k]->shape);
+		nonneg = calloc((size_t)nl + 1, sizeof(bool));
 		nx_random_domain *dom = calloc((size_t)m->entry->nparams + 1, sizeof *dom);
 		nx_random_domains(m->entry, dom);
-		for (int k = 0; k < m->entry->nparams; k++)
-			nonneg[k] = dom[k] == NX_RANDOM_NONNEG;
+		for (int k = 0, f = 0; k < m->entry->nparams; k++)
+			for (int64_t j = leaf_count(m->entry->params[k]->shape); j > 0; j--)
+				nonneg[f++] = dom[k] == NX_RANDOM_NONNEG;
 		free(dom);
 	}
 	nx_pass_opts po = {0};

@@ -40,5 +40,12 @@ nx_literal *nx_random_literal_in(nx_arena *a, nx_shape *shape, uint64_t seed, in
  * nxcc command that makes random inputs (eval, run, check) uses
  * nx_random_literal_in(..., dom[k]) so that one seed means one data set. */
 void nx_random_domains(const nx_comp *entry, nx_random_domain *dom);
+/* args[k] for each parameter k of entry, with domains dom[k]: the array
+ * leaves of all parameters are numbered in order (a tuple parameter counts
+ * one per leaf, as the .neff takes it after flatten-params) and leaf f gets
+ * nx_random_literal_in(..., f, ...)'s data: without tuple parameters,
+ * args[k] is nx_random_literal_in(..., k, dom[k]). */
+void nx_random_args(nx_arena *a, const nx_comp *entry, uint64_t seed, const nx_random_domain *dom,
+                    nx_literal **args);
 
 #endif

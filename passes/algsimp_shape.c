@@ -6,8 +6,14 @@
  *   extent → x; slice of concatenate inside one operand → slice of that
  *   operand; reverse(reverse(x)) over the same dimensions → x; copy → x when
  *   the layouts are equal; pad with an all-zero config → x; concatenate of
- *   one operand → x. A broadcast of a scalar constant stays as it is. */
+ *   one operand → x; dynamic-slice with constant starts → slice;
+ *   dynamic-update-slice with constant starts → the update when it covers
+ *   the operand, concatenate(slice, update, slice) when it differs from it
+ *   in one dimension (both as unrolled loops leave them). A broadcast of a
+ *   scalar constant stays as it is. */
 #include "passes/rewrite.h"
+
+#include "ir/eval/eval.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +81,84 @@ static bool same_dim_set(nx_ivec a, nx_ivec b)
 			return false;
 	}
 	return true;
+}
+
+/* The start indices of a dynamic-slice / dynamic-update-slice (operands
+ * first..first+rank-1) when all are scalar integer constants, clamped as
+ * XLA clamps them: into [0, dim - size]. */
+static bool const_starts(const nx_inst *in, int first, const nx_shape *whole, const nx_shape *part, int64_t *st)
+{
+	int r = whole->rank;
+	if (in->noperands != first + r)
+		return false;
+	for (int k = 0; k < r; k++) {
+		const nx_inst *o = in->operands[first + k];
+		if (o->op != NX_OP_CONSTANT || !o->a.literal || o->shape->rank != 0 || !nx_type_is_int(o->shape->type))
+			return false;
+		int64_t v = nx_lit_get_i64(o->a.literal, 0), hi = whole->dims[k] - part->dims[k];
+		st[k] = v < 0 ? 0 : v > hi ? hi : v;
+	}
+	return true;
+}
+
+static nx_inst *slice_dims(nx_rw *rw, nx_inst *x, const int64_t *lo, const int64_t *hi, const nx_inst *meta)
+{
+	nx_arena *a = nx_rw_arena(rw);
+	int r = x->shape->rank;
+	nx_shape *sh = nx_shape_copy(a, x->shape);
+	int64_t one[NX_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		sh->dims[k] = hi[k] - lo[k], one[k] = 1;
+	nx_inst *sl = nx_rw_add(rw, NX_OP_SLICE, sh, &x, 1, NULL);
+	sl->a.slice_start = nx_ivec_dup(a, lo, r);
+	sl->a.slice_limit = nx_ivec_dup(a, hi, r);
+	sl->a.slice_stride = nx_ivec_dup(a, one, r);
+	sl->a.metadata = meta->a.metadata;
+	sl->a.nmetadata = meta->a.nmetadata;
+	return sl;
+}
+
+/* dynamic-update-slice(x, u, constant starts) where u spans x but in one
+ * dimension d: concatenate(x before, u, x after) along d (XLA unrolled
+ * scans write chunk t at a constant offset). */
+static nx_inst *dus_const(nx_rw *rw, nx_inst *in)
+{
+	nx_inst *x = in->operands[0], *u = in->operands[1];
+	int64_t st[NX_MAX_RANK];
+	int r = x->shape->rank, d = -1;
+	if (!const_starts(in, 2, x->shape, u->shape, st) || u->shape->type != x->shape->type)
+		return NULL;
+	for (int k = 0; k < r; k++)
+		if (u->shape->dims[k] != x->shape->dims[k]) {
+			if (d >= 0)
+				return NULL;
+			d = k;
+		}
+	if (d < 0)
+		return nx_shape_compatible(u->shape, in->shape) ? u : NULL;
+	int64_t lo[NX_MAX_RANK], hi[NX_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		lo[k] = 0, hi[k] = x->shape->dims[k];
+	nx_inst *parts[3];
+	int np = 0;
+	if (st[d] > 0) {
+		hi[d] = st[d];
+		parts[np++] = slice_dims(rw, x, lo, hi, in);
+	}
+	parts[np++] = u;
+	if (st[d] + u->shape->dims[d] < x->shape->dims[d]) {
+		lo[d] = st[d] + u->shape->dims[d];
+		hi[d] = x->shape->dims[d];
+		parts[np++] = slice_dims(rw, x, lo, hi, in);
+	}
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *cat = nx_rw_add(rw, NX_OP_CONCATENATE, nx_shape_copy(a, in->shape), parts, np, NULL);
+	int64_t dd = d;
+	cat->a.dimensions = nx_ivec_dup(a, &dd, 1);
+	cat->a.has_dimensions = true;
+	cat->a.metadata = in->a.metadata;
+	cat->a.nmetadata = in->a.nmetadata;
+	return cat;
 }
 
 static nx_inst *simplify(nx_rw *rw, nx_inst *in)
@@ -150,6 +234,16 @@ static nx_inst *simplify(nx_rw *rw, nx_inst *in)
 		if (in->noperands == 1 && nx_shape_compatible(x->shape, in->shape))
 			return x;
 		return NULL;
+	case NX_OP_DYNAMIC_SLICE: {
+		int64_t st[NX_MAX_RANK], hi[NX_MAX_RANK];
+		if (!const_starts(in, 1, x->shape, in->shape, st) || x->shape->type != in->shape->type)
+			return NULL;
+		for (int k = 0; k < x->shape->rank; k++)
+			hi[k] = st[k] + in->shape->dims[k];
+		return slice_dims(rw, x, st, hi, in);
+	}
+	case NX_OP_DYNAMIC_UPDATE_SLICE:
+		return in->noperands >= 2 ? dus_const(rw, in) : NULL;
 	default:
 		return NULL;
 	}

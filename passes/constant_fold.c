@@ -10,7 +10,8 @@
  *
  * Never folded: parameters, side-effecting, rng, collective, custom-call,
  * control-flow and async ops, tuples, instructions without operands (iota:
- * folding only grows the module), broadcasts (a broadcast of a scalar
+ * folding only grows the module; an iota of at most 64 elements is a
+ * constant operand of its users, though), broadcasts (a broadcast of a scalar
  * constant stays a broadcast), results over ctx->fold_max_elems elements.
  * An elementwise op whose operands are all splats (scalar constants or
  * broadcasts of one) is folded on scalars and stays a broadcast of the new
@@ -21,6 +22,11 @@
 #include "ir/eval/eval.h"
 
 #include <string.h>
+
+/* An iota this small counts as a constant operand: a scan carries its
+ * chunk offsets as iota * stride, and once the loop is unrolled
+ * (while-unroll) slicing them must give constant indices. */
+#define NX_FOLD_IOTA_MAX 64
 
 static bool foldable_op(const nx_inst *in)
 {
@@ -68,6 +74,12 @@ static nx_literal *evaluate(nx_rw *rw, const nx_inst *in, nx_inst *const *ops, n
 	for (int j = 0; j < in->noperands; j++) {
 		const nx_inst *src = ops[j];
 		nx_inst *kc = NULL;
+		if (src->op == NX_OP_IOTA) {
+			k[j] = nx_inst_new(c, NX_OP_IOTA, nx_shape_copy(&t->arena, src->shape), NULL, 0,
+			                   nx_arena_printf(&t->arena, "i%d", j));
+			k[j]->a = src->a;
+			continue;
+		}
 		const nx_inst *lit = src->op == NX_OP_BROADCAST ? src->operands[0] : src;
 		kc = nx_inst_new(c, NX_OP_CONSTANT, nx_shape_copy(&t->arena, lit->shape), NULL, 0,
 		                 nx_arena_printf(&t->arena, "k%d", j));
@@ -109,7 +121,8 @@ static nx_inst *fold(nx_rw *rw, nx_inst *in)
 	for (int j = 0; j < in->noperands; j++) {
 		nx_inst *x = in->operands[j];
 		bool bcast = x->op == NX_OP_BROADCAST && x->operands[0]->op == NX_OP_CONSTANT;
-		if (x->op != NX_OP_CONSTANT && !bcast)
+		bool small_iota = x->op == NX_OP_IOTA && nx_shape_elems(x->shape) <= NX_FOLD_IOTA_MAX;
+		if (x->op != NX_OP_CONSTANT && !bcast && !small_iota)
 			return NULL;
 		if (!(is_scalar_const(x) || (bcast && is_scalar_const(x->operands[0]))))
 			splats = false;

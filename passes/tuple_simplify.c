@@ -29,25 +29,42 @@ static nx_inst *forward_of(nx_inst *in)
 	return NULL;
 }
 
+/* One sweep in program order: operands are redirected to the forwards
+ * found so far (what nx_comp_replace_uses does, without rescanning the
+ * computation for every forward: unrolled loops make it long). */
 nx_status nx_pass_tuple_simplify(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 {
 	(void)ctx;
 	for (int c = 0; c < m->ncomps; c++) {
 		nx_comp *comp = m->comps[c];
-		int *uses = nx_pass_use_counts(comp); /* also sets aux = position */
+		free(nx_pass_use_counts(comp)); /* sets aux = position */
+		nx_inst **fwd = calloc((size_t)comp->ninsts + 1, sizeof *fwd);
+		NX_ASSERT(fwd);
+#define NX_FWD(x) (fwd[(intptr_t)(x)->aux] ? fwd[(intptr_t)(x)->aux] : (x))
 		for (int i = 0; i < comp->ninsts; i++) {
 			nx_inst *in = comp->insts[i];
+			for (int k = 0; k < in->noperands; k++)
+				if (NX_FWD(in->operands[k]) != in->operands[k]) {
+					in->operands[k] = NX_FWD(in->operands[k]);
+					*changed = true;
+				}
+			for (int k = 0; k < in->a.ncontrol_predecessors; k++)
+				if (NX_FWD(in->a.control_predecessors[k]) != in->a.control_predecessors[k]) {
+					in->a.control_predecessors[k] = NX_FWD(in->a.control_predecessors[k]);
+					*changed = true;
+				}
 			nx_inst *repl = forward_of(in);
 			/* The entry root keeps its identity: its name and metadata are the
 			 * module's output as users see it, and aliasing refers to it. */
-			if (!repl || uses[i] == 0 || (comp->is_entry && in == comp->root))
-				continue;
-			nx_comp_replace_uses(comp, in, repl);
-			uses[(intptr_t)repl->aux] += uses[i];
-			uses[i] = 0;
+			if (repl && !(comp->is_entry && in == comp->root))
+				fwd[i] = repl;
+		}
+		if (comp->root && !comp->is_entry && NX_FWD(comp->root) != comp->root) {
+			comp->root = NX_FWD(comp->root);
 			*changed = true;
 		}
-		free(uses);
+#undef NX_FWD
+		free(fwd);
 	}
 	return NX_OK;
 }

@@ -56,14 +56,43 @@ static void fill(nx_literal *l, uint64_t *st, nx_random_domain dom)
 	}
 }
 
+static uint64_t stream(uint64_t seed, int64_t param_index)
+{
+	uint64_t st = seed * UINT64_C(0x2545f4914f6cdd1d) ^ ((uint64_t)param_index + 1) * UINT64_C(0x9e3779b97f4a7c15);
+	splitmix(&st);
+	return st;
+}
+
 nx_literal *nx_random_literal_in(nx_arena *a, nx_shape *shape, uint64_t seed, int64_t param_index,
                                  nx_random_domain dom)
 {
 	nx_literal *l = nx_literal_new(a, shape);
-	uint64_t st = seed * UINT64_C(0x2545f4914f6cdd1d) ^ ((uint64_t)param_index + 1) * UINT64_C(0x9e3779b97f4a7c15);
-	splitmix(&st);
+	uint64_t st = stream(seed, param_index);
 	fill(l, &st, dom);
 	return l;
+}
+
+/* Every array leaf its own stream, numbered in order from *flat. */
+static void fill_leaves(nx_literal *l, uint64_t seed, int64_t *flat, nx_random_domain dom)
+{
+	if (nx_shape_is_tuple(l->shape)) {
+		for (int k = 0; k < l->ntuple; k++)
+			fill_leaves(l->tuple[k], seed, flat, dom);
+		return;
+	}
+	uint64_t st = stream(seed, (*flat)++);
+	fill(l, &st, dom);
+}
+
+void nx_random_args(nx_arena *a, const nx_comp *entry, uint64_t seed, const nx_random_domain *dom,
+                    nx_literal **args)
+{
+	int64_t flat = 0;
+	for (int k = 0; k < entry->nparams; k++) {
+		nx_shape *s = entry->params[k]->shape;
+		args[k] = nx_literal_new(a, s);
+		fill_leaves(args[k], seed, &flat, dom[k]);
+	}
 }
 
 nx_literal *nx_random_literal(nx_arena *a, nx_shape *shape, uint64_t seed, int64_t param_index)

@@ -43,9 +43,10 @@ echo "ok: 44 graphs, failures only among the known ones"
 # (stack-frame tables, elided constants, sharding custom calls, call); the
 # backend refuses what it does not lower yet, each graph with its known
 # message, which names the op and the user's source (issue 11's table in
-# the closing notes of issue 11; /work/notes/conv11.md). lit, efficientnet,
-# mlp_mixer, resnet50 and vit compile (conv-to-dot, op-expand). The timeout
-# is only a hang guard.
+# the closing notes of issue 11). lit, efficientnet, mlp_mixer, resnet50 and
+# vit compile (conv-to-dot, op-expand). The timeout is only a hang guard: the
+# slowest graph, colabfold (11 while loops unrolled into 1.8 M engine
+# instructions), compiles in 14-60 s (by load) and 3.1 GB here.
 J="$NX_CORPUS/hlo/jax"
 [ -d "$J" ] || fail "corpus not found at $J"
 "$NXCC" parallel-compile "$J" --jobs 2 --no-cache --timeout 2400 --report "$T/j.json" > "$T/jlog" 2>&1
@@ -54,7 +55,6 @@ import json, sys, os
 r = json.load(open(sys.argv[1]))
 gs = r.get("graphs") or r.get("results") or []
 assert len(gs) == 13, "report lists %d jax graphs" % len(gs)
-loop = "(while): tuple operands are not supported here [from jit("
 # graphs whose parameters alone exceed one trn1 core's 16 GiB of HBM
 hbm = ("HBM plan needs at least", "bytes of HBM of one trn1 core")
 known = {
@@ -64,8 +64,10 @@ known = {
     "large_language_models__llama3_8b__inference__8gpu__module_0035.jit__prefill_jit.hlo": hbm,
     "large_language_models__llama3_8b__training__module_0099.jit_train_step.hlo": hbm,
     "large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo": hbm,
-    "science__colabfold__inference__1gpu__module_0200.jit_apply_fn.hlo": loop,
-    "vision_diffusion__stable_diffusion_1_5__inference__1gpu__module_0047.jit__fun.hlo": loop,
+    # its denoising while loop, unrolled, exceeds the per-engine
+    # instruction limit (no device loops yet)
+    "vision_diffusion__stable_diffusion_1_5__inference__1gpu__module_0047.jit__fun.hlo":
+        "the program would need more than 2097152 instructions on one engine",
 }
 bad = []
 for g in gs:

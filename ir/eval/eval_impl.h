@@ -11,25 +11,6 @@
  * same builtin. */
 #ifndef CMPLX
 #define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
-/* eval_jit.c: the plan of a computation's JIT clusters (nx_eval_jit_hook). */
-typedef struct nx_jit_cl {
-	void *kernel;
-	int *members, nm; /* positions in evaluation order, the root last */
-	int *leaves, nl;  /* positions of the values from outside */
-} nx_jit_cl;
-typedef struct nx_jit_plan {
-	int *role; /* per position: NX_JIT_NONE, NX_JIT_MEMBER or the cluster it roots */
-	nx_jit_cl *cl;
-	int ncl;
-} nx_jit_plan;
-enum { NX_JIT_NONE = -1, NX_JIT_MEMBER = -2, NX_JIT_MAXM = 64 /* members of one cluster */ };
-/* pos(ctx, i): the position of instruction i in c. uses[]: per position,
- * operand occurrences (+1 for the root). No hook: an empty plan. */
-void nx_eval_jit_plan(const nx_comp *c, const int *uses, int (*pos)(const void *ctx, const nx_inst *i),
-                      const void *ctx, nx_jit_plan *p);
-void nx_eval_jit_plan_free(nx_jit_plan *p);
-void nx_eval_jit_count(int64_t insts);
-
 #endif
 
 /* Elements processed per chunk by the elementwise kernels: small enough to

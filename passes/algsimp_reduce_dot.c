@@ -17,28 +17,6 @@
 
 #include <math.h>
 
-/* The binary op the reducer applies to its two parameters, or NX_OP_COUNT. */
-static nx_opcode reducer_op(const nx_inst *red)
-{
-	if (red->ncalled != 1)
-		return NX_OP_COUNT;
-	const nx_comp *c = red->called[0];
-	const nx_inst *r = c->root;
-	if (!r || c->nparams != 2 || r->noperands != 2 || c->ninsts != 3)
-		return NX_OP_COUNT;
-	bool direct = r->operands[0] == c->params[0] && r->operands[1] == c->params[1];
-	bool swapped = r->operands[0] == c->params[1] && r->operands[1] == c->params[0];
-	if (!direct && !swapped)
-		return NX_OP_COUNT;
-	switch (r->op) {
-	case NX_OP_ADD: case NX_OP_MULTIPLY: case NX_OP_MAXIMUM: case NX_OP_MINIMUM:
-	case NX_OP_AND: case NX_OP_OR:
-		return r->op;
-	default:
-		return NX_OP_COUNT;
-	}
-}
-
 static bool is_identity(const nx_inst *init, nx_opcode op, nx_type t)
 {
 	const nx_literal *l = nx_rw_splat_value(init);
@@ -75,7 +53,7 @@ static nx_inst *simplify_reduce(nx_rw *rw, nx_inst *in)
 		return NULL;
 	nx_inst *x = in->operands[0], *init = in->operands[1];
 	nx_type t = in->shape->type;
-	nx_opcode op = reducer_op(in);
+	nx_opcode op = in->ncalled == 1 ? nx_pass_reducer_op(in->called[0]) : NX_OP_COUNT;
 	if (op == NX_OP_COUNT || !is_identity(init, op, t) || x->shape->type != t)
 		return NULL;
 	if (in->a.dimensions.n == 0)

@@ -33,24 +33,9 @@
 
 enum { OP_EXPAND_MAX_WINDOW = 64 };
 
-static nx_opcode simple_reducer_of(const nx_comp *c)
-{
-	const nx_inst *r = c->root;
-	if (!r || r->noperands != 2 || r->operands[0]->op != NX_OP_PARAMETER ||
-	    r->operands[1]->op != NX_OP_PARAMETER || r->operands[0] == r->operands[1] || c->nparams != 2)
-		return NX_OP_COUNT;
-	switch (r->op) {
-	case NX_OP_ADD: case NX_OP_MULTIPLY: case NX_OP_MAXIMUM: case NX_OP_MINIMUM:
-	case NX_OP_AND: case NX_OP_OR:
-		return r->op;
-	default:
-		return NX_OP_COUNT;
-	}
-}
-
 static nx_opcode simple_reducer(const nx_inst *in)
 {
-	return in->ncalled == 1 ? simple_reducer_of(in->called[0]) : NX_OP_COUNT;
+	return in->ncalled == 1 ? nx_pass_reducer_op(in->called[0]) : NX_OP_COUNT;
 }
 
 static nx_inst *is_finite(nx_rw *rw, nx_inst *in)
@@ -347,7 +332,7 @@ static nx_inst *pad_to(nx_rw *rw, nx_inst *x, nx_inst *fill, const nx_pad_dim *p
  * pad, summed, the padding sliced off, added to init. */
 static nx_inst *select_and_scatter(nx_rw *rw, nx_inst *in)
 {
-	if (in->noperands != 3 || in->ncalled != 2 || simple_reducer_of(in->called[1]) != NX_OP_ADD)
+	if (in->noperands != 3 || in->ncalled != 2 || nx_pass_reducer_op(in->called[1]) != NX_OP_ADD)
 		return NULL;
 	const nx_inst *sr = in->called[0]->root;
 	if (in->called[0]->nparams != 2 || !sr || sr->op != NX_OP_COMPARE || sr->noperands != 2 ||

@@ -113,6 +113,10 @@ bool nx_pass_has_side_effect(const nx_inst *i);
  * merged (cse), and one with constant operands may be folded. Says nothing
  * about parameters: they have no operands. */
 bool nx_pass_is_pure(const nx_inst *i);
+/* The binary op (add, multiply, maximum, minimum, and, or) a reducer
+ * computation c applies to its two parameters, in either order, with nothing
+ * else in it; NX_OP_COUNT otherwise. */
+nx_opcode nx_pass_reducer_op(const nx_comp *c);
 /* Logs at the given verbosity level. */
 void nx_pass_log(const nx_pass_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

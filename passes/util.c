@@ -47,3 +47,21 @@ int *nx_pass_use_counts(const nx_comp *c)
 		uses[(intptr_t)c->root->aux]++;
 	return uses;
 }
+
+nx_opcode nx_pass_reducer_op(const nx_comp *c)
+{
+	const nx_inst *r = c ? c->root : NULL;
+	if (!r || c->nparams != 2 || r->noperands != 2 || c->ninsts != 3)
+		return NX_OP_COUNT;
+	bool direct = r->operands[0] == c->params[0] && r->operands[1] == c->params[1];
+	bool swapped = r->operands[0] == c->params[1] && r->operands[1] == c->params[0];
+	if (!direct && !swapped)
+		return NX_OP_COUNT;
+	switch (r->op) {
+	case NX_OP_ADD: case NX_OP_MULTIPLY: case NX_OP_MAXIMUM: case NX_OP_MINIMUM:
+	case NX_OP_AND: case NX_OP_OR:
+		return r->op;
+	default:
+		return NX_OP_COUNT;
+	}
+}

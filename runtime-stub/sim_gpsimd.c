@@ -101,6 +101,17 @@ static int64_t ap_off(const nx_ap *a, const int64_t *li, int depth)
 	return off;
 }
 
+/* The partitions [p0, p1) of core's 16 that the call's operands cover. */
+static bool core_parts(const nx_ap *a0, int core, int *p0, int *p1)
+{
+	*p0 = core * NX_GS_CORE_PARTS, *p1 = *p0 + NX_GS_CORE_PARTS;
+	if (*p0 < a0->part_start)
+		*p0 = a0->part_start;
+	if (*p1 > a0->part_start + a0->part_count)
+		*p1 = a0->part_start + a0->part_count;
+	return *p0 < *p1;
+}
+
 /* The estimated time of a GpSimd call, from its access patterns and the
  * kernel's static size only (never from data, so that --timing-only gives
  * a full run's time): per GpSimd core, (static IR instructions x elements
@@ -119,12 +130,8 @@ double nx_sim_gpsimd_ns(const nx_sim *s, const nx_insn *in)
 	double si = (double)nx_gs_prog_static_insts(n->gpsimd, k);
 	int lanes = in->iarg[2] < 1 ? 1 : in->iarg[2] > NX_GS_MAX_LANES ? NX_GS_MAX_LANES : in->iarg[2];
 	for (int core = 0; core < NX_GS_CORES; core++) {
-		int p0 = core * NX_GS_CORE_PARTS, p1 = p0 + NX_GS_CORE_PARTS;
-		if (p0 < a0->part_start)
-			p0 = a0->part_start;
-		if (p1 > a0->part_start + a0->part_count)
-			p1 = a0->part_start + a0->part_count;
-		if (p0 >= p1)
+		int p0, p1;
+		if (!core_parts(a0, core, &p0, &p1))
 			continue;
 		double bytes = 0, elems = 0;
 		for (int j = 0; j < nops; j++) {
@@ -160,12 +167,8 @@ nx_status nx_sim_gpsimd(nx_sim *s, const nx_insn *in, const int64_t *li, int dep
 	int64_t pb = s->t->sbuf_partition_bytes;
 	const nx_ap *a0 = &in->ap[0];
 	for (int core = 0; core < NX_GS_CORES; core++) {
-		int p0 = core * NX_GS_CORE_PARTS, p1 = p0 + NX_GS_CORE_PARTS;
-		if (p0 < a0->part_start)
-			p0 = a0->part_start;
-		if (p1 > a0->part_start + a0->part_count)
-			p1 = a0->part_start + a0->part_count;
-		if (p0 >= p1)
+		int p0, p1;
+		if (!core_parts(a0, core, &p0, &p1))
 			continue;
 		nx_gs_tensor t[4];
 		nx_gs_region r[4];

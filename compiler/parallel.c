@@ -571,7 +571,7 @@ static void rm_rf_workdir(const char *dir)
 		return;
 	struct dirent *e;
 	while ((e = readdir(dp))) {
-		if (e->d_name[0] == '.')
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		char *p = nx_xasprintf("%s/%s", dir, e->d_name);
 		unlink(p);
@@ -713,10 +713,16 @@ int nx_pc_run(char **files, int n, const nx_pc_opts *o)
 		fprintf(stderr, "nxcc parallel-compile: error: cannot create %s: %s\n", tmpl, strerror(errno));
 		return NX_EXIT_USER;
 	}
-	char *owner = nx_xasprintf("%s/owner", tmpl);
-	int owner_fd = open(owner, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (owner_fd >= 0)
-		flock(owner_fd, LOCK_EX);
+	/* The owner file is locked before it takes its name: a concurrent run's
+	 * sweep (another Slurm shard starting at the same moment) must never
+	 * find it unlocked and remove this directory. */
+	char *owner = nx_xasprintf("%s/owner", tmpl), *owner_tmp = nx_xasprintf("%s/.owner", tmpl);
+	int owner_fd = open(owner_tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (owner_fd >= 0 && (flock(owner_fd, LOCK_EX) != 0 || rename(owner_tmp, owner) != 0)) {
+		close(owner_fd);
+		owner_fd = -1;
+	}
+	free(owner_tmp);
 	free(owner);
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;

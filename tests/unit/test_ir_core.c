@@ -137,7 +137,7 @@ static void test_maps(void **state)
 	assert_string_equal(nx_fresh_name(&s, &a, "x", -1, &k, true), "x.4");
 	assert_true(nx_strmap_find(&s, "y", 1, NULL) && nx_strmap_find(&s, "x.4", 3, NULL) &&
 	            nx_strmap_find(&s, "param_7.3", 9, NULL));
-	static char names[3000][8];
+	static char names[3000][16];
 	for (int i = 0; i < 3000; i++) { /* grows, keeps every entry */
 		snprintf(names[i], sizeof names[i], "n%d", i);
 		assert_true(nx_strmap_add(&s, names[i], strlen(names[i]), i, NULL));

@@ -747,9 +747,8 @@ static bool entry_layout_attr(nx_rd *r, nx_module *m)
 	}
 	if (!rd_ws(r))
 		return false;
-	if (!(r->pos + 1 < r->len && r->s[r->pos] == '-' && r->s[r->pos + 1] == '>'))
-		return rd_expect(r, '-', "(->) before the result layout");
-	r->pos += 2;
+	if (!rd_expect_arrow(r, "before the result layout"))
+		return false;
 	nx_shape *res;
 	if (!rd_shape(r, &res))
 		return false;

@@ -37,6 +37,8 @@ char rd_peek(nx_rd *r); /* after rd_ws; 0 at the end */
 bool rd_accept(nx_rd *r, char c);
 /* Skips whitespace then requires c; error "expected 'c' <what>". */
 bool rd_expect(nx_rd *r, char c, const char *what);
+/* Consumes "->" or fails with "expected '->' <what>". */
+bool rd_expect_arrow(nx_rd *r, const char *what);
 bool rd_is_name_char(char c);
 /* Reads a name ([%]name chars); out and n exclude '%'. false (no error) if none. */
 bool rd_name(nx_rd *r, const char **out, size_t *n);

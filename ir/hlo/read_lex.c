@@ -195,6 +195,18 @@ bool rd_expect(nx_rd *r, char c, const char *what)
 	return rd_err(r, r->pos, "expected '%c' %s, found %s", c, what, found(r, buf, sizeof buf));
 }
 
+bool rd_expect_arrow(nx_rd *r, const char *what)
+{
+	if (r->pos + 1 < r->len && r->s[r->pos] == '-' && r->s[r->pos + 1] == '>') {
+		r->pos += 2;
+		return true;
+	}
+	if (r->failed)
+		return false;
+	char buf[64];
+	return rd_err(r, r->pos, "expected '->' %s, found %s", what, found(r, buf, sizeof buf));
+}
+
 bool rd_is_name_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

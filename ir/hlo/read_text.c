@@ -472,9 +472,8 @@ static bool parse_comp(parser *P)
 		}
 		if (!rd_ws(r))
 			return false;
-		if (!(r->pos + 1 < r->len && r->s[r->pos] == '-' && r->s[r->pos + 1] == '>'))
-			return rd_expect(r, '-', "(->) before the result shape");
-		r->pos += 2;
+		if (!rd_expect_arrow(r, "before the result shape"))
+			return false;
 		nx_shape *res;
 		if (!rd_shape(r, &res))
 			return false;

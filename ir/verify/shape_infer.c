@@ -723,7 +723,8 @@ static nx_shape *infer_concatenate(const si_ctx *c)
 				return si_fail(c, "concatenate operand %d is %s, incompatible with %s outside "
 				               "dimension %lld", k, si_str(c, s), si_str(c, o),
 				               (long long)dim);
-		r->dims[dim] += s->dims[dim];
+		if (__builtin_add_overflow(r->dims[dim], s->dims[dim], &r->dims[dim]))
+			return si_fail(c, "concatenate dimension %lld overflows 64 bits", (long long)dim);
 		if (si_dyn(s, (int)dim))
 			si_set_dim(c, r, (int)dim, r->dims[dim], si_dyn(s, (int)dim));
 	}
@@ -748,8 +749,11 @@ static nx_shape *infer_pad(const si_ctx *c)
 		if (p->interior < 0)
 			return si_fail(c, "interior padding %lld in dimension %d is negative",
 			               (long long)p->interior, k);
-		int64_t d = o->dims[k];
-		int64_t n = p->lo + p->hi + d + (d > 0 ? (d - 1) * p->interior : 0);
+		int64_t d = o->dims[k], n, in = 0;
+		if ((d > 0 && __builtin_mul_overflow(d - 1, p->interior, &in)) || __builtin_add_overflow(p->lo, p->hi, &n) ||
+		    __builtin_add_overflow(n, d, &n) || __builtin_add_overflow(n, in, &n))
+			return si_fail(c, "padding of dimension %d overflows 64 bits (low %lld, high %lld, interior %lld)", k,
+			               (long long)p->lo, (long long)p->hi, (long long)p->interior);
 		if (n < 0)
 			return si_fail(c, "padding makes dimension %d negative (%lld)", k, (long long)n);
 		si_set_dim(c, r, k, n, si_dyn(o, k));

@@ -36,7 +36,14 @@ out=$(bash -c ". '$P/share/bash-completion/completions/nxcc'; COMP_WORDS=(nxcc c
 export PKG_CONFIG_PATH="$P/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
 flags=$(pkg-config --cflags --libs nxcc) || fail "pkg-config does not know nxcc"
 echo "pkg-config: $flags"
-cc -std=c11 -Wall -Wextra -Werror -o "$tmp/api_test" "$NX_ROOT/tests/api/api_test.c" $flags -lm ||
+# a library built for make asan needs the sanitizer runtime first in the
+# program (and preloaded under Python)
+san="" preload=""
+if ldd "$P/lib/libnxcc.so" | grep -q libasan; then
+	san="-fsanitize=address,undefined"
+	preload=$(cc -print-file-name=libasan.so)
+fi
+cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/api_test" "$NX_ROOT/tests/api/api_test.c" $flags -lm ||
 	fail "cannot build a C program with pkg-config --cflags --libs nxcc"
 LD_LIBRARY_PATH="$P/lib" "$tmp/api_test" "$NX_ROOT/examples/mlp_step.hlo" "$tmp/api.neff" "$tmp/cache" || fail "api_test"
 "$NXCC" compile "$NX_ROOT/examples/mlp_step.hlo" --framework XLA --target trn1 -O2 --no-cache --output "$tmp/cli.neff" \
@@ -47,7 +54,8 @@ ls "$tmp"/cache/*/MODULE_*/model.neff > /dev/null 2>&1 || fail "the library did 
 PY=""
 for c in /usr/bin/python3 python3; do "$c" -c "import numpy" 2> /dev/null && { PY=$c; break; }; done
 [ -n "$PY" ] || fail "no python3 with numpy (make deps installs python3-numpy)"
-"$PY" "$NX_ROOT/tests/api/api_ctypes.py" "$P/lib/libnxcc.so" "$NX_ROOT/examples/mlp_step.hlo" "$NXCC" "$tmp" ||
+LD_PRELOAD="$preload" ASAN_OPTIONS="${preload:+detect_leaks=0:}${ASAN_OPTIONS:-}" \
+	"$PY" "$NX_ROOT/tests/api/api_ctypes.py" "$P/lib/libnxcc.so" "$NX_ROOT/examples/mlp_step.hlo" "$NXCC" "$tmp" ||
 	fail "ctypes"
 # uninstall leaves nothing behind
 make -s -C "$NX_ROOT" BUILD="$B" uninstall PREFIX=/usr/local DESTDIR="$D" > /dev/null 2>&1 || fail "make uninstall"

@@ -54,7 +54,7 @@ ls "$tmp"/cache/*/MODULE_*/model.neff > /dev/null 2>&1 || fail "the library did 
 PY=""
 for c in /usr/bin/python3 python3; do "$c" -c "import numpy" 2> /dev/null && { PY=$c; break; }; done
 [ -n "$PY" ] || fail "no python3 with numpy (make deps installs python3-numpy)"
-LD_PRELOAD="$preload" ASAN_OPTIONS="${preload:+detect_leaks=0:}${ASAN_OPTIONS:-}" \
+LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}${preload:+:detect_leaks=0}" \
 	"$PY" "$NX_ROOT/tests/api/api_ctypes.py" "$P/lib/libnxcc.so" "$NX_ROOT/examples/mlp_step.hlo" "$NXCC" "$tmp" ||
 	fail "ctypes"
 # uninstall leaves nothing behind

@@ -33,12 +33,19 @@ done
 # not a crash; --timing-only still times it (the real-size Adam kernel: 640 MiB)
 "$NXCC" compile bench/kernels/adam_f32.hlo --framework XLA --target trn1 --no-cache --output "$tmp/adam.neff" \
 	>/dev/null 2>&1 || fail "compile adam_f32"
-(ulimit -v 1000000 && exec "$NXCC" run "$tmp/adam.neff" --random-inputs 1) >"$tmp/oom.txt" 2>&1
-rc=$?
-[ $rc -eq 1 ] && grep -q "cannot allocate" "$tmp/oom.txt" || fail "run under a 1 GB limit: exit $rc: $(tail -n 2 "$tmp/oom.txt")"
-(ulimit -v 1000000 && exec "$NXCC" run "$tmp/adam.neff" --timing-only) >"$tmp/oom.txt" 2>&1 ||
-	fail "--timing-only under a 1 GB limit: $(tail -n 2 "$tmp/oom.txt")"
-grep -q "^simulated time" "$tmp/oom.txt" || fail "--timing-only printed no time"
+# (an AddressSanitizer build reserves terabytes of shadow address space, so
+# an address-space limit cannot stand for "the host cannot hold it" there)
+if ldd "$NXCC" 2>/dev/null | grep -q libasan; then
+	echo "skip: the 1 GB address-space limit under AddressSanitizer"
+else
+	(ulimit -v 1000000 && exec "$NXCC" run "$tmp/adam.neff" --random-inputs 1) >"$tmp/oom.txt" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] && grep -q "cannot allocate" "$tmp/oom.txt" ||
+		fail "run under a 1 GB limit: exit $rc: $(tail -n 2 "$tmp/oom.txt")"
+	(ulimit -v 1000000 && exec "$NXCC" run "$tmp/adam.neff" --timing-only) >"$tmp/oom.txt" 2>&1 ||
+		fail "--timing-only under a 1 GB limit: $(tail -n 2 "$tmp/oom.txt")"
+	grep -q "^simulated time" "$tmp/oom.txt" || fail "--timing-only printed no time"
+fi
 
 # compare NAME FILE GENERIC(0|1)
 compare() {

@@ -38,8 +38,10 @@ int nx_lower_dtype(nx_type t)
 	case NX_F16: return NX_DT_F16;
 	case NX_F8E4M3FN: return NX_DT_FP8E4M3;
 	case NX_F8E5M2: return NX_DT_FP8E5M2;
-	case NX_S32: case NX_S64: return NX_DT_S32; /* s64 values must fit in 32 bits */
-	case NX_U32: case NX_U64: return NX_DT_U32;
+	case NX_S32: return NX_DT_S32;
+	case NX_U32: return NX_DT_U32;
+	case NX_S64: return NX_DT_S64; /* storage only: values are u32 pairs (nx_l_dev_shape) */
+	case NX_U64: return NX_DT_U64;
 	case NX_S16: return NX_DT_S16;
 	case NX_U16: return NX_DT_U16;
 	case NX_S8: return NX_DT_S8;
@@ -605,9 +607,25 @@ static void retain(nx_lval *v)
 		v->buf->refs++;
 }
 
+static bool is64(const nx_shape *s)
+{
+	return s && nx_shape_is_array(s) && (s->type == NX_S64 || s->type == NX_U64);
+}
+
+const nx_shape *nx_l_dev_shape(nx_lower *L, const nx_shape *s)
+{
+	if (!is64(s) || s->rank >= NX_MAX_RANK)
+		return s;
+	int64_t d[NX_MAX_RANK];
+	memcpy(d, s->dims, sizeof(int64_t) * (size_t)s->rank);
+	d[s->rank] = 2;
+	return nx_shape_array(&L->a, NX_U32, s->rank + 1, d);
+}
+
 nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s)
 {
 	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	s = nx_l_dev_shape(L, s);
 	v->shape = s;
 	v->dt = (nx_dtype)nx_lower_dtype(s->type);
 	v->buf = nx_l_alloc(L, nx_shape_elems(s) * nx_dtype_bytes[v->dt]);
@@ -619,7 +637,7 @@ static nx_lval *alias_val(nx_lower *L, nx_lval *src, const nx_shape *s)
 {
 	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
 	*v = *src;
-	v->shape = s;
+	v->shape = nx_l_dev_shape(L, s);
 	retain(v);
 	return v;
 }
@@ -660,6 +678,7 @@ static void store_elem(uint8_t *p, nx_dtype t, const nx_literal *l, int64_t k)
 	case NX_DT_FP8E5M2: p[0] = nx_f64_to_f8(NX_F8E5M2, v); return;
 	case NX_DT_S32: case NX_DT_U32: nx_put_le(p, (uint64_t)nx_lit_get_i64(l, k), 4); return;
 	case NX_DT_S16: case NX_DT_U16: nx_put_le(p, (uint64_t)nx_lit_get_i64(l, k), 2); return;
+	case NX_DT_S64: case NX_DT_U64: nx_put_le(p, nx_lit_get_u64(l, k), 8); return;
 	default: p[0] = (uint8_t)nx_lit_get_i64(l, k); return;
 	}
 }
@@ -671,25 +690,18 @@ bool nx_lower_literal_bytes(const nx_literal *l, uint8_t *out, int *dtype)
 		return false;
 	*dtype = dt;
 	int64_t n = nx_shape_elems(l->shape);
-	bool ok = true;
-	for (int64_t k = 0; k < n; k++) {
-		if (nx_type_is_int(l->shape->type) && nx_type_bits(l->shape->type) == 64) {
-			int64_t v = nx_lit_get_i64(l, k);
-			if (v < INT32_MIN || v > (l->shape->type == NX_U64 ? (int64_t)UINT32_MAX : INT32_MAX))
-				ok = false;
-		}
+	for (int64_t k = 0; k < n; k++)
 		store_elem(out + k * nx_dtype_bytes[dt], (nx_dtype)dt, l, k);
-	}
-	return ok;
+	return true;
 }
 
 static nx_status lower_constant(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
 	const nx_literal *l = i->a.literal;
 	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
-	v->shape = i->shape;
-	v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
-	int64_t n = nx_shape_elems(i->shape), bytes = n * nx_dtype_bytes[v->dt];
+	v->shape = nx_l_dev_shape(L, i->shape); /* s64/u64: u32 (lo, hi) pairs, the same bytes */
+	v->dt = (nx_dtype)nx_lower_dtype(v->shape->type);
+	int64_t n = nx_shape_elems(v->shape), bytes = n * nx_dtype_bytes[v->dt];
 	/* constants are in HBM before the run starts: never in a reused buffer */
 	v->buf = nx_arena_alloc(&L->a, sizeof *v->buf);
 	v->buf->off = L->hbm_top;
@@ -912,8 +924,9 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	case NX_OP_BITCAST_CONVERT: {
 		/* same-width reinterpretation: the operand's bytes read as the
 		 * result's type (f32<->s32/u32, bf16<->s16/u16, ...) */
-		int dt = nx_lower_dtype(i->shape->type);
-		if (nx_shape_elems(i->shape) != nx_shape_elems(ops[0]->shape) ||
+		const nx_shape *rs = nx_l_dev_shape(L, i->shape); /* s64[N] <-> u32[N,2]: a view */
+		int dt = nx_lower_dtype(rs->type);
+		if (nx_shape_elems(rs) != nx_shape_elems(ops[0]->shape) ||
 		    nx_dtype_bytes[dt] != nx_dtype_bytes[ops[0]->dt])
 			return nx_l_err(L, "bitcast-convert between element types of different widths (%s to %s) "
 			                   "is not supported by the backend yet",
@@ -1020,6 +1033,19 @@ static const char *fattr(const nx_inst *i, const char *key, int k, nx_arena *a)
 			return nx_arena_strndup(a, s, e ? (size_t)(e - s) : strlen(s));
 		}
 	return NULL;
+}
+
+/* the array leaves of an HLO shape, in the order of leaves() */
+static void shape_leaves(const nx_shape *s, const nx_shape **out, int *n, int max)
+{
+	if (nx_shape_is_tuple(s)) {
+		for (int k = 0; k < s->ntuple; k++)
+			shape_leaves(s->tuple[k], out, n, max);
+		return;
+	}
+	if (*n < max)
+		out[*n] = s;
+	(*n)++;
 }
 
 static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
@@ -1176,14 +1202,14 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		ent(L, pi)->val = v;
 		const char *nm = fattr(pi, "neff_input_names", 0, &L->a);
 		in[k].name = nm ? nm : pi->name;
-		in[k].dtype = v->dt;
+		in[k].dtype = (nx_dtype)nx_lower_dtype(pi->shape->type); /* s64/u64: 8-byte storage */
 		in[k].rank = pi->shape->rank;
 		for (int r = 0; r < pi->shape->rank; r++)
 			in[k].dims[r] = pi->shape->dims[r];
 		in[k].hbm_offset = v->buf->off;
 		in[k].alias_input = -1;
 		in[k].nonneg = L->input_nonneg && L->input_nonneg[k];
-		L->st.io_bytes += nx_shape_elems(pi->shape) * nx_dtype_bytes[v->dt];
+		L->st.io_bytes += nx_shape_elems(pi->shape) * nx_dtype_bytes[in[k].dtype];
 	}
 	int64_t scratch0 = L->hbm_top;
 
@@ -1244,6 +1270,9 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	bool *taken = calloc((size_t)nl + 1, 1);
 	nx_lval *srcv = calloc((size_t)nl + 1, sizeof *srcv);
 	nx_lbuf **dstb = calloc((size_t)nl + 1, sizeof *dstb);
+	const nx_shape **hl = calloc((size_t)nl + 1, sizeof *hl);
+	int nhl = 0;
+	shape_leaves(e->root->shape, hl, &nhl, nl);
 	for (int k = 0; k < nl; k++) {
 		nx_lval *v = lv[k];
 		int alias = -1;
@@ -1274,14 +1303,16 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		taken[k] = dst == v->buf; /* nothing to copy */
 		const char *nm = fattr(e->root, "neff_output_names", k, &L->a);
 		out[k].name = nm ? nm : nx_arena_printf(&L->a, "output%d", k);
-		out[k].dtype = v->dt;
-		out[k].rank = v->shape->rank;
-		if (v->shape->rank > NX_NEFF_MAX_RANK) {
-			rc = nx_l_err(L, "output %d has rank %d (at most %d)", k, v->shape->rank, NX_NEFF_MAX_RANK);
+		/* s64/u64 outputs: the u32 pairs' bytes, described as 8-byte elements */
+		const nx_shape *os = nhl == nl && is64(hl[k]) ? hl[k] : v->shape;
+		out[k].dtype = os == v->shape ? v->dt : (nx_dtype)nx_lower_dtype(os->type);
+		out[k].rank = os->rank;
+		if (os->rank > NX_NEFF_MAX_RANK) {
+			rc = nx_l_err(L, "output %d has rank %d (at most %d)", k, os->rank, NX_NEFF_MAX_RANK);
 			goto out2;
 		}
-		for (int r = 0; r < v->shape->rank; r++)
-			out[k].dims[r] = v->shape->dims[r];
+		for (int r = 0; r < os->rank; r++)
+			out[k].dims[r] = os->dims[r];
 		out[k].hbm_offset = dst->off;
 		out[k].alias_input = alias;
 		L->st.io_bytes += nx_shape_elems(v->shape) * nx_dtype_bytes[v->dt];
@@ -1397,6 +1428,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	p->debug_names = L->debug;
 	p->debug_src = L->debug_src;
 out2:
+	free(hl);
 	free(taken);
 	free(srcv);
 	free(dstb);

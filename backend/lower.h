@@ -204,6 +204,9 @@ void nx_l_max(nx_lsync *a, const nx_lsync *b);
 nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes);
 void nx_l_release_buf(nx_lower *L, nx_lbuf *b); /* drops one reference */
 nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s); /* with a fresh buffer */
+/* The shape a value of HLO shape s has on the device: s, or for s64/u64
+ * arrays u32[..., 2] (lo, hi words; 8 bytes per element in HBM). */
+const nx_shape *nx_l_dev_shape(nx_lower *L, const nx_shape *s);
 nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Starts a kernel's on-chip use: an SBUF region of `bytes` per partition (at
  * most half a partition) at *base; *half is its slot: wait for

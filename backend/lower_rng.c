@@ -7,13 +7,13 @@
  * Philox block per SBUF element: block b of the output sits at element
  * p*F + f of a [P, F] tile (b = b0 + p*F + f, a kernel per group of blocks).
  *
- * Representation: u64 travels as u32 on the device (docs/lowering.md), so
- * the u64[2] state is two u32 words, each the low word of its u64; the high
- * words are taken as 0 — exact whenever the state values fit in 32 bits (the
- * same rule as every other u64/s64 value: inputs that do not fit are
- * rejected). The counter's carry out of its low word is computed, so counter
- * + block is exact. A u64 result element is its low word (Philox word 2w),
- * like every u64 on the device. three_fry is not lowered yet. */
+ * Representation: a u64 value is a (lo, hi) u32 word pair on the device
+ * (nx_l_dev_shape), so the u64[2] state is four words: key lo, key hi,
+ * counter lo, counter hi. Block b's counter is the 128-bit (counter + b,
+ * 0) with both carries computed; the new state is (key, counter + blocks)
+ * mod 2^64. A 64-bit result element 2b + w is word[2w] | word[2w+1] << 32,
+ * so 64-bit results are the 32-bit word stream of twice the elements.
+ * three_fry is not lowered yet. */
 #include "backend/lower.h"
 #include "backend/lower_ext.h"
 
@@ -74,8 +74,9 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
                               int per, int64_t B)
 {
 	int64_t tb = (F * 4 + 63) / 64 * 64;
-	/* columns: key0 key1 ctr M0 M1 C0 C1 newctr (64 bytes each), tiles X0-3 Y0-3, output */
-	int64_t ocol = 0, otile = 8 * 64, oout = otile + 8 * tb;
+	/* columns: key0 key1 ctr M0 M1 C0 C1 newctr ctrhi newctrhi (64 bytes each), tiles X0-3 Y0-3,
+	 * output */
+	int64_t ocol = 0, otile = 10 * 64, oout = otile + 8 * tb;
 	int64_t bytes = oout + (per * F * 4 + 63) / 64 * 64;
 	int64_t base;
 	int h;
@@ -85,8 +86,8 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 	nx_l_plan_kernel(L, "rng-philox");
 	int32_t s1[1] = {1};
 	uint32_t c1[1] = {1}, cF[1] = {(uint32_t)F};
-	nx_ap col[8];
-	for (int k = 0; k < 8; k++)
+	nx_ap col[10];
+	for (int k = 0; k < 10; k++)
 		col[k] = nx_ap_sbuf(NX_DT_U32, 0, P, base + ocol + 64 * k, 1, s1, c1);
 	nx_ap T[8];
 	for (int k = 0; k < 8; k++)
@@ -95,29 +96,31 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 	nx_l_wait(L, NX_ENG_SP, &L->sbuf_free[h]);
 	nx_l_wait(L, NX_ENG_SP, &state->buf->written);
 	nx_lsync loads = nx_l_dma(L, NX_ENG_SP, col[0], nx_ap_hbm(NX_DT_U32, state->buf->off, P, 0, 1, s1, c1));
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, col[2], nx_ap_hbm(NX_DT_U32, state->buf->off + 4, P, 0, 1, s1, c1));
-	nx_l_max(&loads, &y);
+	static const int word_col[3] = {1, 2, 8}; /* key hi, counter lo, counter hi */
+	for (int k = 0; k < 3; k++) {
+		nx_lsync y = nx_l_dma(L, NX_ENG_SP, col[word_col[k]],
+		                      nx_ap_hbm(NX_DT_U32, state->buf->off + 4 * (k + 1), P, 0, 1, s1, c1));
+		nx_l_max(&loads, &y);
+	}
 	nx_l_max(&state->buf->war, &loads);
 
 	nx_l_wait(L, NX_ENG_DVE, &loads);
-	nx_insn *z = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
-	z->ap[0] = col[1]; /* key high word: 0 (u64 carried as its low word) */
 	const_col(L, base + ocol + 64 * 3, P, 0xD2511F53u);
 	const_col(L, base + ocol + 64 * 4, P, 0xCD9E8D57u);
 	const_col(L, base + ocol + 64 * 5, P, 0x9E3779B9u);
 	const_col(L, base + ocol + 64 * 6, P, 0xBB67AE85u);
-	/* counter (lo + b, carry, 0, 0) */
+	/* counter (lo + b, hi + carry, carry, 0) */
 	nx_insn *io = nx_l_emit(L, NX_ENG_DVE, NX_I_IOTA);
 	io->ap[0] = T[0];
 	io->iarg[0] = (int32_t)b0;
 	io->iarg[1] = (int32_t)F;
 	io->iarg[2] = 1;
 	ts(L, NX_ALU_IADD, T[0], T[0], col[2]);
-	ts(L, NX_ALU_ILT, T[1], T[0], col[2]);
-	for (int k = 2; k < 4; k++) {
-		nx_insn *m = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
-		m->ap[0] = T[k];
-	}
+	ts(L, NX_ALU_ILT, T[2], T[0], col[2]); /* carry into the high word */
+	ts(L, NX_ALU_IADD, T[1], T[2], col[8]);
+	tt(L, NX_ALU_ILT, T[2], T[1], T[2]); /* carry out of the high word */
+	nx_insn *m3 = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
+	m3->ap[0] = T[3];
 	nx_ap *x = T, *w = T + 4;
 	for (int r = 0; r < 10; r++) {
 		ts(L, NX_ALU_IMULHI, w[0], x[2], col[4]);
@@ -134,20 +137,21 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 		x = w;
 		w = t;
 	}
-	/* interleave: word j of block f at f*per + j (u64: words 0 and 2, the
-	 * low words of the two results) */
+	/* interleave: word j of block f at f*per + j */
 	for (int j = 0; j < per; j++) {
 		int32_t sp[1] = {per};
 		nx_ap o = nx_ap_sbuf(NX_DT_U32, 0, P, base + oout + 4 * j, 1, sp, cF);
 		nx_insn *cp = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_COPY);
 		cp->ap[0] = o;
-		cp->ap[1] = x[per == 4 ? j : 2 * j];
+		cp->ap[1] = x[j];
 	}
 	if (st) {
-		/* new counter: lo + B (key unchanged; col[0] was advanced, reload-free
-		 * copy of the original key is the HBM word itself) */
+		/* new counter: (lo + B, hi + carry) (key unchanged; col[0] was
+		 * advanced, the original key words are copied from HBM) */
 		const_col(L, base + ocol + 64 * 7, P, (uint32_t)B);
 		ts(L, NX_ALU_IADD, col[7], col[7], col[2]);
+		ts(L, NX_ALU_ILT, col[9], col[7], col[2]);
+		ts(L, NX_ALU_IADD, col[9], col[9], col[8]);
 	}
 	nx_lsync done = nx_l_signal(L, NX_ENG_DVE);
 	nx_l_wait(L, NX_ENG_POOL, &done);
@@ -162,13 +166,16 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 	if (st) {
 		nx_l_wait(L, NX_ENG_POOL, &st->buf->war);
 		nx_l_wait(L, NX_ENG_POOL, &state->buf->written);
-		nx_ap one = nx_ap_hbm(NX_DT_U32, st->buf->off, 1, 1, 1, s1, c1);
-		nx_lsync a = nx_l_dma(L, NX_ENG_POOL, one, nx_ap_hbm(NX_DT_U32, state->buf->off, 1, 1, 1, s1, c1));
-		one.offset += 4;
-		nx_ap nc = col[7];
-		nc.part_count = 1;
-		nx_lsync b = nx_l_dma(L, NX_ENG_POOL, one, nc);
-		nx_l_max(&a, &b);
+		uint32_t c2[1] = {2};
+		nx_ap key = nx_ap_hbm(NX_DT_U32, st->buf->off, 1, 2, 1, s1, c2);
+		nx_lsync a = nx_l_dma(L, NX_ENG_POOL, key, nx_ap_hbm(NX_DT_U32, state->buf->off, 1, 2, 1, s1, c2));
+		for (int k = 0; k < 2; k++) {
+			nx_ap one = nx_ap_hbm(NX_DT_U32, st->buf->off + 8 + 4 * k, 1, 1, 1, s1, c1);
+			nx_ap nc = col[k ? 9 : 7];
+			nc.part_count = 1;
+			nx_lsync b = nx_l_dma(L, NX_ENG_POOL, one, nc);
+			nx_l_max(&a, &b);
+		}
 		nx_l_max(&state->buf->war, &a);
 		nx_l_max(&st->buf->written, &a);
 		nx_l_max(&st->buf->war, &a);
@@ -181,7 +188,7 @@ static nx_status philox_group(nx_lower *L, nx_lval *state, nx_lval *res, nx_lval
 
 nx_status nx_l_rng(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval **out)
 {
-	const nx_shape *ss = ops[0]->shape;
+	const nx_shape *ss = i->operands[0]->shape;
 	if (!nx_shape_is_tuple(i->shape) || i->shape->ntuple != 2 || ss->type != NX_U64 || ss->rank != 1 ||
 	    ss->dims[0] != 2)
 		return nx_l_err(L, "rng-bit-generator: only a u64[2] state is supported by the backend");
@@ -205,8 +212,8 @@ nx_status nx_l_rng(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *
 	t->tuple[0] = nx_l_newval(L, i->shape->tuple[0]);
 	t->tuple[1] = nx_l_newval(L, rs);
 	*out = t;
-	int64_t n = nx_shape_elems(rs);
-	int per = bits == 64 ? 2 : 4;
+	int64_t n = nx_shape_elems(rs) * (bits / 32); /* 32-bit words */
+	int per = 4;
 	int64_t B = (n + per - 1) / per;
 	if (B > INT32_MAX / 2)
 		return nx_l_err(L, "rng-bit-generator of %lld elements is too large", (long long)n);

@@ -22,6 +22,8 @@ nx_type nx_rundev_type(nx_dtype t)
 	case NX_DT_S16: return NX_S16;
 	case NX_DT_U16: return NX_U16;
 	case NX_DT_S8: return NX_S8;
+	case NX_DT_S64: return NX_S64;
+	case NX_DT_U64: return NX_U64;
 	default: return NX_U8;
 	}
 }
@@ -59,6 +61,11 @@ static nx_literal *from_bytes(const nx_rt_tensor *t, nx_type ty, const uint8_t *
 	nx_shape *s = nx_shape_array(a, ty, t->rank, t->dims);
 	nx_literal *l = nx_literal_new(a, s);
 	int64_t ne = nx_shape_elems(s);
+	if (t->dtype == NX_DT_S64 || t->dtype == NX_DT_U64) { /* exact: not through a double */
+		for (int64_t i = 0; i < ne; i++)
+			nx_lit_set_u64(l, i, nx_get_le(b + 8 * i, 8));
+		return l;
+	}
 	for (int64_t i = 0; i < ne; i++) {
 		double v = nx_rt_load_elem(b + i * nx_dtype_bytes[t->dtype], t->dtype);
 		if (nx_type_is_int(ty) || ty == NX_PRED)

@@ -4,6 +4,13 @@
  * values is refused with the op, the type and the user's source, instead of
  * being computed silently in f32 (neuronx-cc refuses f64 the same way,
  * error NCC_EVRF004). `nxcc opt` and `nxcc eval` still take such modules.
+ * s64/u64 values may only be moved, never computed: int64-split expands
+ * their arithmetic into 32-bit ops; what it left (a reduce or sort on s64,
+ * a convert to bf16, a non-entry computation) is refused here, as is any
+ * 64-bit value of an instruction other than an entry parameter, a constant,
+ * a tuple, get-tuple-element, rng-bit-generator or a width-changing
+ * bitcast-convert (s64[...] <-> u32[...,2]), and any such instruction
+ * reading a 64-bit operand.
  * Checked: the shapes (tuple leaves included) of every instruction of every
  * computation; the first offender in computation and instruction order is
  * reported, with the count of all. */
@@ -27,6 +34,45 @@ static nx_type bad_leaf(const nx_shape *s)
 	return s->type == NX_F64 || s->type == NX_C64 || s->type == NX_C128 ? s->type : NX_TYPE_INVALID;
 }
 
+static bool leaf64(const nx_shape *s)
+{
+	if (!s)
+		return false;
+	if (s->type == NX_TUPLE) {
+		for (int k = 0; k < s->ntuple; k++)
+			if (leaf64(s->tuple[k]))
+				return true;
+		return false;
+	}
+	return s->type == NX_S64 || s->type == NX_U64;
+}
+
+/* The 64-bit type i computes with, or NX_TYPE_INVALID when it only moves
+ * 64-bit values (or has none). */
+static nx_type bad64(const nx_comp *c, const nx_inst *i)
+{
+	bool mover = false;
+	switch (i->op) {
+	case NX_OP_PARAMETER: mover = c->is_entry; break;
+	case NX_OP_CONSTANT: case NX_OP_TUPLE: case NX_OP_GET_TUPLE_ELEMENT: case NX_OP_RNG_BIT_GENERATOR:
+		mover = true;
+		break;
+	case NX_OP_BITCAST_CONVERT:
+		mover = i->noperands == 1 && nx_shape_is_array(i->shape) &&
+		        nx_type_bits(i->shape->type) != nx_type_bits(i->operands[0]->shape->type);
+		break;
+	default: break;
+	}
+	if (mover)
+		return NX_TYPE_INVALID;
+	if (leaf64(i->shape))
+		return nx_shape_is_array(i->shape) ? i->shape->type : NX_S64;
+	for (int k = 0; k < i->noperands; k++)
+		if (leaf64(i->operands[k]->shape))
+			return nx_shape_is_array(i->operands[k]->shape) ? i->operands[k]->shape->type : NX_S64;
+	return NX_TYPE_INVALID;
+}
+
 nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 {
 	const nx_inst *first = NULL;
@@ -36,6 +82,8 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 		for (int k = 0; k < m->comps[c]->ninsts; k++) {
 			const nx_inst *i = m->comps[c]->insts[k];
 			nx_type t = bad_leaf(i->shape);
+			if (t == NX_TYPE_INVALID)
+				t = bad64(m->comps[c], i);
 			if (t == NX_TYPE_INVALID)
 				continue;
 			if (!first || (first->line == 0 && i->line > 0)) {
@@ -54,12 +102,16 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 		snprintf(more, sizeof more, " (and %d more instruction%s)", count - 1, count > 2 ? "s" : "");
 	const char *op = first->op == NX_OP_CUSTOM_CALL && first->a.custom_call_target
 	                     ? first->a.custom_call_target : nx_opcode_name(first->op);
-	const char *hint = ft != NX_F64
+	const char *hint = ft == NX_S64 || ft == NX_U64
+		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, compare, bitwise ops, shifts, select, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
+		: ft != NX_F64
 		? "complex arithmetic is not lowered yet; keep real and imaginary parts as separate f32 tensors"
 		: "compute in f32 (torch: .float(); JAX: leave jax_enable_x64 off), or convert to f32 before the value reaches the device";
+	bool i64 = ft == NX_S64 || ft == NX_U64;
 	nx_diag_set(d, NX_ERR_INPUT, m->file, first->line, first->col,
-	            "instruction '%s' (%s): %s is not supported on NeuronCore (type %s)%s%s; nxcc does not compute %s in a narrower type; hint: %s",
-	            first->name, op, nx_type_name(ft), shape, from, more, nx_type_name(ft), hint);
+	            "instruction '%s' (%s): %s%s is not supported on NeuronCore (type %s)%s%s; nxcc does not compute %s in a narrower type; hint: %s",
+	            first->name, op, nx_type_name(ft), i64 ? " arithmetic in this op" : "", shape, from, more,
+	            nx_type_name(ft), hint);
 	nx_diag_set_inst(d, first->name);
 	return NX_ERR_INPUT;
 }

@@ -34,6 +34,11 @@ bool nx_fusion_fusible(const nx_inst *i)
 		return false;
 	if (!nx_shape_is_array(i->shape) && i->op != NX_OP_CUSTOM_CALL)
 		return false;
+	/* s64[...] <-> u32[..., 2] (int64-split's parameters and outputs): a
+	 * view of the same bytes, never inside a kernel */
+	if (i->op == NX_OP_BITCAST_CONVERT && i->noperands == 1 &&
+	    nx_type_bits(i->shape->type) != nx_type_bits(i->operands[0]->shape->type))
+		return false;
 	switch (i->op) {
 	case NX_OP_PARAMETER:
 	case NX_OP_CONSTANT:

@@ -33,7 +33,11 @@ enum {
 
 typedef enum nx_mem { NX_MEM_NONE, NX_MEM_HBM, NX_MEM_SBUF, NX_MEM_PSUM, NX_MEM_COUNT } nx_mem;
 
-/* Element types the engines read and write. */
+/* Element types the engines read and write. s64/u64 are storage only: the
+ * types of 64-bit program inputs and outputs (8 bytes per element, little
+ * endian); the lowering moves and computes them as u32 (lo, hi) word pairs
+ * and never emits an instruction operand of these types. Append only
+ * (encoded). */
 #define NX_DTYPES(X)                \
 	X(F32, "f32", 4)            \
 	X(BF16, "bf16", 2)          \
@@ -45,7 +49,9 @@ typedef enum nx_mem { NX_MEM_NONE, NX_MEM_HBM, NX_MEM_SBUF, NX_MEM_PSUM, NX_MEM_
 	X(S16, "s16", 2)            \
 	X(U16, "u16", 2)            \
 	X(S8, "s8", 1)              \
-	X(U8, "u8", 1)
+	X(U8, "u8", 1)              \
+	X(S64, "s64", 8)            \
+	X(U64, "u64", 8)
 typedef enum nx_dtype {
 #define X(e, n, b) NX_DT_##e,
 	NX_DTYPES(X)
@@ -273,6 +279,8 @@ static inline const char *nx_isa_check_record(const nx_insn *in, int engine)
 			continue;
 		if (ap->dtype >= NX_DT_COUNT)
 			return "unknown dtype";
+		if (ap->dtype == NX_DT_S64 || ap->dtype == NX_DT_U64)
+			return "s64/u64 operand (storage-only types: moved as u32 word pairs)";
 		if (ap->ndims > NX_AP_DIMS)
 			return "more than 4 free-axis pairs";
 		if (ap->part_count == 0)

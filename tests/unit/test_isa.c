@@ -23,7 +23,7 @@ static nx_insn sample(int op)
 	for (int a = 0; a < info->nap; a++) {
 		int32_t st[3] = {a + 1, -2, 7};
 		uint32_t c[3] = {3, 4, (uint32_t)op + 1};
-		in.ap[a] = nx_ap_sbuf((nx_dtype)((op + a) % NX_DT_COUNT), a * 32, 32, 100 * a + op, 3, st, c);
+		in.ap[a] = nx_ap_sbuf((nx_dtype)((op + a) % NX_DT_S64), a * 32, 32, 100 * a + op, 3, st, c);
 		in.ap[a].loop_stride[1] = -4 * a;
 	}
 	return in;

@@ -1,0 +1,831 @@
+/* passes/int64_split.c — exact 64-bit integer arithmetic for the device,
+ * whose engines have no 64-bit integers (docs/numerics.md "64-bit integers").
+ *
+ * Every s64/u64 array value of the entry computation gets, on demand, one of
+ * three 32-bit forms:
+ *   narrow  an s32 value, when a range analysis proves the value fits
+ *           (iota indices, constants, converts from narrower types and the
+ *           arithmetic on them whose result range fits): the same op in s32;
+ *   pair    two u32 values (lo, hi) with x = hi * 2^32 + lo: the arithmetic
+ *           expanded into exact 32-bit integer ops (add with the carry from
+ *           an unsigned compare, multiply from 16-bit partial products,
+ *           shifts with XLA's out-of-range amounts, compares on the words);
+ *   sat     an s32 value clamp(x, INT32_MIN, INT32_MAX): what a compare with
+ *           a narrow value strictly inside that range, or an index of a
+ *           gather/scatter/dynamic-slice (clamped or dropped by the op
+ *           itself), needs; data movement (broadcast, reshape, ...) is done
+ *           on it so a label broadcast against an iota stays one s32 compare.
+ * The instructions that consume 64-bit values and give other types (compare,
+ * convert, gather/scatter/dynamic-slice indices, rng-bit-generator's state,
+ * the entry's outputs) are rewritten to use these forms; the 64-bit
+ * instructions then die (dce). 64-bit parameters and outputs stay 64-bit (8
+ * bytes per element in HBM): a parameter is read as bitcast-convert to
+ * u32[...,2] (lo, hi), an output written as bitcast-convert of one.
+ *
+ * An instruction this pass cannot expand (a reduce or sort on s64, a convert
+ * to bf16 of a value that may not fit, ...) is left as it is; the device type
+ * check (passes/device_types.c) refuses it with its op and type, so nothing is
+ * ever computed silently in 32 bits. Only the entry computation is rewritten. */
+#include "passes/rewrite.h"
+
+#include "ir/eval/eval.h"
+#include "ir/map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rep {
+	bool ranged, known, narrowable, has_pair;
+	int64_t mn, mx;
+	nx_inst *nar, *lo, *hi, *sat;
+} rep;
+
+typedef struct st {
+	nx_rw *rw;
+	nx_ptrmap map;
+	rep *r;
+	int n, cap;
+} st;
+
+static bool is64(const nx_shape *s)
+{
+	return s && nx_shape_is_array(s) && (s->type == NX_S64 || s->type == NX_U64);
+}
+
+static rep *rep_of(st *S, const nx_inst *x)
+{
+	intptr_t k = nx_ptrmap_get(&S->map, x, -1);
+	if (k < 0) {
+		if (S->n == S->cap) {
+			S->cap = S->cap ? 2 * S->cap : 64;
+			S->r = realloc(S->r, sizeof *S->r * (size_t)S->cap);
+		}
+		memset(&S->r[S->n], 0, sizeof *S->r);
+		k = S->n++;
+		nx_ptrmap_put(&S->map, x, k);
+	}
+	return &S->r[k];
+}
+
+/* ------------------------------------------------------------- ranges */
+
+static bool op_data(nx_opcode op)
+{
+	switch (op) {
+	case NX_OP_BROADCAST: case NX_OP_RESHAPE: case NX_OP_TRANSPOSE: case NX_OP_SLICE: case NX_OP_COPY:
+	case NX_OP_REVERSE: case NX_OP_BITCAST: case NX_OP_CONCATENATE: case NX_OP_PAD: case NX_OP_SELECT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool op_arith(nx_opcode op)
+{
+	switch (op) {
+	case NX_OP_ADD: case NX_OP_SUBTRACT: case NX_OP_MULTIPLY: case NX_OP_NEGATE: case NX_OP_ABS:
+	case NX_OP_MAXIMUM: case NX_OP_MINIMUM: case NX_OP_AND: case NX_OP_OR: case NX_OP_XOR: case NX_OP_NOT:
+	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool type_range(nx_type t, int64_t *mn, int64_t *mx)
+{
+	switch (t) {
+	case NX_PRED: *mn = 0, *mx = 1; return true;
+	case NX_S8: *mn = INT8_MIN, *mx = INT8_MAX; return true;
+	case NX_U8: *mn = 0, *mx = UINT8_MAX; return true;
+	case NX_S16: *mn = INT16_MIN, *mx = INT16_MAX; return true;
+	case NX_U16: *mn = 0, *mx = UINT16_MAX; return true;
+	case NX_S32: *mn = INT32_MIN, *mx = INT32_MAX; return true;
+	case NX_U32: *mn = 0, *mx = UINT32_MAX; return true;
+	default: return false;
+	}
+}
+
+static int64_t pow2_above(int64_t v) /* smallest 2^k - 1 >= v (v >= 0) */
+{
+	int64_t m = 0;
+	while (m < v)
+		m = m * 2 + 1;
+	return m;
+}
+
+static bool fits32(const rep *r) { return r->known && r->mn >= INT32_MIN && r->mx <= INT32_MAX; }
+
+static rep *range(st *S, const nx_inst *x);
+
+/* the range of x, the union over its 64-bit operands for data movement */
+static bool range_calc(st *S, const nx_inst *x, int64_t *mn, int64_t *mx)
+{
+	bool u = x->shape->type == NX_U64;
+	switch (x->op) {
+	case NX_OP_CONSTANT: {
+		const nx_literal *l = x->a.literal;
+		int64_t n = nx_shape_elems(x->shape);
+		if (!l || n <= 0)
+			return false;
+		*mn = INT64_MAX, *mx = INT64_MIN;
+		for (int64_t k = 0; k < n; k++) {
+			if (u && nx_lit_get_u64(l, k) > (uint64_t)INT64_MAX)
+				return false;
+			int64_t v = nx_lit_get_i64(l, k);
+			*mn = v < *mn ? v : *mn;
+			*mx = v > *mx ? v : *mx;
+		}
+		return true;
+	}
+	case NX_OP_IOTA:
+		*mn = 0;
+		*mx = x->shape->dims[x->a.iota_dimension] - 1;
+		return true;
+	case NX_OP_CONVERT: {
+		const nx_inst *o = x->operands[0];
+		if (!is64(o->shape))
+			return type_range(o->shape->type, mn, mx);
+		rep *r = range(S, o);
+		*mn = r->mn, *mx = r->mx;
+		return r->known && (!u || r->mn >= 0);
+	}
+	default:
+		break;
+	}
+	if (op_data(x->op)) {
+		bool any = false;
+		for (int k = 0; k < x->noperands; k++) {
+			if (!is64(x->operands[k]->shape))
+				continue;
+			rep *r = range(S, x->operands[k]);
+			if (!r->known)
+				return false;
+			*mn = any && *mn < r->mn ? *mn : r->mn;
+			*mx = any && *mx > r->mx ? *mx : r->mx;
+			any = true;
+		}
+		return any;
+	}
+	if (!op_arith(x->op))
+		return false;
+	rep *a = range(S, x->operands[0]), *b = x->noperands > 1 ? range(S, x->operands[1]) : a;
+	if (!a->known || !b->known)
+		return false;
+	int64_t c[4];
+	bool ovf = false;
+	switch (x->op) {
+	case NX_OP_ADD:
+		ovf = __builtin_add_overflow(a->mn, b->mn, mn) | __builtin_add_overflow(a->mx, b->mx, mx);
+		break;
+	case NX_OP_SUBTRACT:
+		ovf = __builtin_sub_overflow(a->mn, b->mx, mn) | __builtin_sub_overflow(a->mx, b->mn, mx);
+		break;
+	case NX_OP_MULTIPLY:
+		ovf = __builtin_mul_overflow(a->mn, b->mn, &c[0]) | __builtin_mul_overflow(a->mn, b->mx, &c[1]) |
+		      __builtin_mul_overflow(a->mx, b->mn, &c[2]) | __builtin_mul_overflow(a->mx, b->mx, &c[3]);
+		*mn = *mx = c[0];
+		for (int k = 1; k < 4; k++) {
+			*mn = c[k] < *mn ? c[k] : *mn;
+			*mx = c[k] > *mx ? c[k] : *mx;
+		}
+		break;
+	case NX_OP_NEGATE:
+		ovf = a->mn == INT64_MIN;
+		*mn = -a->mx, *mx = ovf ? 0 : -a->mn;
+		break;
+	case NX_OP_ABS:
+		if (a->mn == INT64_MIN)
+			return false;
+		*mn = a->mn >= 0 ? a->mn : a->mx <= 0 ? -a->mx : 0;
+		*mx = -a->mn > a->mx ? -a->mn : a->mx;
+		break;
+	case NX_OP_MAXIMUM:
+		*mn = a->mn > b->mn ? a->mn : b->mn, *mx = a->mx > b->mx ? a->mx : b->mx;
+		break;
+	case NX_OP_MINIMUM:
+		*mn = a->mn < b->mn ? a->mn : b->mn, *mx = a->mx < b->mx ? a->mx : b->mx;
+		break;
+	case NX_OP_NOT:
+		if (u)
+			return false;
+		*mn = -a->mx - 1, *mx = -a->mn - 1;
+		break;
+	case NX_OP_AND:
+		if (a->mn < 0 && b->mn < 0)
+			return false;
+		*mn = 0;
+		*mx = a->mn >= 0 && b->mn >= 0 ? (a->mx < b->mx ? a->mx : b->mx) : a->mn >= 0 ? a->mx : b->mx;
+		break;
+	case NX_OP_OR: case NX_OP_XOR:
+		if (a->mn < 0 || b->mn < 0)
+			return false;
+		*mn = 0, *mx = pow2_above(a->mx > b->mx ? a->mx : b->mx);
+		break;
+	case NX_OP_SHIFT_LEFT:
+		if (a->mn < 0 || b->mn < 0 || b->mx > 62)
+			return false;
+		*mn = a->mn << b->mn;
+		ovf = a->mx > (INT64_MAX >> b->mx);
+		*mx = ovf ? 0 : a->mx << b->mx;
+		break;
+	case NX_OP_SHIFT_RIGHT_LOGICAL:
+		if (a->mn < 0)
+			return false;
+		*mn = 0, *mx = a->mx;
+		break;
+	case NX_OP_SHIFT_RIGHT_ARITHMETIC:
+		*mn = a->mn < 0 ? a->mn : 0, *mx = a->mx > 0 ? a->mx : 0;
+		break;
+	default:
+		return false;
+	}
+	return !ovf && (!u || *mn >= 0);
+}
+
+static rep *range(st *S, const nx_inst *x)
+{
+	rep *r = rep_of(S, x);
+	if (r->ranged)
+		return r;
+	r->ranged = true;
+	int64_t mn = 0, mx = 0;
+	bool known = range_calc(S, x, &mn, &mx);
+	r = rep_of(S, x); /* the array may have moved */
+	r->known = known, r->mn = mn, r->mx = mx;
+	/* narrowable: fits s32 and computable in s32 from s32 operands */
+	bool nar = fits32(r);
+	if (nar && x->op != NX_OP_CONSTANT && x->op != NX_OP_IOTA &&
+	    !(x->op == NX_OP_CONVERT && !is64(x->operands[0]->shape))) {
+		if (!op_data(x->op) && !op_arith(x->op) && x->op != NX_OP_CONVERT)
+			nar = false;
+		for (int k = 0; nar && k < x->noperands; k++)
+			if (is64(x->operands[k]->shape))
+				nar = range(S, x->operands[k])->narrowable;
+	}
+	r = rep_of(S, x);
+	r->narrowable = nar;
+	return r;
+}
+
+/* ----------------------------------------------------------- builders */
+
+static nx_shape *shp(st *S, const nx_shape *like, nx_type t)
+{
+	return nx_shape_array(nx_rw_arena(S->rw), t, like->rank, like->dims);
+}
+
+static nx_inst *clone(st *S, const nx_inst *x, nx_type t, nx_inst *const *ops)
+{
+	nx_inst *c = nx_rw_add(S->rw, x->op, shp(S, x->shape, t), ops, x->noperands, NULL);
+	c->a = x->a;
+	c->a.control_predecessors = NULL;
+	c->a.ncontrol_predecessors = 0;
+	return c;
+}
+
+static nx_inst *K(st *S, const nx_inst *like, nx_type t, double v)
+{
+	return nx_rw_splat(S->rw, like->shape, t, v);
+}
+
+static nx_inst *B(st *S, nx_opcode op, nx_inst *a, nx_inst *b) { return nx_rw_binary(S->rw, op, a, b); }
+static nx_inst *U(st *S, nx_opcode op, nx_inst *a) { return nx_rw_unary(S->rw, op, a); }
+static nx_inst *CV(st *S, nx_inst *a, nx_type t) { return nx_rw_convert(S->rw, a, t); }
+
+static nx_inst *CMP(st *S, nx_inst *a, nx_inst *b, nx_cmp_dir d)
+{
+	nx_inst *c = B(S, NX_OP_COMPARE, a, b);
+	c->a.direction = d;
+	return c;
+}
+
+static nx_inst *SEL(st *S, nx_inst *p, nx_inst *a, nx_inst *b)
+{
+	nx_inst *ops[3] = {p, a, b};
+	return nx_rw_add(S->rw, NX_OP_SELECT, shp(S, a->shape, a->shape->type), ops, 3, NULL);
+}
+
+static nx_inst *bitcast_to(st *S, nx_inst *x, nx_shape *s)
+{
+	return nx_rw_add(S->rw, NX_OP_BITCAST_CONVERT, s, &x, 1, NULL);
+}
+
+/* ------------------------------------------------------------ pairs */
+
+static bool pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi);
+static nx_inst *narrow(st *S, nx_inst *x);
+static nx_inst *sat(st *S, nx_inst *x);
+
+/* (lo, hi) of a 64-bit instruction read as u32[..., 2] */
+static void pair_of_source(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
+{
+	const nx_shape *s = x->shape;
+	int64_t d[NX_MAX_RANK];
+	memcpy(d, s->dims, sizeof(int64_t) * (size_t)s->rank);
+	d[s->rank] = 2;
+	nx_arena *a = nx_rw_arena(S->rw);
+	nx_inst *b = bitcast_to(S, x, nx_shape_array(a, NX_U32, s->rank + 1, d));
+	for (int w = 0; w < 2; w++) {
+		d[s->rank] = 1;
+		nx_inst *sl = nx_rw_add(S->rw, NX_OP_SLICE, nx_shape_array(a, NX_U32, s->rank + 1, d), &b, 1, NULL);
+		int64_t st0[NX_MAX_RANK], lim[NX_MAX_RANK], one[NX_MAX_RANK];
+		for (int k = 0; k < s->rank; k++)
+			st0[k] = 0, lim[k] = s->dims[k], one[k] = 1;
+		st0[s->rank] = w, lim[s->rank] = w + 1, one[s->rank] = 1;
+		sl->a.slice_start = nx_ivec_dup(a, st0, s->rank + 1);
+		sl->a.slice_limit = nx_ivec_dup(a, lim, s->rank + 1);
+		sl->a.slice_stride = nx_ivec_dup(a, one, s->rank + 1);
+		nx_inst *r = nx_rw_reshape(S->rw, sl, s->rank, s->dims);
+		*(w ? hi : lo) = r;
+	}
+}
+
+/* x as its 64-bit type from (lo, hi) */
+static nx_inst *join(st *S, nx_inst *x)
+{
+	if (x->op == NX_OP_PARAMETER || x->op == NX_OP_GET_TUPLE_ELEMENT)
+		return x;
+	nx_inst *lo, *hi;
+	if (!pair(S, x, &lo, &hi))
+		return NULL;
+	const nx_shape *s = x->shape;
+	int64_t d[NX_MAX_RANK];
+	memcpy(d, s->dims, sizeof(int64_t) * (size_t)s->rank);
+	d[s->rank] = 1;
+	nx_inst *w[2] = {nx_rw_reshape(S->rw, lo, s->rank + 1, d), nx_rw_reshape(S->rw, hi, s->rank + 1, d)};
+	d[s->rank] = 2;
+	nx_arena *a = nx_rw_arena(S->rw);
+	nx_inst *c = nx_rw_add(S->rw, NX_OP_CONCATENATE, nx_shape_array(a, NX_U32, s->rank + 1, d), w, 2, NULL);
+	int64_t cd = s->rank;
+	c->a.dimensions = nx_ivec_dup(a, &cd, 1);
+	c->a.has_dimensions = true;
+	return bitcast_to(S, c, shp(S, s, s->type));
+}
+
+/* 64-bit compare of pairs */
+static nx_inst *cmp_pair(st *S, nx_inst *al, nx_inst *ah, nx_inst *bl, nx_inst *bh, nx_cmp_dir d, bool sign)
+{
+	if (d == NX_CMP_EQ)
+		return B(S, NX_OP_AND, CMP(S, al, bl, d), CMP(S, ah, bh, d));
+	if (d == NX_CMP_NE)
+		return B(S, NX_OP_OR, CMP(S, al, bl, d), CMP(S, ah, bh, d));
+	nx_inst *h1 = sign ? CV(S, ah, NX_S32) : ah, *h2 = sign ? CV(S, bh, NX_S32) : bh;
+	nx_cmp_dir strict = d == NX_CMP_LT || d == NX_CMP_LE ? NX_CMP_LT : NX_CMP_GT;
+	nx_inst *hs = CMP(S, h1, h2, strict), *he = CMP(S, ah, bh, NX_CMP_EQ), *ls = CMP(S, al, bl, d);
+	return B(S, NX_OP_OR, hs, B(S, NX_OP_AND, he, ls));
+}
+
+/* full 32x32 -> 64 unsigned product from 16-bit halves */
+static void mul32(st *S, nx_inst *a, nx_inst *b, nx_inst **lo, nx_inst **hi)
+{
+	nx_inst *m = K(S, a, NX_U32, 65535), *s16 = K(S, a, NX_U32, 16);
+	nx_inst *a0 = B(S, NX_OP_AND, a, m), *a1 = B(S, NX_OP_SHIFT_RIGHT_LOGICAL, a, s16);
+	nx_inst *b0 = B(S, NX_OP_AND, b, m), *b1 = B(S, NX_OP_SHIFT_RIGHT_LOGICAL, b, s16);
+	nx_inst *p00 = B(S, NX_OP_MULTIPLY, a0, b0), *p01 = B(S, NX_OP_MULTIPLY, a0, b1);
+	nx_inst *p10 = B(S, NX_OP_MULTIPLY, a1, b0), *p11 = B(S, NX_OP_MULTIPLY, a1, b1);
+	nx_inst *mid = B(S, NX_OP_ADD, B(S, NX_OP_ADD, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, p00, s16), B(S, NX_OP_AND, p01, m)),
+	                 B(S, NX_OP_AND, p10, m));
+	*lo = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_LEFT, mid, s16), B(S, NX_OP_AND, p00, m));
+	nx_inst *h = B(S, NX_OP_ADD, p11, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, p01, s16));
+	h = B(S, NX_OP_ADD, h, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, p10, s16));
+	*hi = B(S, NX_OP_ADD, h, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, mid, s16));
+}
+
+static void neg_pair(st *S, nx_inst *l, nx_inst *h, nx_inst **ol, nx_inst **oh)
+{
+	nx_inst *z = K(S, l, NX_U32, 0);
+	*ol = B(S, NX_OP_SUBTRACT, z, l);
+	nx_inst *bw = CV(S, CMP(S, l, z, NX_CMP_NE), NX_U32);
+	*oh = B(S, NX_OP_SUBTRACT, B(S, NX_OP_SUBTRACT, z, h), bw);
+}
+
+static void sel_pair(st *S, nx_inst *p, nx_inst *al, nx_inst *ah, nx_inst *bl, nx_inst *bh, nx_inst **ol,
+                     nx_inst **oh)
+{
+	*ol = SEL(S, p, al, bl);
+	*oh = SEL(S, p, ah, bh);
+}
+
+/* shifts: amounts are the low word n (the high word only decides "huge") */
+static void shift_pair(st *S, nx_opcode op, nx_inst *l, nx_inst *h, nx_inst *nl, nx_inst *nh, nx_inst **ol,
+                       nx_inst **oh)
+{
+	nx_inst *c32 = K(S, l, NX_U32, 32), *z = K(S, l, NX_U32, 0);
+	nx_inst *n = nl, *m = B(S, NX_OP_SUBTRACT, c32, n), *k = B(S, NX_OP_SUBTRACT, n, c32);
+	nx_inst *big = CMP(S, nh, z, NX_CMP_NE);
+	nx_inst *rl, *rh, *fill = z;
+	if (op == NX_OP_SHIFT_LEFT) {
+		rl = B(S, NX_OP_SHIFT_LEFT, l, n);
+		rh = B(S, NX_OP_OR, B(S, NX_OP_OR, B(S, NX_OP_SHIFT_LEFT, h, n), B(S, NX_OP_SHIFT_RIGHT_LOGICAL, l, m)),
+		       B(S, NX_OP_SHIFT_LEFT, l, k));
+	} else if (op == NX_OP_SHIFT_RIGHT_LOGICAL) {
+		rh = B(S, NX_OP_SHIFT_RIGHT_LOGICAL, h, n);
+		rl = B(S, NX_OP_OR, B(S, NX_OP_OR, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, l, n), B(S, NX_OP_SHIFT_LEFT, h, m)),
+		       B(S, NX_OP_SHIFT_RIGHT_LOGICAL, h, k));
+	} else {
+		nx_inst *hs = CV(S, h, NX_S32);
+		rh = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, hs, CV(S, n, NX_S32)), NX_U32);
+		nx_inst *small = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, l, n), B(S, NX_OP_SHIFT_LEFT, h, m));
+		nx_inst *large = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, hs, CV(S, k, NX_S32)), NX_U32);
+		rl = SEL(S, CMP(S, n, c32, NX_CMP_LT), small, large);
+		fill = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, hs, K(S, hs, NX_S32, 31)), NX_U32);
+	}
+	*ol = SEL(S, big, fill, rl);
+	*oh = SEL(S, big, fill, rh);
+}
+
+/* f32 (any float but f64) -> s64/u64: saturating truncation, NaN -> 0 */
+static void from_float(st *S, nx_inst *x, bool sign, nx_inst **ol, nx_inst **oh)
+{
+	if (x->shape->type != NX_F32)
+		x = CV(S, x, NX_F32);
+	nx_inst *a = U(S, NX_OP_ABS, x);
+	nx_inst *h = CV(S, B(S, NX_OP_MULTIPLY, a, K(S, a, NX_F32, 0x1p-32)), NX_U32);
+	nx_inst *lf = B(S, NX_OP_SUBTRACT, a, B(S, NX_OP_MULTIPLY, CV(S, h, NX_F32), K(S, a, NX_F32, 0x1p32)));
+	nx_inst *l = CV(S, lf, NX_U32), *z = K(S, l, NX_U32, 0), *ones = K(S, l, NX_U32, 4294967295.0);
+	if (sign) {
+		nx_inst *nl, *nh;
+		neg_pair(S, l, h, &nl, &nh);
+		nx_inst *neg = CMP(S, x, K(S, x, NX_F32, 0), NX_CMP_LT);
+		sel_pair(S, neg, nl, nh, l, h, &l, &h);
+		nx_inst *hi = CMP(S, x, K(S, x, NX_F32, 0x1p63), NX_CMP_GE);
+		sel_pair(S, hi, ones, K(S, l, NX_U32, 2147483647.0), l, h, &l, &h);
+		nx_inst *lo = CMP(S, x, K(S, x, NX_F32, -0x1p63), NX_CMP_LT);
+		sel_pair(S, lo, z, K(S, l, NX_U32, 2147483648.0), l, h, ol, oh);
+	} else {
+		nx_inst *neg = CMP(S, x, K(S, x, NX_F32, 0), NX_CMP_LE);
+		sel_pair(S, neg, z, z, l, h, &l, &h);
+		nx_inst *big = CMP(S, x, K(S, x, NX_F32, 0x1p64), NX_CMP_GE);
+		sel_pair(S, big, ones, ones, l, h, ol, oh);
+	}
+}
+
+/* s64/u64 pair -> f32, rounded to nearest even once: the magnitude shifted
+ * right by sh (the high word's bit length, from the exponent of f32(hi >> 1),
+ * at most one too many) into 31-32 bits with a sticky bit, converted, scaled
+ * by 2^sh */
+static nx_inst *to_float(st *S, nx_inst *l, nx_inst *h, bool sign)
+{
+	nx_inst *neg = NULL;
+	if (sign) {
+		neg = CMP(S, CV(S, h, NX_S32), K(S, h, NX_S32, 0), NX_CMP_LT);
+		nx_inst *nl, *nh;
+		neg_pair(S, l, h, &nl, &nh);
+		sel_pair(S, neg, nl, nh, l, h, &l, &h);
+	}
+	nx_inst *one = K(S, l, NX_U32, 1), *c32 = K(S, l, NX_U32, 32), *z = K(S, l, NX_U32, 0);
+	nx_inst *h2 = B(S, NX_OP_SHIFT_RIGHT_LOGICAL, h, one);
+	nx_inst *fb = bitcast_to(S, CV(S, h2, NX_F32), shp(S, h->shape, NX_U32));
+	nx_inst *e = B(S, NX_OP_AND, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, fb, K(S, l, NX_U32, 23)), K(S, l, NX_U32, 255));
+	nx_inst *e2 = B(S, NX_OP_SUBTRACT, e, K(S, l, NX_U32, 125));
+	nx_inst *sh = SEL(S, CMP(S, h2, z, NX_CMP_EQ), h, B(S, NX_OP_MINIMUM, e2, c32));
+	nx_inst *w = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, l, sh),
+	               B(S, NX_OP_SHIFT_LEFT, h, B(S, NX_OP_SUBTRACT, c32, sh)));
+	nx_inst *mask = B(S, NX_OP_SUBTRACT, B(S, NX_OP_SHIFT_LEFT, one, sh), one);
+	nx_inst *sticky = CV(S, CMP(S, B(S, NX_OP_AND, l, mask), z, NX_CMP_NE), NX_U32);
+	w = B(S, NX_OP_OR, w, sticky);
+	nx_inst *p2 = bitcast_to(S, B(S, NX_OP_SHIFT_LEFT, B(S, NX_OP_ADD, sh, K(S, l, NX_U32, 127)), K(S, l, NX_U32, 23)),
+	                         shp(S, h->shape, NX_F32));
+	nx_inst *r = B(S, NX_OP_MULTIPLY, CV(S, w, NX_F32), p2);
+	return sign ? SEL(S, neg, U(S, NX_OP_NEGATE, r), r) : r;
+}
+
+/* the (lo, hi) words of a 64-bit value; false when the op is not expanded */
+static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
+{
+	bool sign = x->shape->type == NX_S64;
+	rep *r = range(S, x);
+	if (r->narrowable) {
+		nx_inst *n = narrow(S, x);
+		*lo = CV(S, n, NX_U32);
+		*hi = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, n, K(S, n, NX_S32, 31)), NX_U32);
+		return true;
+	}
+	int no = x->noperands;
+	nx_inst *ol[64], *oh[64];
+	if (x->op != NX_OP_CONVERT && x->op != NX_OP_PARAMETER && x->op != NX_OP_GET_TUPLE_ELEMENT &&
+	    x->op != NX_OP_GATHER && x->op != NX_OP_DYNAMIC_SLICE) {
+		if (no > 64)
+			return false;
+		for (int k = 0; k < no; k++) {
+			ol[k] = oh[k] = x->operands[k];
+			if (is64(x->operands[k]->shape) && !pair(S, x->operands[k], &ol[k], &oh[k]))
+				return false;
+		}
+	}
+	switch (x->op) {
+	case NX_OP_PARAMETER:
+	case NX_OP_GET_TUPLE_ELEMENT:
+		pair_of_source(S, x, lo, hi);
+		return true;
+	case NX_OP_CONSTANT: {
+		nx_arena *a = nx_rw_arena(S->rw);
+		nx_inst *w[2];
+		for (int k = 0; k < 2; k++) {
+			nx_literal *l = nx_literal_new(a, shp(S, x->shape, NX_U32));
+			for (int64_t e = 0; e < nx_shape_elems(x->shape); e++)
+				nx_lit_set_u64(l, e, (nx_lit_get_u64(x->a.literal, e) >> (32 * k)) & 0xffffffffu);
+			w[k] = nx_rw_add(S->rw, NX_OP_CONSTANT, shp(S, x->shape, NX_U32), NULL, 0, NULL);
+			w[k]->a.literal = l;
+		}
+		*lo = w[0], *hi = w[1];
+		return true;
+	}
+	case NX_OP_CONVERT: {
+		nx_inst *o = x->operands[0];
+		nx_type t = o->shape->type;
+		if (is64(o->shape))
+			return pair(S, o, lo, hi);
+		if (t == NX_U32) {
+			*lo = o;
+			*hi = K(S, o, NX_U32, 0);
+			return true;
+		}
+		if (t == NX_F32 || t == NX_BF16 || t == NX_F16) {
+			from_float(S, o, sign, lo, hi);
+			return true;
+		}
+		return false;
+	}
+	case NX_OP_GATHER:
+	case NX_OP_DYNAMIC_SLICE: {
+		nx_inst *ops[64];
+		if (no > 64 || !pair(S, x->operands[0], &ol[0], &oh[0]))
+			return false;
+		for (int k = 1; k < no; k++) {
+			ops[k] = is64(x->operands[k]->shape) ? sat(S, x->operands[k]) : x->operands[k];
+			if (!ops[k])
+				return false;
+		}
+		for (int w = 0; w < 2; w++) {
+			ops[0] = w ? oh[0] : ol[0];
+			*(w ? hi : lo) = clone(S, x, NX_U32, ops);
+		}
+		return true;
+	}
+	default:
+		break;
+	}
+	if (op_data(x->op)) {
+		*lo = clone(S, x, NX_U32, ol);
+		*hi = clone(S, x, NX_U32, oh);
+		return true;
+	}
+	nx_inst *al = ol[0], *ah = oh[0], *bl = no > 1 ? ol[1] : NULL, *bh = no > 1 ? oh[1] : NULL;
+	switch (x->op) {
+	case NX_OP_ADD: {
+		*lo = B(S, NX_OP_ADD, al, bl);
+		nx_inst *c = CV(S, CMP(S, *lo, al, NX_CMP_LT), NX_U32);
+		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, ah, bh), c);
+		return true;
+	}
+	case NX_OP_SUBTRACT: {
+		*lo = B(S, NX_OP_SUBTRACT, al, bl);
+		nx_inst *bw = CV(S, CMP(S, al, bl, NX_CMP_LT), NX_U32);
+		*hi = B(S, NX_OP_SUBTRACT, B(S, NX_OP_SUBTRACT, ah, bh), bw);
+		return true;
+	}
+	case NX_OP_NEGATE: neg_pair(S, al, ah, lo, hi); return true;
+	case NX_OP_MULTIPLY: {
+		nx_inst *h;
+		mul32(S, al, bl, lo, &h);
+		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, h, B(S, NX_OP_MULTIPLY, al, bh)), B(S, NX_OP_MULTIPLY, ah, bl));
+		return true;
+	}
+	case NX_OP_AND: case NX_OP_OR: case NX_OP_XOR:
+		*lo = B(S, x->op, al, bl);
+		*hi = B(S, x->op, ah, bh);
+		return true;
+	case NX_OP_NOT:
+		*lo = U(S, NX_OP_NOT, al);
+		*hi = U(S, NX_OP_NOT, ah);
+		return true;
+	case NX_OP_ABS: {
+		if (!sign) {
+			*lo = al, *hi = ah;
+			return true;
+		}
+		nx_inst *nl, *nh, *neg = CMP(S, CV(S, ah, NX_S32), K(S, ah, NX_S32, 0), NX_CMP_LT);
+		neg_pair(S, al, ah, &nl, &nh);
+		sel_pair(S, neg, nl, nh, al, ah, lo, hi);
+		return true;
+	}
+	case NX_OP_MAXIMUM: case NX_OP_MINIMUM: {
+		nx_inst *lt = cmp_pair(S, al, ah, bl, bh, NX_CMP_LT, sign);
+		if (x->op == NX_OP_MINIMUM)
+			sel_pair(S, lt, al, ah, bl, bh, lo, hi);
+		else
+			sel_pair(S, lt, bl, bh, al, ah, lo, hi);
+		return true;
+	}
+	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
+		shift_pair(S, x->op, al, ah, bl, bh, lo, hi);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
+{
+	rep *r = rep_of(S, x);
+	if (!r->has_pair) {
+		nx_inst *l = NULL, *h = NULL;
+		if (!pair_calc(S, x, &l, &h))
+			return false;
+		r = rep_of(S, x);
+		r->lo = l, r->hi = h, r->has_pair = true;
+	}
+	*lo = r->lo, *hi = r->hi;
+	return true;
+}
+
+/* the s32 value of a 64-bit x whose range fits s32 (NULL when not expanded) */
+static nx_inst *narrow(st *S, nx_inst *x)
+{
+	rep *r = range(S, x);
+	if (r->nar)
+		return r->nar;
+	nx_inst *n = NULL;
+	if (!r->narrowable) {
+		nx_inst *lo, *hi;
+		if (!fits32(r) || !pair(S, x, &lo, &hi))
+			return NULL;
+		n = CV(S, lo, NX_S32);
+	} else if (x->op == NX_OP_CONSTANT) {
+		nx_literal *l = nx_literal_new(nx_rw_arena(S->rw), shp(S, x->shape, NX_S32));
+		for (int64_t e = 0; e < nx_shape_elems(x->shape); e++)
+			nx_lit_set_i64(l, e, nx_lit_get_i64(x->a.literal, e));
+		n = nx_rw_add(S->rw, NX_OP_CONSTANT, shp(S, x->shape, NX_S32), NULL, 0, NULL);
+		n->a.literal = l;
+	} else if (x->op == NX_OP_CONVERT) {
+		n = is64(x->operands[0]->shape) ? narrow(S, x->operands[0]) : CV(S, x->operands[0], NX_S32);
+	} else {
+		nx_inst *ops[64];
+		if (x->noperands > 64)
+			return NULL;
+		for (int k = 0; k < x->noperands; k++) {
+			ops[k] = is64(x->operands[k]->shape) ? narrow(S, x->operands[k]) : x->operands[k];
+			if (!ops[k])
+				return NULL;
+		}
+		n = clone(S, x, NX_S32, ops);
+	}
+	rep_of(S, x)->nar = n;
+	return n;
+}
+
+/* clamp(x, INT32_MIN, INT32_MAX) as s32 (u64: min(x, INT32_MAX)) */
+static nx_inst *sat(st *S, nx_inst *x)
+{
+	rep *r = range(S, x);
+	if (r->sat)
+		return r->sat;
+	nx_inst *n = NULL;
+	if (r->narrowable) {
+		n = narrow(S, x);
+	} else if (op_data(x->op) && x->noperands <= 64) {
+		nx_inst *ops[64];
+		for (int k = 0; k < x->noperands; k++) {
+			ops[k] = is64(x->operands[k]->shape) ? sat(S, x->operands[k]) : x->operands[k];
+			if (!ops[k])
+				return NULL;
+		}
+		n = clone(S, x, NX_S32, ops);
+	} else {
+		nx_inst *lo, *hi;
+		if (!pair(S, x, &lo, &hi))
+			return NULL;
+		nx_inst *ls = CV(S, lo, NX_S32), *fits, *lim;
+		if (x->shape->type == NX_S64) {
+			nx_inst *hs = CV(S, hi, NX_S32);
+			fits = CMP(S, hs, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, ls, K(S, ls, NX_S32, 31)), NX_CMP_EQ);
+			lim = SEL(S, CMP(S, hs, K(S, hs, NX_S32, 0), NX_CMP_LT), K(S, ls, NX_S32, INT32_MIN),
+			          K(S, ls, NX_S32, INT32_MAX));
+		} else {
+			fits = B(S, NX_OP_AND, CMP(S, hi, K(S, hi, NX_U32, 0), NX_CMP_EQ),
+			         CMP(S, lo, K(S, lo, NX_U32, INT32_MAX), NX_CMP_LE));
+			lim = K(S, ls, NX_S32, INT32_MAX);
+		}
+		n = SEL(S, fits, ls, lim);
+	}
+	rep_of(S, x)->sat = n;
+	return n;
+}
+
+/* ------------------------------------------------------------ sinks */
+
+static bool inside32(const rep *r, bool u)
+{
+	return r->narrowable && r->mn > (u ? -1 : INT32_MIN) && r->mx < INT32_MAX;
+}
+
+static nx_inst *sink_compare(st *S, nx_inst *in)
+{
+	nx_inst *a = in->operands[0], *b = in->operands[1];
+	bool u = a->shape->type == NX_U64;
+	rep *ra = range(S, a), *rb = range(S, b);
+	nx_inst *x = NULL, *y = NULL;
+	if (ra->narrowable && range(S, b)->narrowable) {
+		x = narrow(S, a), y = narrow(S, b);
+	} else if (inside32(rb, u)) {
+		x = sat(S, a), y = narrow(S, b);
+	} else if (inside32(ra, u)) {
+		x = narrow(S, a), y = sat(S, b);
+	}
+	if (x && y) {
+		nx_inst *c = CMP(S, x, y, in->a.direction);
+		return c;
+	}
+	nx_inst *al, *ah, *bl, *bh;
+	if (!pair(S, a, &al, &ah) || !pair(S, b, &bl, &bh))
+		return NULL;
+	return cmp_pair(S, al, ah, bl, bh, in->a.direction, !u);
+}
+
+static nx_inst *sink_convert(st *S, nx_inst *in)
+{
+	nx_inst *x = in->operands[0];
+	nx_type t = in->shape->type;
+	bool ok = t == NX_PRED || t == NX_F32 || t == NX_BF16 || t == NX_F16 || (nx_type_is_int(t) && !is64(in->shape));
+	if (!ok)
+		return NULL;
+	if (range(S, x)->narrowable)
+		return CV(S, narrow(S, x), t);
+	nx_inst *lo, *hi;
+	if (t == NX_BF16 || t == NX_F16 || !pair(S, x, &lo, &hi))
+		return NULL;
+	if (t == NX_PRED)
+		return CMP(S, B(S, NX_OP_OR, lo, hi), K(S, lo, NX_U32, 0), NX_CMP_NE);
+	if (t == NX_F32)
+		return to_float(S, lo, hi, x->shape->type == NX_S64);
+	return CV(S, lo, t);
+}
+
+/* in with operands [from, to) that are 64-bit replaced by f(operand) */
+static nx_inst *with_ops(st *S, nx_inst *in, int from, nx_inst *(*f)(st *, nx_inst *))
+{
+	nx_inst *ops[NX_MAX_RANK + 8];
+	if (in->noperands > NX_MAX_RANK + 8)
+		return NULL;
+	bool any = false;
+	for (int k = 0; k < in->noperands; k++) {
+		ops[k] = in->operands[k];
+		if (k >= from && is64(ops[k]->shape)) {
+			ops[k] = f(S, ops[k]);
+			if (!ops[k])
+				return NULL;
+			any |= ops[k] != in->operands[k];
+		}
+	}
+	if (!any)
+		return NULL;
+	nx_inst *c = nx_rw_add(S->rw, in->op, in->shape, ops, in->noperands, NULL);
+	c->a = in->a;
+	c->a.control_predecessors = NULL;
+	c->a.ncontrol_predecessors = 0;
+	if (in->ncalled)
+		nx_inst_set_called(c, in->called, in->ncalled);
+	return c;
+}
+
+static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
+{
+	st *S = rw->user;
+	if (!rw->c->is_entry)
+		return NULL;
+	S->rw = rw;
+	bool root = in == rw->c->root;
+	if (is64(in->shape))
+		return root && in->op != NX_OP_PARAMETER ? join(S, in) : NULL;
+	switch (in->op) {
+	case NX_OP_COMPARE:
+		return is64(in->operands[0]->shape) ? sink_compare(S, in) : NULL;
+	case NX_OP_CONVERT:
+		return is64(in->operands[0]->shape) ? sink_convert(S, in) : NULL;
+	case NX_OP_GATHER:
+	case NX_OP_SCATTER:
+		return in->noperands >= 2 && is64(in->operands[1]->shape) && !is64(in->operands[0]->shape)
+		           ? with_ops(S, in, 1, sat) : NULL;
+	case NX_OP_DYNAMIC_SLICE:
+		return is64(in->operands[0]->shape) ? NULL : with_ops(S, in, 1, sat);
+	case NX_OP_DYNAMIC_UPDATE_SLICE:
+		return is64(in->operands[0]->shape) ? NULL : with_ops(S, in, 2, sat);
+	case NX_OP_RNG_BIT_GENERATOR:
+	case NX_OP_TUPLE:
+		return with_ops(S, in, 0, join);
+	default:
+		return NULL;
+	}
+}
+
+nx_status nx_pass_int64_split(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
+{
+	st S = {0};
+	nx_ptrmap_init(&S.map, 64);
+	nx_status rc = nx_rw_run(m, ctx, "int64-split", rewrite, &S, changed);
+	nx_ptrmap_free(&S.map);
+	free(S.r);
+	return rc;
+}

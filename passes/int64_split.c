@@ -496,7 +496,7 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 {
 	bool sign = x->shape->type == NX_S64;
 	rep *r = range(S, x);
-	if (r->narrowable) {
+	if (r->narrowable && x->op != NX_OP_CONSTANT) {
 		nx_inst *n = narrow(S, x);
 		*lo = CV(S, n, NX_U32);
 		*hi = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, n, K(S, n, NX_S32, 31)), NX_U32);

@@ -25,7 +25,7 @@ static void help(void)
 	       "the simulated time and busy/total time per engine. NAME is an input name\n"
 	       "from the .neff or its index. Inputs without --input get the deterministic\n"
 	       "random data of --random-inputs SEED (the same generator as nxcc eval).\n"
-	       "Writes DIR/out<k>.npy. s64 values travel as s32 on the device.\n"
+	       "Writes DIR/out<k>.npy (s64/u64 as 8-byte integers).\n"
 	       "--ranks N (default: the .neff's replica count) runs N simulated ranks that\n"
 	       "exchange data in collectives; every rank gets the same inputs unless\n"
 	       "--input rI:NAME=x.npy gives rank I its own; writes DIR/rank<i>/out<k>.npy.\n"

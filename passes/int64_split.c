@@ -85,7 +85,7 @@ static bool op_arith(nx_opcode op)
 	switch (op) {
 	case NX_OP_ADD: case NX_OP_SUBTRACT: case NX_OP_MULTIPLY: case NX_OP_NEGATE: case NX_OP_ABS:
 	case NX_OP_MAXIMUM: case NX_OP_MINIMUM: case NX_OP_AND: case NX_OP_OR: case NX_OP_XOR: case NX_OP_NOT:
-	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
+	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC: case NX_OP_CLAMP:
 		return true;
 	default:
 		return false;
@@ -169,8 +169,11 @@ static bool range_calc(st *S, const nx_inst *x, int64_t *mn, int64_t *mx)
 	}
 	if (!op_arith(x->op))
 		return false;
-	rep *a = range(S, x->operands[0]), *b = x->noperands > 1 ? range(S, x->operands[1]) : a;
-	if (!a->known || !b->known)
+	/* copies: range() may move the array */
+	rep ra = *range(S, x->operands[0]), rb = x->noperands > 1 ? *range(S, x->operands[1]) : ra;
+	rep rc = x->noperands > 2 ? *range(S, x->operands[2]) : rb;
+	rep *a = &ra, *b = &rb;
+	if (!a->known || !b->known || !rc.known)
 		return false;
 	int64_t c[4];
 	bool ovf = false;
@@ -237,6 +240,11 @@ static bool range_calc(st *S, const nx_inst *x, int64_t *mn, int64_t *mx)
 	case NX_OP_SHIFT_RIGHT_ARITHMETIC:
 		*mn = a->mn < 0 ? a->mn : 0, *mx = a->mx > 0 ? a->mx : 0;
 		break;
+	case NX_OP_CLAMP: { /* min(max(v, lo), hi) for clamp(lo, v, hi): monotone in each */
+		int64_t l = b->mn > a->mn ? b->mn : a->mn, h = b->mx > a->mx ? b->mx : a->mx;
+		*mn = l < rc.mn ? l : rc.mn, *mx = h < rc.mx ? h : rc.mx;
+		break;
+	}
 	default:
 		return false;
 	}
@@ -622,6 +630,19 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
 		shift_pair(S, x->op, al, ah, bl, bh, lo, hi);
 		return true;
+	case NX_OP_CLAMP: {
+		/* clamp(lo, v, hi) = min(max(v, lo), hi); scalar bounds broadcast */
+		for (int k = 0; k < 3; k += 2)
+			if (ol[k]->shape->rank != x->shape->rank) {
+				int64_t none[1] = {0};
+				ol[k] = nx_rw_broadcast(S->rw, ol[k], NX_U32, x->shape->rank, x->shape->dims, none);
+				oh[k] = nx_rw_broadcast(S->rw, oh[k], NX_U32, x->shape->rank, x->shape->dims, none);
+			}
+		nx_inst *ml, *mh;
+		sel_pair(S, cmp_pair(S, bl, bh, ol[0], oh[0], NX_CMP_LT, sign), ol[0], oh[0], bl, bh, &ml, &mh);
+		sel_pair(S, cmp_pair(S, ol[2], oh[2], ml, mh, NX_CMP_LT, sign), ol[2], oh[2], ml, mh, lo, hi);
+		return true;
+	}
 	default:
 		return false;
 	}
@@ -725,13 +746,13 @@ static nx_inst *sink_compare(st *S, nx_inst *in)
 {
 	nx_inst *a = in->operands[0], *b = in->operands[1];
 	bool u = a->shape->type == NX_U64;
-	rep *ra = range(S, a), *rb = range(S, b);
+	rep ra = *range(S, a), rb = *range(S, b); /* copies: range() may move the array */
 	nx_inst *x = NULL, *y = NULL;
-	if (ra->narrowable && range(S, b)->narrowable) {
+	if (ra.narrowable && rb.narrowable) {
 		x = narrow(S, a), y = narrow(S, b);
-	} else if (inside32(rb, u)) {
+	} else if (inside32(&rb, u)) {
 		x = sat(S, a), y = narrow(S, b);
-	} else if (inside32(ra, u)) {
+	} else if (inside32(&ra, u)) {
 		x = narrow(S, a), y = sat(S, b);
 	}
 	if (x && y) {

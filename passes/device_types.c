@@ -78,20 +78,30 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 	const nx_inst *first = NULL;
 	nx_type ft = NX_TYPE_INVALID;
 	int count = 0;
-	for (int c = 0; c < m->ncomps; c++)
-		for (int k = 0; k < m->comps[c]->ninsts; k++) {
-			const nx_inst *i = m->comps[c]->insts[k];
+	/* the entry first: its instruction is the user's op (a reduce rather
+	 * than its reducer's parameter) */
+	for (int cc = -1; cc < m->ncomps; cc++) {
+		const nx_comp *comp = cc < 0 ? m->entry : m->comps[cc];
+		if (!comp || (cc >= 0 && comp == m->entry))
+			continue;
+		for (int k = 0; k < comp->ninsts; k++) {
+			const nx_inst *i = comp->insts[k];
 			nx_type t = bad_leaf(i->shape);
 			if (t == NX_TYPE_INVALID)
-				t = bad64(m->comps[c], i);
+				t = bad64(comp, i);
 			if (t == NX_TYPE_INVALID)
 				continue;
-			if (!first || (first->line == 0 && i->line > 0)) {
+			/* the first real op with a source line (a parameter only names
+			 * where a value came from) */
+			int rank = (i->op != NX_OP_PARAMETER ? 2 : 0) + (i->line > 0);
+			int frank = first ? (first->op != NX_OP_PARAMETER ? 2 : 0) + (first->line > 0) : -1;
+			if (rank > frank) {
 				first = i;
 				ft = t;
 			}
 			count++;
 		}
+	}
 	if (!first)
 		return NX_OK;
 	char shape[256], src[512], from[530] = "", more[64] = "";

@@ -34,11 +34,15 @@ bool nx_fusion_fusible(const nx_inst *i)
 		return false;
 	if (!nx_shape_is_array(i->shape) && i->op != NX_OP_CUSTOM_CALL)
 		return false;
-	/* s64[...] <-> u32[..., 2] (int64-split's parameters and outputs): a
-	 * view of the same bytes, never inside a kernel */
-	if (i->op == NX_OP_BITCAST_CONVERT && i->noperands == 1 &&
-	    nx_type_bits(i->shape->type) != nx_type_bits(i->operands[0]->shape->type))
+	/* s64[...] <-> u32[..., 2] (int64-split's parameters and outputs) is
+	 * a view of the same bytes; other 64-bit integer ops were not expanded
+	 * and are refused before lowering (passes/device_types.c), by their
+	 * own name: neither is ever inside a kernel */
+	if (i->shape->type == NX_S64 || i->shape->type == NX_U64)
 		return false;
+	for (int k = 0; k < i->noperands; k++)
+		if (i->operands[k]->shape->type == NX_S64 || i->operands[k]->shape->type == NX_U64)
+			return false;
 	switch (i->op) {
 	case NX_OP_PARAMETER:
 	case NX_OP_CONSTANT:

@@ -250,6 +250,455 @@ static int64_t al64(int64_t x)
 	return (x + 63) & ~(int64_t)63;
 }
 
+static void loop4(nx_lower *L, int64_t n)
+{
+	for (int k = 0; k < 4; k++)
+		nx_l_loop(L, engs[k], n);
+}
+
+static void endloop4(nx_lower *L)
+{
+	for (int k = 0; k < 4; k++)
+		nx_l_endloop(L, engs[k]);
+}
+
+
+/* ------------------------------------------------ stationary schedule
+ * The schedule used when the tiles divide the operands evenly and a whole
+ * K extent fits SBUF (docs/lowering.md, "dot-loop: stationary reuse"):
+ *
+ *   for each outer block (a batch, or a block of resident tiles):
+ *     load the resident block R [K, G tiles] once (over every load queue);
+ *     for each step (pairs unrolled: buffers alternate by step parity):
+ *       SP loads the streamed tile S [K, one tile] into S[par];
+ *       PE: for the G tiles of the block (groups of gb, one PSUM bank each,
+ *       rotating over gb banks): KT accumulating matmuls, signal;
+ *       ACT evacuates each bank into the step's output block O[par];
+ *       POOL stores O[par] (partition ranges over nqs queues).
+ *
+ * side 0: R = A^T (tiles along M), S = B tiles [K, nt]; side 1: R = B
+ * (tiles along N), S = A^T tiles [K, mt]. A cost model over the target's
+ * DMA and PE rates picks side, nt and G. */
+enum { S_SP_PE, S_PE_T, S_PE_L, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+enum { SQ = 8 };
+
+typedef struct sd {
+	nx_lower *L;
+	const nx_ldmat *A, *B;
+	nx_lval *out;
+	int side;
+	int64_t Bt, M, K, N, mt, nt, kt, KT;
+	int64_t G, gb, U, NB, NS; /* tiles per block, PSUM banks in rotation, groups; blocks, steps */
+	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
+	int64_t r_off, s_off[2], o_off[2], pbase, bank;
+	int ql[SQ], nql, qs[SQ], nqs, nqs_res; /* nqs_res: store queues that also load the resident block */
+	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
+	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
+	nx_lsync loads, stores, pe, act;
+} sd;
+
+static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
+{
+	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
+	if (strided)
+		eff *= t->dma_stride_factor;
+	return t->dma_fixed_ns + bytes / nq / (nx_target_dma_queue_gbps(t) * eff);
+}
+
+/* matrix element (r, c) of V at off + r*sr + c*sc: a [K, w] slab with K on
+ * partitions is strided when the w axis is */
+static bool slab_strided(const nx_ldmat *V, int side_of_w, int esz)
+{
+	int64_t s = side_of_w ? V->sc : V->sr;
+	return s * esz > 16;
+}
+
+/* one DMA per queue: partitions [0, np) in nq ranges, each [KT or G, w] */
+static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_dtype dt, int64_t hoff,
+                      int64_t pstride, int64_t np, const int32_t *hs, const int32_t *ss, const uint32_t *cn,
+                      int64_t soff, const int64_t *lso, const int64_t *lss, int esz, nx_lsync *acc)
+{
+	for (int q = 0; q < nq; q++) {
+		int64_t p0 = np * q / nq, p1 = np * (q + 1) / nq;
+		nx_ap h = nx_ap_hbm(dt, hoff + p0 * pstride * esz, (int)(p1 - p0), pstride, 2, hs, cn);
+		nx_ap s = nx_ap_sbuf(dt, (int)p0, (int)(p1 - p0), soff, 2, ss, cn);
+		if (x->lv_o >= 0)
+			h.loop_stride[x->lv_o] = lso[0], s.loop_stride[x->lv_o] = lss[0];
+		if (x->lv_s >= 0)
+			h.loop_stride[x->lv_s] = lso[1], s.loop_stride[x->lv_s] = lss[1];
+		nx_lsync y = load ? nx_l_dma_q(x->L, e, qv[q], s, h) : nx_l_dma_q(x->L, e, qv[q], h, s);
+		nx_l_max(acc, &y);
+	}
+}
+
+/* the resident block of the current outer iteration: SP loads it on the
+ * load queues, POOL on the store queues (after its earlier stores) */
+static void sd_resident(sd *x)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
+	/* partition k: element stride along K; w: along the resident axis */
+	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
+	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
+	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)rb};
+	int64_t lso = x->Bt > 1 ? V->sb * x->er : rb * sw * x->er;
+	int64_t hoff = V->buf->off + V->off * x->er;
+	/* SP: the previous block's matmuls are done */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
+	int nall = x->nql + x->nqs_res;
+	/* partitions split over nall queues: SP takes the first nql ranges */
+	for (int q = 0; q < nall; q++) {
+		int64_t p0 = x->kt * q / nall, p1 = x->kt * (q + 1) / nall;
+		if (p1 == p0)
+			continue;
+		nx_engine e = q < x->nql ? NX_ENG_SP : NX_ENG_POOL;
+		int qq = q < x->nql ? x->ql[q] : x->qs[q - x->nql];
+		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, 2, hs, cn);
+		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off, 2, ss, cn);
+		if (x->lv_o >= 0)
+			h.loop_stride[x->lv_o] = lso;
+		nx_lsync y = nx_l_dma_q(L, e, qq, s, h);
+		nx_l_max(&x->loads, &y);
+	}
+}
+
+static void sd_step(sd *x, int par, int64_t sidx)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->A : x->B;
+	/* ---- SP: S[par] is free once PE finished the step before the last */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - x->G, S_SP_PE);
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, x->G);
+	int64_t sw = x->side ? x->mt : x->nt;
+	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
+	{
+		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
+		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)sw};
+		int64_t hoff = V->buf->off + (V->off + sidx * sw * swd) * x->es;
+		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, 2 * sw * swd * x->es}, lss[2] = {0, 0};
+		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
+		          x->es, &x->loads);
+	}
+	/* ---- PE: the step's loads (and the block's resident load before) */
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+	/* ---- ACT: O[par] is free once the store of the step before the last is done */
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, 1);
+	for (int q = 0; q < x->nqs; q++)
+		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2, S_ACT_ST);
+	int32_t s1[1] = {1};
+	for (int64_t u = 0; u < x->U; u++) {
+		bool lj = x->gb > 1;
+		if (lj) {
+			nx_l_loop(L, NX_ENG_PE, x->gb);
+			nx_l_loop(L, NX_ENG_ACT, x->gb);
+		}
+		int dj = L->s[NX_ENG_PE].depth - 1;
+		/* PE: the bank is free once ACT evacuated the tile gb before */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - x->gb, S_PE_T);
+		for (int first = 1; first >= 0; first--) {
+			if (!first) {
+				if (x->KT == 1)
+					break;
+				nx_l_loop(L, NX_ENG_PE, x->KT - 1);
+			}
+			int dk = L->s[NX_ENG_PE].depth - 1;
+			nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+			mm->flags = first ? NX_IF_START : 0;
+			uint32_t cm[1] = {(uint32_t)x->mt}, cn[1] = {(uint32_t)x->nt};
+			int64_t k0 = first ? 0 : 1;
+			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)x->mt, x->pbase, 1, s1, cn);
+			nx_ap st, mv;
+			int64_t rb = x->G * (x->side ? x->nt : x->mt);
+			if (x->side == 0) { /* stationary: resident A^T; moving: S */
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->r_off + (k0 * rb + u * x->gb * x->mt) * x->ea, 1, s1, cm);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
+				if (lj)
+					st.loop_stride[dj] = x->mt * x->ea;
+				if (!first)
+					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
+			} else { /* stationary: S (A^T tile); moving: resident B */
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->r_off + (k0 * rb + u * x->gb * x->nt) * x->eb, 1, s1, cn);
+				if (lj)
+					mv.loop_stride[dj] = x->nt * x->eb;
+				if (!first)
+					st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
+			}
+			if (lj)
+				ps.loop_stride[dj] = x->bank;
+			mm->ap[0] = ps;
+			mm->ap[1] = st;
+			mm->ap[2] = mv;
+			if (!first)
+				nx_l_endloop(L, NX_ENG_PE);
+		}
+		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
+		nx_l_max(&x->pe, &y);
+		/* ACT: evacuate the bank into O[par] with the cast */
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
+		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		uint32_t cn[1] = {(uint32_t)x->nt};
+		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)x->mt, x->o_off[par] + u * x->gb * x->nt * x->eo, 1, s1, cn);
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)x->mt, x->pbase, 1, s1, cn);
+		if (lj) {
+			int da = L->s[NX_ENG_ACT].depth - 1;
+			cp->ap[0].loop_stride[da] = x->nt * x->eo;
+			cp->ap[1].loop_stride[da] = x->bank;
+		}
+		y = nx_l_signal(L, NX_ENG_ACT);
+		nx_l_max(&x->act, &y);
+		if (lj) {
+			nx_l_endloop(L, NX_ENG_PE);
+			nx_l_endloop(L, NX_ENG_ACT);
+		}
+	}
+	/* ---- POOL: store O[par] once ACT evacuated the step's tiles */
+	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->G);
+	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+	{
+		/* side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
+		 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
+		int64_t N = x->N, eo = x->eo;
+		int32_t hs[2] = {(int32_t)(x->side ? x->nt : x->mt * N), 1}, ss[2] = {(int32_t)x->nt, 1};
+		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
+		int64_t m0 = x->side ? sidx * x->mt : 0, n0 = x->side ? 0 : sidx * x->nt;
+		int64_t hoff = x->out->buf->off + (m0 * N + n0) * eo;
+		int64_t lso[2], lss[2] = {0, 0};
+		if (x->Bt > 1)
+			lso[0] = x->M * N * eo;
+		else
+			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
+		lso[1] = x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, x->mt, hs, ss, cn, x->o_off[par], lso,
+		          lss, (int)eo, &x->stores);
+	}
+}
+
+static void sd_block(sd *x)
+{
+	nx_lower *L = x->L;
+	/* POOL: the previous block's tiles are evacuated (and stored: program order) */
+	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+	sd_resident(x);
+	/* PE: the resident block has arrived on every queue (store queues: after
+	 * the stores POOL issued before it) */
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+	for (int q = 0; q < x->nqs_res; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_L);
+	/* ACT: counts the resident piece on the store queues; with an odd step
+	 * count the parity restarts, so every earlier store must be done */
+	if (x->nqs_res)
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, 1);
+	if (x->NS % 2 && x->NB * x->Bt > 1)
+		for (int q = 0; q < x->nqs; q++)
+			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+	int64_t pairs = x->NS / 2;
+	if (pairs > 0) {
+		bool lp = pairs > 1;
+		if (lp) {
+			loop4(x->L, pairs);
+			x->lv_s = L->s[NX_ENG_SP].depth - 1;
+		}
+		sd_step(x, 0, 0);
+		sd_step(x, 1, 1);
+		if (lp) {
+			endloop4(x->L);
+			x->lv_s = -1;
+		}
+	}
+	if (x->NS % 2)
+		sd_step(x, 0, x->NS - 1);
+}
+
+/* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
+static double mm_est(const nx_target *t, int64_t m, int64_t n, nx_dtype dt)
+{
+	double c = (double)(m < t->mm_min_cycles ? m : t->mm_min_cycles);
+	if ((double)n > c)
+		c = (double)n;
+	if (dt == NX_DT_F32)
+		c *= t->pe_fp32_factor;
+	return c / t->freq_ghz[NX_ENG_PE];
+}
+
+/* the tile of extent n: n itself up to cap, else its largest divisor <= cap
+ * when that is at least cap/4 (0: none) */
+static int64_t even_tile(int64_t n, int64_t cap)
+{
+	int64_t d = nx_l_div_le(n, cap);
+	return d == n || d * 4 >= cap ? d : 0;
+}
+
+/* Plans the stationary schedule; false when it does not apply. */
+static bool sd_plan(nx_lower *L, sd *x)
+{
+	const nx_target *t = L->t;
+	int64_t mt = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
+	if (!mt || !kt)
+		return false;
+	x->mt = mt, x->kt = kt, x->KT = x->K / kt;
+	int64_t bank = t->psum_bank_bytes, banks = t->psum_banks / 2;
+	double best = 0;
+	bool found = false;
+	sd c = *x;
+	for (int side = 0; side < 2; side++)
+		for (int64_t ntc = t->matmul_max_n; ntc >= 64; ntc /= 2) {
+			int64_t nt = even_tile(x->N, ntc);
+			if (!nt || (ntc < t->matmul_max_n && nt != ntc))
+				continue;
+			if (nt * 4 > bank)
+				continue;
+			c.side = side, c.nt = nt;
+			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
+			int64_t rw = side ? nt : mt, sw = side ? mt : nt;
+			int64_t RT = (side ? x->N : x->M) / rw, ST = (side ? x->M : x->N) / sw;
+			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
+			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
+			for (int64_t G = RT < 16 ? RT : 16; G >= 1; G--) {
+				if (RT % G)
+					continue;
+				int64_t gb = nx_l_div_le(G, banks);
+				if (G / gb > 4 || (x->Bt > 1 && G != RT))
+					continue;
+				int64_t bytes = al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) + 2 * al64(G * nt * x->eo);
+				if (bytes + 128 > L->sbuf_half)
+					continue;
+				int nql = kt < SQ ? (int)kt : SQ, nqs = mt < SQ ? (int)mt : SQ;
+				int nres = kt >= nql + nqs ? nql + nqs : nql;
+				double pe = (double)G * x->KT * mm_est(t, mt, nt, side ? x->B->dt : x->B->dt);
+				double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
+				double st = dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqs);
+				double ev = G * (64.0 + 60 + nt) / t->freq_ghz[NX_ENG_ACT];
+				double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
+				double step = pe;
+				if (ld > step)
+					step = ld;
+				if (st > step)
+					step = st;
+				if (ev > step)
+					step = ev;
+				double nb = (double)x->Bt * (RT / G);
+				double tot = nb * (res + (double)ST * step) + st + ld;
+				if (!found || tot < best) {
+					found = true, best = tot;
+					c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
+					c.nql = nql, c.nqs = nqs;
+					*x = c;
+				}
+			}
+		}
+	return found;
+}
+
+static nx_status sd_emit(nx_lower *L, sd *x)
+{
+	const nx_target *t = L->t;
+	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
+	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
+	int64_t obytes = al64(x->G * x->nt * x->eo);
+	int64_t bytes = rbytes + 2 * sbytes + 2 * obytes, base;
+	int h;
+	nx_status rc;
+	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
+		return rc;
+	L->st.flops += 2.0 * (double)x->Bt * (double)x->M * (double)x->N * (double)x->K;
+	x->r_off = base;
+	x->s_off[0] = base + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
+	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
+	int ph = L->pidx++ & 1;
+	x->bank = t->psum_bank_bytes;
+	x->pbase = ph * (t->psum_banks / 2) * x->bank;
+	for (int q = 0; q < x->nql; q++)
+		x->ql[q] = nx_l_queue(L, NX_ENG_SP);
+	for (int q = 0; q < x->nqs; q++)
+		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
+	bool res_pool = x->kt >= x->nql + x->nqs;
+	if (!res_pool)
+		x->nqs_res = 0;
+	else
+		x->nqs_res = x->nqs;
+	x->lv_o = x->lv_s = -1;
+	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
+	nx_l_plan_kernel(L, "dot-loop");
+	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)x->Bt, (long long)x->M,
+	          (long long)x->K, (long long)x->K, (long long)x->N, nx_dtype_names[x->A->dt], nx_dtype_names[x->B->dt],
+	          nx_dtype_names[x->out->dt]);
+	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
+	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
+	nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > tile %lld x %lld banks > k %lld",
+	          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS, (long long)x->U,
+	          (long long)x->gb, (long long)x->KT);
+	nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
+	          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
+	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,
+	          (long long)(x->G * rw), x->Bt > 1 ? "batch" : "block", sn, (long long)x->K, (long long)sw);
+	nx_l_mem(L, "psum", "half %d, %lld banks rotating", ph, (long long)x->gb);
+
+	for (int k = 0; k < 4; k++)
+		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &x->A->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &x->B->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &x->A->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
+	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
+	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
+	for (int q = 0; q < x->nql; q++)
+		x->base_l[q] = L->qcount[x->ql[q]];
+	for (int q = 0; q < x->nqs; q++)
+		x->base_s[q] = L->qcount[x->qs[q]];
+	x->base_pe = L->ecount[NX_ENG_PE];
+	x->base_act = L->ecount[NX_ENG_ACT];
+	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
+	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
+	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
+	nx_l_setreg(L, NX_ENG_ACT, S_ACT_PE, 0);
+	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);
+	nx_l_setreg(L, NX_ENG_POOL, S_POOL_ACT, 0);
+	/* relative waits see only this kernel's signals: the engines' earlier
+	 * kernels must be complete before */
+	nx_lsync e0;
+	memset(&e0, 0, sizeof e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = x->base_act;
+	nx_l_wait(L, NX_ENG_PE, &e0);
+	nx_l_wait(L, NX_ENG_POOL, &e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = 0;
+	e0.s[NX_LSEM_ENG + NX_ENG_PE] = x->base_pe;
+	nx_l_wait(L, NX_ENG_SP, &e0);
+	nx_l_wait(L, NX_ENG_ACT, &e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_PE] = 0;
+	for (int q = 0; q < x->nqs; q++)
+		e0.s[x->qs[q]] = x->base_s[q];
+	nx_l_wait(L, NX_ENG_ACT, &e0);
+
+	int64_t nout = x->Bt > 1 ? x->Bt : x->NB;
+	if (nout > 1) {
+		loop4(L, nout);
+		x->lv_o = L->s[NX_ENG_SP].depth - 1;
+	}
+	sd_block(x);
+	if (nout > 1)
+		endloop4(L);
+
+	nx_l_max(&x->A->buf->war, &x->loads);
+	nx_l_max(&x->B->buf->war, &x->loads);
+	nx_l_max(&x->out->buf->written, &x->stores);
+	nx_l_max(&x->out->buf->war, &x->stores);
+	L->psum_free[ph] = x->act;
+	nx_lsync done = x->stores;
+	nx_l_max(&done, &x->loads);
+	nx_l_max(&done, &x->pe);
+	nx_l_max(&done, &x->act);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}
+
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                         int64_t K, int64_t N)
 {
@@ -266,6 +715,13 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.nt = N < t->matmul_max_n ? N : t->matmul_max_n;
 	x.kt = K < t->pe_rows ? K : t->pe_rows;
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
+	sd sc;
+	memset(&sc, 0, sizeof sc);
+	sc.L = L, sc.A = A, sc.B = B, sc.out = out, sc.Bt = Bt, sc.M = M, sc.K = K, sc.N = N;
+	sc.ea = x.ea, sc.eb = x.eb, sc.eo = x.eo;
+	if (M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
+	    B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX && sd_plan(L, &sc))
+		return sd_emit(L, &sc);
 	int64_t KT = (K + x.kt - 1) / x.kt;
 	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;
 	x.KTb = room / per;

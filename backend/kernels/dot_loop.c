@@ -632,9 +632,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          nx_dtype_names[x->out->dt]);
 	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
 	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
-	nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > tile %lld x %lld banks > k %lld",
-	          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS, (long long)x->U,
-	          (long long)x->gb, (long long)x->KT);
+	nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+	          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS, (long long)x->G,
+	          (long long)x->U, (long long)x->gb, (long long)x->KT);
 	nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
 	          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
 	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,

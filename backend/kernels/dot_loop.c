@@ -290,7 +290,9 @@ typedef struct sd {
 	int64_t Bt, M, K, N, mt, nt, kt, KT;
 	int64_t G, gb, U, NB, NS; /* tiles per block, PSUM banks in rotation, groups; blocks, steps */
 	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
-	int64_t r_off, s_off[2], o_off[2], pbase, bank;
+	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
+	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
+	int64_t rp;   /* resident pieces per queue (one per tile group when loaded once) */
 	int ql[SQ], nql, qs[SQ], nqs, nqs_res; /* nqs_res: store queues that also load the resident block */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
@@ -333,55 +335,68 @@ static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_d
 
 /* the resident block of the current outer iteration: SP loads it on the
  * load queues, POOL on the store queues (after its earlier stores) */
-static void sd_resident(sd *x)
+/* pieces u0..u1-1 of the resident block; who: 1 = SP's queue ranges, 2 = POOL's */
+static void sd_resident(sd *x, int par, int64_t bat, int64_t u0, int64_t u1, int who)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->B : x->A;
-	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
+	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw, pw = rb / x->rp;
 	/* partition k: element stride along K; w: along the resident axis */
 	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
 	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
-	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)rb};
+	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)pw};
 	int64_t lso = x->Bt > 1 ? V->sb * x->er : rb * sw * x->er;
-	int64_t hoff = V->buf->off + V->off * x->er;
-	/* SP: the previous block's matmuls are done */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
+	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
 	int nall = x->nql + x->nqs_res;
-	/* partitions split over nall queues: SP takes the first nql ranges */
-	for (int q = 0; q < nall; q++) {
-		int64_t p0 = x->kt * q / nall, p1 = x->kt * (q + 1) / nall;
-		if (p1 == p0)
-			continue;
-		nx_engine e = q < x->nql ? NX_ENG_SP : NX_ENG_POOL;
-		int qq = q < x->nql ? x->ql[q] : x->qs[q - x->nql];
-		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, 2, hs, cn);
-		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off, 2, ss, cn);
-		if (x->lv_o >= 0)
-			h.loop_stride[x->lv_o] = lso;
-		nx_lsync y = nx_l_dma_q(L, e, qq, s, h);
-		nx_l_max(&x->loads, &y);
-	}
+	/* partitions split over nall queues: SP takes the first nql ranges;
+	 * rp column pieces in the order PE uses them */
+	for (int64_t u = u0; u < u1; u++)
+		for (int q = 0; q < nall; q++) {
+			int64_t p0 = x->kt * q / nall, p1 = x->kt * (q + 1) / nall;
+			NX_ASSERT(p1 > p0);
+			if (!(who & (q < x->nql ? 1 : 2)))
+				continue;
+			nx_engine e = q < x->nql ? NX_ENG_SP : NX_ENG_POOL;
+			int qq = q < x->nql ? x->ql[q] : x->qs[q - x->nql];
+			nx_ap h = nx_ap_hbm(V->dt, hoff + (p0 * sk + u * pw * sw) * x->er, (int)(p1 - p0), sk, 2, hs, cn);
+			nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par] + u * pw * x->er, 2, ss, cn);
+			if (x->lv_o >= 0)
+				h.loop_stride[x->lv_o] = lso;
+			if (x->bstep && x->lv_s >= 0)
+				h.loop_stride[x->lv_s] = 2 * V->sb * x->er;
+			nx_lsync y = nx_l_dma_q(L, e, qq, s, h);
+			nx_l_max(&x->loads, &y);
+		}
 }
 
-static void sd_step(sd *x, int par, int64_t sidx)
+/* first: the step right after a resident block loaded in rp pieces (SP
+ * issues pieces 1.. after this step's tile; PE waits per group) */
+static void sd_step(sd *x, int par, int64_t sidx, bool first)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - x->G, S_SP_PE);
 	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, x->G);
+	/* batch steps: step sidx is batch sidx, with one streamed tile */
+	int64_t bat = x->bstep ? sidx : 0, stl = x->bstep ? 0 : sidx;
+	if (x->bstep)
+		sd_resident(x, par, bat, 0, 1, 1);
 	int64_t sw = x->side ? x->mt : x->nt;
 	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
 	{
 		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
 		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)sw};
-		int64_t hoff = V->buf->off + (V->off + sidx * sw * swd) * x->es;
-		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, 2 * sw * swd * x->es}, lss[2] = {0, 0};
+		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
+		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es};
+		int64_t lss[2] = {0, 0};
 		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
+	if (first)
+		sd_resident(x, 0, 0, 1, x->rp, 1);
 	/* ---- PE: the step's loads (and the block's resident load before) */
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->bstep ? 2 : 1);
 	for (int q = 0; q < x->nql; q++)
 		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
 	/* ---- ACT: O[par] is free once the store of the step before the last is done */
@@ -389,8 +404,20 @@ static void sd_step(sd *x, int par, int64_t sidx)
 	for (int q = 0; q < x->nqs; q++)
 		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2, S_ACT_ST);
 	int32_t s1[1] = {1};
+	int64_t roff = x->r_off[x->bstep ? par : 0];
 	for (int64_t u = 0; u < x->U; u++) {
 		bool lj = x->gb > 1;
+		/* resident loaded in pieces: the first step waits for group u's
+		 * (SP queues: piece 0, this step's tile, pieces 1..) */
+		if (first) {
+			nx_lsync w;
+			memset(&w, 0, sizeof w);
+			for (int q = 0; q < x->nql; q++)
+				w.s[x->ql[q]] = x->base_l[q] + (u ? u + 2 : 1);
+			for (int q = 0; q < x->nqs_res; q++)
+				w.s[x->qs[q]] = x->base_s[q] + u + 1;
+			nx_l_wait(L, NX_ENG_PE, &w);
+		}
 		if (lj) {
 			nx_l_loop(L, NX_ENG_PE, x->gb);
 			nx_l_loop(L, NX_ENG_ACT, x->gb);
@@ -414,7 +441,7 @@ static void sd_step(sd *x, int par, int64_t sidx)
 			nx_ap st, mv;
 			int64_t rb = x->G * (x->side ? x->nt : x->mt);
 			if (x->side == 0) { /* stationary: resident A^T; moving: S */
-				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->r_off + (k0 * rb + u * x->gb * x->mt) * x->ea, 1, s1, cm);
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->mt) * x->ea, 1, s1, cm);
 				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
 				if (lj)
 					st.loop_stride[dj] = x->mt * x->ea;
@@ -422,7 +449,7 @@ static void sd_step(sd *x, int par, int64_t sidx)
 					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
 			} else { /* stationary: S (A^T tile); moving: resident B */
 				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
-				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->r_off + (k0 * rb + u * x->gb * x->nt) * x->eb, 1, s1, cn);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->nt) * x->eb, 1, s1, cn);
 				if (lj)
 					mv.loop_stride[dj] = x->nt * x->eb;
 				if (!first)
@@ -457,6 +484,8 @@ static void sd_step(sd *x, int par, int64_t sidx)
 			nx_l_endloop(L, NX_ENG_ACT);
 		}
 	}
+	if (first)
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp - 1);
 	/* ---- POOL: store O[par] once ACT evacuated the step's tiles */
 	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->G);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
@@ -466,14 +495,14 @@ static void sd_step(sd *x, int par, int64_t sidx)
 		int64_t N = x->N, eo = x->eo;
 		int32_t hs[2] = {(int32_t)(x->side ? x->nt : x->mt * N), 1}, ss[2] = {(int32_t)x->nt, 1};
 		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
-		int64_t m0 = x->side ? sidx * x->mt : 0, n0 = x->side ? 0 : sidx * x->nt;
-		int64_t hoff = x->out->buf->off + (m0 * N + n0) * eo;
+		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
+		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
 		int64_t lso[2], lss[2] = {0, 0};
 		if (x->Bt > 1)
 			lso[0] = x->M * N * eo;
 		else
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
-		lso[1] = x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
+		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
 		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, x->mt, hs, ss, cn, x->o_off[par], lso,
 		          lss, (int)eo, &x->stores);
 	}
@@ -482,39 +511,55 @@ static void sd_step(sd *x, int par, int64_t sidx)
 static void sd_block(sd *x)
 {
 	nx_lower *L = x->L;
-	/* POOL: the previous block's tiles are evacuated (and stored: program order) */
-	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-	sd_resident(x);
-	/* PE: the resident block has arrived on every queue (store queues: after
-	 * the stores POOL issued before it) */
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
-	for (int q = 0; q < x->nql; q++)
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
-	for (int q = 0; q < x->nqs_res; q++)
-		nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_L);
-	/* ACT: counts the resident piece on the store queues; with an odd step
-	 * count the parity restarts, so every earlier store must be done */
-	if (x->nqs_res)
-		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, 1);
-	if (x->NS % 2 && x->NB * x->Bt > 1)
-		for (int q = 0; q < x->nqs; q++)
-			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
-	int64_t pairs = x->NS / 2;
+	int64_t nsteps = x->bstep ? x->Bt : x->NS;
+	if (!x->bstep) {
+		/* SP and POOL: the previous block's matmuls are done (POOL: its
+		 * tiles are evacuated, and stored: program order) */
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+		sd_resident(x, 0, 0, 0, x->rp > 1 ? 1 : x->rp, 1);
+		sd_resident(x, 0, 0, 0, x->rp, 2);
+		/* PE: the resident block has arrived on every queue (store queues:
+		 * after the stores POOL issued before it); in pieces: per group in
+		 * the first step */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+		if (x->rp == 1) {
+			for (int q = 0; q < x->nql; q++)
+				nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+			for (int q = 0; q < x->nqs_res; q++)
+				nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_L);
+		}
+		/* ACT: counts the resident pieces on the store queues; with an odd
+		 * step count the parity restarts, so every earlier store must be done */
+		if (x->nqs_res)
+			nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->rp);
+		if (x->NS % 2 && x->NB * x->Bt > 1)
+			for (int q = 0; q < x->nqs; q++)
+				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+	}
+	/* steps s0.. in pairs (parity p0, 1 - p0), the odd one last */
+	int64_t s0 = 0;
+	int p0 = 0;
+	if (x->rp > 1) {
+		sd_step(x, 0, 0, true);
+		s0 = 1, p0 = 1;
+	}
+	int64_t pairs = (nsteps - s0) / 2;
 	if (pairs > 0) {
 		bool lp = pairs > 1;
 		if (lp) {
 			loop4(x->L, pairs);
 			x->lv_s = L->s[NX_ENG_SP].depth - 1;
 		}
-		sd_step(x, 0, 0);
-		sd_step(x, 1, 1);
+		sd_step(x, p0, s0, false);
+		sd_step(x, 1 - p0, s0 + 1, false);
 		if (lp) {
 			endloop4(x->L);
 			x->lv_s = -1;
 		}
 	}
-	if (x->NS % 2)
-		sd_step(x, 0, x->NS - 1);
+	if ((nsteps - s0) % 2)
+		sd_step(x, p0, nsteps - 1, false);
 }
 
 /* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
@@ -567,15 +612,23 @@ static bool sd_plan(nx_lower *L, sd *x)
 				int64_t gb = nx_l_div_le(G, banks);
 				if (G / gb > 4 || (x->Bt > 1 && G != RT))
 					continue;
-				int64_t bytes = al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) + 2 * al64(G * nt * x->eo);
+				bool once = x->Bt == 1 && G == RT;
+				/* batches as steps when a batch is one step: R double-buffered too */
+				bool bstep = x->Bt > 1 && ST == 1;
+				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
+				                2 * al64(G * nt * x->eo);
 				if (bytes + 128 > L->sbuf_half)
 					continue;
 				int nql = kt < SQ ? (int)kt : SQ, nqs = mt < SQ ? (int)mt : SQ;
 				int nres = kt >= nql + nqs ? nql + nqs : nql;
-				double pe = (double)G * x->KT * mm_est(t, mt, nt, side ? x->B->dt : x->B->dt);
+				/* PE: the matmuls, a loop step each, ~6 control instructions
+				 * per tile (register, wait, signal, loops), a wait per queue per step */
+				double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
+				double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
 				double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
 				double st = dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqs);
-				double ev = G * (64.0 + 60 + nt) / t->freq_ghz[NX_ENG_ACT];
+				double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+				            t->freq_ghz[NX_ENG_ACT];
 				double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
 				double step = pe;
 				if (ld > step)
@@ -584,12 +637,21 @@ static bool sd_plan(nx_lower *L, sd *x)
 					step = st;
 				if (ev > step)
 					step = ev;
-				double nb = (double)x->Bt * (RT / G);
-				double tot = nb * (res + (double)ST * step) + st + ld;
+				double nb = (double)x->Bt * (RT / G), tot;
+				if (bstep) {
+					double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
+					tot = (double)x->Bt * (lr > step ? lr : step) + st + lr;
+				} else if (once && G / gb > 1) {
+					/* in pieces: the first step overlaps the resident load */
+					tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st + ld;
+				} else {
+					tot = nb * (res + (double)ST * step) + st + ld;
+				}
 				if (!found || tot < best) {
 					found = true, best = tot;
 					c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
 					c.nql = nql, c.nqs = nqs;
+					c.bstep = bstep;
 					*x = c;
 				}
 			}
@@ -603,14 +665,15 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
-	int64_t bytes = rbytes + 2 * sbytes + 2 * obytes, base;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes, base;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
 		return rc;
 	L->st.flops += 2.0 * (double)x->Bt * (double)x->M * (double)x->N * (double)x->K;
-	x->r_off = base;
-	x->s_off[0] = base + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
+	x->r_off[0] = base;
+	x->r_off[1] = base + (x->bstep ? rbytes : 0);
+	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
@@ -619,11 +682,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->ql[q] = nx_l_queue(L, NX_ENG_SP);
 	for (int q = 0; q < x->nqs; q++)
 		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
-	bool res_pool = x->kt >= x->nql + x->nqs;
-	if (!res_pool)
-		x->nqs_res = 0;
-	else
-		x->nqs_res = x->nqs;
+	/* the resident block also loads over the store queues (one partition
+	 * range each) unless the batches are the steps */
+	x->nqs_res = !x->bstep && x->kt >= x->nql + x->nqs ? x->nqs : 0;
+	/* loaded once: in pieces per tile group, so the first step starts early */
+	x->rp = !x->bstep && x->NB * x->Bt == 1 && x->U > 1 ? x->U : 1;
 	x->lv_o = x->lv_s = -1;
 	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
 	nx_l_plan_kernel(L, "dot-loop");
@@ -632,13 +695,21 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          nx_dtype_names[x->out->dt]);
 	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
 	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
-	nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
-	          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS, (long long)x->G,
-	          (long long)x->U, (long long)x->gb, (long long)x->KT);
+	if (x->bstep)
+		nx_l_plan(L, "loops", "step = batch %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+		          (long long)x->Bt, (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
+	else
+		nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+		          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS,
+		          (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
 	nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
 	          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
-	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,
-	          (long long)(x->G * rw), x->Bt > 1 ? "batch" : "block", sn, (long long)x->K, (long long)sw);
+	char pieces[48] = "";
+	if (x->rp > 1)
+		snprintf(pieces, sizeof pieces, " in %lld pieces", (long long)x->rp);
+	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s%s%s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,
+	          (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
+	          x->nqs_res ? " over load and store queues" : "", pieces, sn, (long long)x->K, (long long)sw);
 	nx_l_mem(L, "psum", "half %d, %lld banks rotating", ph, (long long)x->gb);
 
 	for (int k = 0; k < 4; k++)
@@ -677,7 +748,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		e0.s[x->qs[q]] = x->base_s[q];
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 
-	int64_t nout = x->Bt > 1 ? x->Bt : x->NB;
+	int64_t nout = x->bstep ? 1 : x->Bt > 1 ? x->Bt : x->NB;
 	if (nout > 1) {
 		loop4(L, nout);
 		x->lv_o = L->s[NX_ENG_SP].depth - 1;

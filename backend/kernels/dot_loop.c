@@ -293,6 +293,7 @@ typedef struct sd {
 	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
 	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
 	int64_t rp;   /* resident pieces per queue (one per tile group when loaded once) */
+	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
 	int ql[SQ], nql, qs[SQ], nqs, nqs_res; /* nqs_res: store queues that also load the resident block */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
@@ -369,9 +370,9 @@ static void sd_resident(sd *x, int par, int64_t bat, int64_t u0, int64_t u1, int
 		}
 }
 
-/* first: the step right after a resident block loaded in rp pieces (SP
+/* peel: the step right after a resident block loaded in rp pieces (SP
  * issues pieces 1.. after this step's tile; PE waits per group) */
-static void sd_step(sd *x, int par, int64_t sidx, bool first)
+static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
@@ -383,17 +384,19 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 	if (x->bstep)
 		sd_resident(x, par, bat, 0, 1, 1);
 	int64_t sw = x->side ? x->mt : x->nt;
+	/* this step's tile: mrow x ncol (the streamed side may be ragged) */
+	int64_t mrow = x->side ? ssz : x->mt, ncol = x->side ? x->nt : ssz;
 	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
 	{
 		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
-		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)sw};
+		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)ssz};
 		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
 		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es};
 		int64_t lss[2] = {0, 0};
 		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
-	if (first)
+	if (peel)
 		sd_resident(x, 0, 0, 1, x->rp, 1);
 	/* ---- PE: the step's loads (and the block's resident load before) */
 	nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->bstep ? 2 : 1);
@@ -409,7 +412,7 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 		bool lj = x->gb > 1;
 		/* resident loaded in pieces: the first step waits for group u's
 		 * (SP queues: piece 0, this step's tile, pieces 1..) */
-		if (first) {
+		if (peel) {
 			nx_lsync w;
 			memset(&w, 0, sizeof w);
 			for (int q = 0; q < x->nql; q++)
@@ -435,9 +438,9 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 			int dk = L->s[NX_ENG_PE].depth - 1;
 			nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
 			mm->flags = first ? NX_IF_START : 0;
-			uint32_t cm[1] = {(uint32_t)x->mt}, cn[1] = {(uint32_t)x->nt};
+			uint32_t cm[1] = {(uint32_t)mrow}, cn[1] = {(uint32_t)ncol};
 			int64_t k0 = first ? 0 : 1;
-			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)x->mt, x->pbase, 1, s1, cn);
+			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
 			nx_ap st, mv;
 			int64_t rb = x->G * (x->side ? x->nt : x->mt);
 			if (x->side == 0) { /* stationary: resident A^T; moving: S */
@@ -469,9 +472,9 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
 		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
 		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
-		uint32_t cn[1] = {(uint32_t)x->nt};
-		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)x->mt, x->o_off[par] + u * x->gb * x->nt * x->eo, 1, s1, cn);
-		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)x->mt, x->pbase, 1, s1, cn);
+		uint32_t cn[1] = {(uint32_t)ncol};
+		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + u * x->gb * x->nt * x->eo, 1, s1, cn);
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
 		if (lj) {
 			int da = L->s[NX_ENG_ACT].depth - 1;
 			cp->ap[0].loop_stride[da] = x->nt * x->eo;
@@ -484,7 +487,7 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 			nx_l_endloop(L, NX_ENG_ACT);
 		}
 	}
-	if (first)
+	if (peel)
 		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp - 1);
 	/* ---- POOL: store O[par] once ACT evacuated the step's tiles */
 	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->G);
@@ -494,7 +497,7 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 		 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
 		int64_t N = x->N, eo = x->eo;
 		int32_t hs[2] = {(int32_t)(x->side ? x->nt : x->mt * N), 1}, ss[2] = {(int32_t)x->nt, 1};
-		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
+		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)ncol};
 		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
 		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
 		int64_t lso[2], lss[2] = {0, 0};
@@ -503,7 +506,7 @@ static void sd_step(sd *x, int par, int64_t sidx, bool first)
 		else
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, x->mt, hs, ss, cn, x->o_off[par], lso,
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
 		          lss, (int)eo, &x->stores);
 	}
 }
@@ -537,29 +540,34 @@ static void sd_block(sd *x)
 			for (int q = 0; q < x->nqs; q++)
 				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
 	}
-	/* steps s0.. in pairs (parity p0, 1 - p0), the odd one last */
-	int64_t s0 = 0;
-	int p0 = 0;
+	/* steps in pairs (parity p, 1 - p) after the peeled first one, then the
+	 * odd one, then the ragged one (the parities continue) */
+	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0), s0 = 0;
+	int p = 0;
 	if (x->rp > 1) {
-		sd_step(x, 0, 0, true);
-		s0 = 1, p0 = 1;
+		sd_step(x, 0, 0, true, nfull > 0 ? sw : x->srag);
+		s0 = 1, p = 1;
 	}
-	int64_t pairs = (nsteps - s0) / 2;
+	int64_t pairs = nfull > s0 ? (nfull - s0) / 2 : 0;
 	if (pairs > 0) {
 		bool lp = pairs > 1;
 		if (lp) {
 			loop4(x->L, pairs);
 			x->lv_s = L->s[NX_ENG_SP].depth - 1;
 		}
-		sd_step(x, p0, s0, false);
-		sd_step(x, 1 - p0, s0 + 1, false);
+		sd_step(x, p, s0, false, sw);
+		sd_step(x, 1 - p, s0 + 1, false, sw);
 		if (lp) {
 			endloop4(x->L);
 			x->lv_s = -1;
 		}
 	}
-	if ((nsteps - s0) % 2)
-		sd_step(x, p0, nsteps - 1, false);
+	if (nfull > s0 && (nfull - s0) % 2) {
+		sd_step(x, p, nfull - 1, false, sw);
+		p = 1 - p;
+	}
+	if (x->srag && nsteps - 1 >= s0)
+		sd_step(x, p, nsteps - 1, false, x->srag);
 }
 
 /* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
@@ -585,25 +593,40 @@ static int64_t even_tile(int64_t n, int64_t cap)
 static bool sd_plan(nx_lower *L, sd *x)
 {
 	const nx_target *t = L->t;
-	int64_t mt = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
-	if (!mt || !kt)
+	int64_t mte = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
+	if (!kt)
 		return false;
-	x->mt = mt, x->kt = kt, x->KT = x->K / kt;
+	x->kt = kt, x->KT = x->K / kt;
 	int64_t bank = t->psum_bank_bytes, banks = t->psum_banks / 2;
 	double best = 0;
 	bool found = false;
 	sd c = *x;
 	for (int side = 0; side < 2; side++)
 		for (int64_t ntc = t->matmul_max_n; ntc >= 64; ntc /= 2) {
-			int64_t nt = even_tile(x->N, ntc);
-			if (!nt || (ntc < t->matmul_max_n && nt != ntc))
+			/* the resident axis needs even tiles; the streamed one may end
+			 * in a ragged step (full tiles otherwise) */
+			int64_t nt = even_tile(x->N, ntc), mt = mte, srag = 0;
+			if (nt && ntc < t->matmul_max_n && nt != ntc)
 				continue;
+			if (side == 0) {
+				if (!mt || (!nt && ntc < t->matmul_max_n))
+					continue;
+				if (!nt)
+					nt = ntc, srag = x->N % ntc;
+			} else {
+				if (!nt)
+					continue;
+				if (!mt)
+					mt = t->pe_cols, srag = x->M % mt;
+				if (srag && srag < SQ)
+					continue;
+			}
 			if (nt * 4 > bank)
 				continue;
-			c.side = side, c.nt = nt;
+			c.side = side, c.nt = nt, c.mt = mt, c.srag = srag;
 			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
 			int64_t rw = side ? nt : mt, sw = side ? mt : nt;
-			int64_t RT = (side ? x->N : x->M) / rw, ST = (side ? x->M : x->N) / sw;
+			int64_t RT = (side ? x->N : x->M) / rw, ST = ((side ? x->M : x->N) + sw - 1) / sw;
 			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
 			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
 			for (int64_t G = RT < 16 ? RT : 16; G >= 1; G--) {
@@ -614,7 +637,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 					continue;
 				bool once = x->Bt == 1 && G == RT;
 				/* batches as steps when a batch is one step: R double-buffered too */
-				bool bstep = x->Bt > 1 && ST == 1;
+				bool bstep = x->Bt > 1 && ST == 1 && !srag;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
 				                2 * al64(G * nt * x->eo);
 				if (bytes + 128 > L->sbuf_half)

@@ -279,7 +279,7 @@ static void endloop4(nx_lower *L)
  * side 0: R = A^T (tiles along M), S = B tiles [K, nt]; side 1: R = B
  * (tiles along N), S = A^T tiles [K, mt]. A cost model over the target's
  * DMA and PE rates picks side, nt and G. */
-enum { S_SP_PE, S_PE_T, S_PE_L, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_S, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
 enum { SQ = 8 };
 
 typedef struct sd {
@@ -403,9 +403,9 @@ static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 	for (int q = 0; q < x->nql; q++)
 		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
 	/* ---- ACT: O[par] is free once the store of the step before the last is done */
-	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, 1);
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->U);
 	for (int q = 0; q < x->nqs; q++)
-		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2, S_ACT_ST);
+		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * x->U, S_ACT_ST);
 	int32_t s1[1] = {1};
 	int64_t roff = x->r_off[x->bstep ? par : 0];
 	for (int64_t u = 0; u < x->U; u++) {
@@ -489,25 +489,28 @@ static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 	}
 	if (peel)
 		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp - 1);
-	/* ---- POOL: store O[par] once ACT evacuated the step's tiles */
-	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->G);
-	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-	{
+	/* PE counts the stores on the store queues (their resident pieces) */
+	if (x->nqs_res)
+		nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->U);
+	/* ---- POOL: store each tile group of O[par] once ACT evacuated it */
+	for (int64_t u = 0; u < x->U; u++) {
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
 		/* side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 		 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
-		int64_t N = x->N, eo = x->eo;
-		int32_t hs[2] = {(int32_t)(x->side ? x->nt : x->mt * N), 1}, ss[2] = {(int32_t)x->nt, 1};
-		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)ncol};
+		int64_t N = x->N, eo = x->eo, tstep = x->side ? x->nt : x->mt * N;
+		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
+		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
 		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
-		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
+		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0 + u * x->gb * tstep) * eo;
 		int64_t lso[2], lss[2] = {0, 0};
 		if (x->Bt > 1)
 			lso[0] = x->M * N * eo;
 		else
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
-		          lss, (int)eo, &x->stores);
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn,
+		          x->o_off[par] + u * x->gb * x->nt * eo, lso, lss, (int)eo, &x->stores);
 	}
 }
 
@@ -526,11 +529,13 @@ static void sd_block(sd *x)
 		 * after the stores POOL issued before it); in pieces: per group in
 		 * the first step */
 		nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+		if (x->nqs_res)
+			nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->rp);
 		if (x->rp == 1) {
 			for (int q = 0; q < x->nql; q++)
 				nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
 			for (int q = 0; q < x->nqs_res; q++)
-				nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_L);
+				nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_S);
 		}
 		/* ACT: counts the resident pieces on the store queues; with an odd
 		 * step count the parity restarts, so every earlier store must be done */
@@ -649,7 +654,8 @@ static bool sd_plan(nx_lower *L, sd *x)
 				double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
 				double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
 				double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
-				double st = dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqs);
+				/* stores: one per tile group of gb tiles */
+				double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs), st = (double)(G / gb) * st1;
 				double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
 				            t->freq_ghz[NX_ENG_ACT];
 				double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
@@ -663,12 +669,12 @@ static bool sd_plan(nx_lower *L, sd *x)
 				double nb = (double)x->Bt * (RT / G), tot;
 				if (bstep) {
 					double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
-					tot = (double)x->Bt * (lr > step ? lr : step) + st + lr;
+					tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
 				} else if (once && G / gb > 1) {
 					/* in pieces: the first step overlaps the resident load */
-					tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st + ld;
+					tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st1 + ld;
 				} else {
-					tot = nb * (res + (double)ST * step) + st + ld;
+					tot = nb * (res + (double)ST * step) + st1 + ld;
 				}
 				if (!found || tot < best) {
 					found = true, best = tot;
@@ -752,6 +758,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
+	if (x->nqs_res)
+		nx_l_setreg(L, NX_ENG_PE, S_PE_S, 0);
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);
 	nx_l_setreg(L, NX_ENG_POOL, S_POOL_ACT, 0);

@@ -280,7 +280,7 @@ static void endloop4(nx_lower *L)
  * (tiles along N), S = A^T tiles [K, mt]. A cost model over the target's
  * DMA and PE rates picks side, nt and G. */
 enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_S, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
-enum { SQ = 8 };
+enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct sd {
 	nx_lower *L;
@@ -623,7 +623,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 					continue;
 				if (!mt)
 					mt = t->pe_cols, srag = x->M % mt;
-				if (srag && srag < SQ)
+				if (srag && srag < SQS)
 					continue;
 			}
 			if (nt * 4 > bank)
@@ -647,41 +647,48 @@ static bool sd_plan(nx_lower *L, sd *x)
 				                2 * al64(G * nt * x->eo);
 				if (bytes + 128 > L->sbuf_half)
 					continue;
-				int nql = kt < SQ ? (int)kt : SQ, nqs = mt < SQ ? (int)mt : SQ;
-				int nres = kt >= nql + nqs ? nql + nqs : nql;
-				/* PE: the matmuls, a loop step each, ~6 control instructions
-				 * per tile (register, wait, signal, loops), a wait per queue per step */
-				double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
-				double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
-				double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
-				/* stores: one per tile group of gb tiles */
-				double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs), st = (double)(G / gb) * st1;
-				double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
-				            t->freq_ghz[NX_ENG_ACT];
-				double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
-				double step = pe;
-				if (ld > step)
-					step = ld;
-				if (st > step)
-					step = st;
-				if (ev > step)
-					step = ev;
-				double nb = (double)x->Bt * (RT / G), tot;
-				if (bstep) {
-					double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
-					tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
-				} else if (once && G / gb > 1) {
-					/* in pieces: the first step overlaps the resident load */
-					tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st1 + ld;
-				} else {
-					tot = nb * (res + (double)ST * step) + st1 + ld;
-				}
-				if (!found || tot < best) {
-					found = true, best = tot;
-					c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
-					c.nql = nql, c.nqs = nqs;
-					c.bstep = bstep;
-					*x = c;
+				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
+				 * with small stores, loads over 15 queues and stores on one */
+				for (int wide = 0; wide < 2; wide++) {
+					int nqs = wide ? 1 : (mt < SQS ? (int)mt : SQS);
+					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
+					if (wide && nql <= SQS)
+						continue;
+					int nres = kt >= nql + nqs ? nql + nqs : nql;
+					/* PE: the matmuls, a loop step each, ~6 control instructions
+					 * per tile (register, wait, signal, loops), a wait per queue per step */
+					double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
+					double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
+					double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
+					/* stores: one per tile group of gb tiles */
+					double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs), st = (double)(G / gb) * st1;
+					double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+					            t->freq_ghz[NX_ENG_ACT];
+					double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
+					double step = pe;
+					if (ld > step)
+						step = ld;
+					if (st > step)
+						step = st;
+					if (ev > step)
+						step = ev;
+					double nb = (double)x->Bt * (RT / G), tot;
+					if (bstep) {
+						double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
+						tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
+					} else if (once && G / gb > 1) {
+						/* in pieces: the first step overlaps the resident load */
+						tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st1 + ld;
+					} else {
+						tot = nb * (res + (double)ST * step) + st1 + ld;
+					}
+					if (!found || tot < best) {
+						found = true, best = tot;
+						c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
+						c.nql = nql, c.nqs = nqs;
+						c.bstep = bstep;
+						*x = c;
+					}
 				}
 			}
 		}
@@ -707,8 +714,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
-	for (int q = 0; q < x->nql; q++)
-		x->ql[q] = nx_l_queue(L, NX_ENG_SP);
+	for (int q = 0; q < x->nql; q++) /* SP issues every load, on either side's queues */
+		x->ql[q] = nx_l_queue(L, q < SQS ? NX_ENG_SP : NX_ENG_POOL);
 	for (int q = 0; q < x->nqs; q++)
 		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
 	/* the resident block also loads over the store queues (one partition

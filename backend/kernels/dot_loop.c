@@ -762,6 +762,14 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->base_s[q] = L->qcount[x->qs[q]];
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
+	/* SP loading on POOL-side queues: the semaphore counts assume one
+	 * issuing engine per queue at a time, so SP first waits for everything
+	 * earlier on them (and POOL waits for SP's loads at the end) */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int q = SQS; q < x->nql; q++)
+		bq.s[x->ql[q]] = x->base_l[q];
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
@@ -795,6 +803,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (nout > 1)
 		endloop4(L);
 
+	for (int q = SQS; q < x->nql; q++)
+		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
+	nx_l_wait(L, NX_ENG_POOL, &bq);
 	nx_l_max(&x->A->buf->war, &x->loads);
 	nx_l_max(&x->B->buf->war, &x->loads);
 	nx_l_max(&x->out->buf->written, &x->stores);

@@ -337,7 +337,7 @@ nx_lsync nx_l_transpose_sbuf(nx_lower *L, nx_dtype sdt, int64_t src, nx_dtype dd
 int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N);
 /* Operand v as matrices: rows = its dims a[], cols = dims b[] (merged);
  * false when they do not merge into one stride each. */
-bool nx_l_dot_mat(const nx_lval *v, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m);
+bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m);
 /* M, N and the M tile of a dot without batch dims that the unrolled kernel
  * takes (false otherwise) */
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);

@@ -703,9 +703,9 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			dim[side][0] *= pv.shape->dims[ra[k]];
 		for (int k = 0; k < nca; k++)
 			dim[side][1] *= pv.shape->dims[ca[k]];
-		/* a deferred transpose: its view spans the batch dims too, so with
-		 * batch dims it is copied here (as the transpose would have been) */
-		if ((V[side]->tsrc && nb > 0) || !nx_l_dot_mat(&pv, ra, nra, ca, nca, &mat[side])) {
+		/* the operand's view (a deferred transpose's too) when its batch,
+		 * row and column dims each merge into one stride */
+		if (!nx_l_dot_mat(V[side], nb, ra, nra, ca, nca, &mat[side])) {
 			/* materialize [batch, rows, cols] */
 			nx_lview w = nx_l_view_of(V[side]), p = w;
 			int r = 0;
@@ -716,12 +716,8 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			for (int k = 0; k < nca; k++, r++)
 				p.dims[r] = w.dims[nb + ca[k]], p.stride[r] = w.stride[nb + ca[k]];
 			made[side] = nx_l_newval(L, V[side]->shape);
-			nx_lview d = p;
-			d.buf = made[side]->buf, d.dt = made[side]->dt, d.off = 0;
-			int64_t st = 1;
-			for (int k = r - 1; k >= 0; k--)
-				d.stride[k] = st, st *= d.dims[k];
-			nx_status rc2 = copy(L, &p, &d);
+			p.rank = r;
+			nx_status rc2 = nx_l_copy_view(L, &p, made[side]); /* split over the queues when large */
 			if (rc2)
 				return rc2;
 			memset(&mat[side], 0, sizeof mat[side]);
@@ -729,8 +725,8 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			mat[side].dt = made[side]->dt;
 			mat[side].sr = dim[side][1];
 			mat[side].sc = 1;
+			mat[side].sb = nx_shape_elems(pv.shape);
 		}
-		mat[side].sb = nx_shape_elems(pv.shape);
 	}
 	NX_ASSERT(dim[0][1] == dim[1][0]);
 	nx_status rc2 = nx_l_dot_loop(L, &mat[0], &mat[1], out, Bt, dim[0][0], dim[0][1], dim[1][1]);

@@ -61,15 +61,21 @@ static nx_status matrix(nx_lower *L, nx_lval *v, const int64_t *a, int na, const
 	return NX_OK;
 }
 
-bool nx_l_dot_mat(const nx_lval *v, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m)
+bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m)
 {
-	nx_lview w = nx_l_view_of(v);
-	int64_t rows, cols;
+	nx_lview w = nx_l_view_of(v), s = w;
+	int64_t bi[NX_MAX_RANK], rows, cols, bc;
+	s.rank = w.rank - nbatch;
+	for (int k = 0; k < s.rank; k++)
+		s.dims[k] = w.dims[k + nbatch], s.stride[k] = w.stride[k + nbatch];
+	for (int k = 0; k < nbatch; k++)
+		bi[k] = k;
 	memset(m, 0, sizeof *m);
-	if (!merge(&w, a, na, &rows, &m->sr) || !merge(&w, b, nb, &cols, &m->sc))
+	if (!merge(&w, bi, nbatch, &bc, &m->sb) || !merge(&s, a, na, &rows, &m->sr) || !merge(&s, b, nb, &cols, &m->sc))
 		return false;
 	m->buf = w.buf;
 	m->dt = v->dt;
+	m->off = w.off;
 	return true;
 }
 

@@ -250,6 +250,575 @@ static int64_t al64(int64_t x)
 	return (x + 63) & ~(int64_t)63;
 }
 
+static void loop4(nx_lower *L, int64_t n)
+{
+	for (int k = 0; k < 4; k++)
+		nx_l_loop(L, engs[k], n);
+}
+
+static void endloop4(nx_lower *L)
+{
+	for (int k = 0; k < 4; k++)
+		nx_l_endloop(L, engs[k]);
+}
+
+
+/* ------------------------------------------------ stationary schedule
+ * The schedule used when the tiles divide the operands evenly and a whole
+ * K extent fits SBUF (docs/lowering.md, "dot-loop: stationary reuse"):
+ *
+ *   for each outer block (a batch, or a block of resident tiles):
+ *     load the resident block R [K, G tiles] once (over every load queue);
+ *     for each step (pairs unrolled: buffers alternate by step parity):
+ *       SP loads the streamed tile S [K, one tile] into S[par];
+ *       PE: for the G tiles of the block (groups of gb, one PSUM bank each,
+ *       rotating over gb banks): KT accumulating matmuls, signal;
+ *       ACT evacuates each bank into the step's output block O[par];
+ *       POOL stores O[par] (partition ranges over nqs queues).
+ *
+ * side 0: R = A^T (tiles along M), S = B tiles [K, nt]; side 1: R = B
+ * (tiles along N), S = A^T tiles [K, mt]. A cost model over the target's
+ * DMA and PE rates picks side, nt and G. */
+enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_S, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
+
+typedef struct sd {
+	nx_lower *L;
+	const nx_ldmat *A, *B;
+	nx_lval *out;
+	int side;
+	int64_t Bt, M, K, N, mt, nt, kt, KT;
+	int64_t G, gb, U, NB, NS; /* tiles per block, PSUM banks in rotation, groups; blocks, steps */
+	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
+	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
+	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
+	int64_t rp;   /* resident pieces per queue (one per tile group when loaded once) */
+	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
+	int ql[SQ], nql, qs[SQ], nqs, nqs_res; /* nqs_res: store queues that also load the resident block */
+	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
+	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
+	nx_lsync loads, stores, pe, act;
+} sd;
+
+static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
+{
+	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
+	if (strided)
+		eff *= t->dma_stride_factor;
+	return t->dma_fixed_ns + bytes / nq / (nx_target_dma_queue_gbps(t) * eff);
+}
+
+/* matrix element (r, c) of V at off + r*sr + c*sc: a [K, w] slab with K on
+ * partitions is strided when the w axis is */
+static bool slab_strided(const nx_ldmat *V, int side_of_w, int esz)
+{
+	int64_t s = side_of_w ? V->sc : V->sr;
+	return s * esz > 16;
+}
+
+/* one DMA per queue: partitions [0, np) in nq ranges, each [KT or G, w] */
+static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_dtype dt, int64_t hoff,
+                      int64_t pstride, int64_t np, const int32_t *hs, const int32_t *ss, const uint32_t *cn,
+                      int64_t soff, const int64_t *lso, const int64_t *lss, int esz, nx_lsync *acc)
+{
+	for (int q = 0; q < nq; q++) {
+		int64_t p0 = np * q / nq, p1 = np * (q + 1) / nq;
+		nx_ap h = nx_ap_hbm(dt, hoff + p0 * pstride * esz, (int)(p1 - p0), pstride, 2, hs, cn);
+		nx_ap s = nx_ap_sbuf(dt, (int)p0, (int)(p1 - p0), soff, 2, ss, cn);
+		if (x->lv_o >= 0)
+			h.loop_stride[x->lv_o] = lso[0], s.loop_stride[x->lv_o] = lss[0];
+		if (x->lv_s >= 0)
+			h.loop_stride[x->lv_s] = lso[1], s.loop_stride[x->lv_s] = lss[1];
+		nx_lsync y = load ? nx_l_dma_q(x->L, e, qv[q], s, h) : nx_l_dma_q(x->L, e, qv[q], h, s);
+		nx_l_max(acc, &y);
+	}
+}
+
+/* the resident block of the current outer iteration: SP loads it on the
+ * load queues, POOL on the store queues (after its earlier stores) */
+/* pieces u0..u1-1 of the resident block; who: 1 = SP's queue ranges, 2 = POOL's */
+static void sd_resident(sd *x, int par, int64_t bat, int64_t u0, int64_t u1, int who)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw, pw = rb / x->rp;
+	/* partition k: element stride along K; w: along the resident axis */
+	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
+	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
+	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)pw};
+	int64_t lso = x->Bt > 1 ? V->sb * x->er : rb * sw * x->er;
+	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
+	int nall = x->nql + x->nqs_res;
+	/* partitions split over nall queues: SP takes the first nql ranges;
+	 * rp column pieces in the order PE uses them */
+	for (int64_t u = u0; u < u1; u++)
+		for (int q = 0; q < nall; q++) {
+			int64_t p0 = x->kt * q / nall, p1 = x->kt * (q + 1) / nall;
+			NX_ASSERT(p1 > p0);
+			if (!(who & (q < x->nql ? 1 : 2)))
+				continue;
+			nx_engine e = q < x->nql ? NX_ENG_SP : NX_ENG_POOL;
+			int qq = q < x->nql ? x->ql[q] : x->qs[q - x->nql];
+			nx_ap h = nx_ap_hbm(V->dt, hoff + (p0 * sk + u * pw * sw) * x->er, (int)(p1 - p0), sk, 2, hs, cn);
+			nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par] + u * pw * x->er, 2, ss, cn);
+			if (x->lv_o >= 0)
+				h.loop_stride[x->lv_o] = lso;
+			if (x->bstep && x->lv_s >= 0)
+				h.loop_stride[x->lv_s] = 2 * V->sb * x->er;
+			nx_lsync y = nx_l_dma_q(L, e, qq, s, h);
+			nx_l_max(&x->loads, &y);
+		}
+}
+
+/* peel: the step right after a resident block loaded in rp pieces (SP
+ * issues pieces 1.. after this step's tile; PE waits per group) */
+static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->A : x->B;
+	/* ---- SP: S[par] is free once PE finished the step before the last */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - x->G, S_SP_PE);
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, x->G);
+	/* batch steps: step sidx is batch sidx, with one streamed tile */
+	int64_t bat = x->bstep ? sidx : 0, stl = x->bstep ? 0 : sidx;
+	if (x->bstep)
+		sd_resident(x, par, bat, 0, 1, 1);
+	int64_t sw = x->side ? x->mt : x->nt;
+	/* this step's tile: mrow x ncol (the streamed side may be ragged) */
+	int64_t mrow = x->side ? ssz : x->mt, ncol = x->side ? x->nt : ssz;
+	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
+	{
+		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
+		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)ssz};
+		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
+		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es};
+		int64_t lss[2] = {0, 0};
+		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
+		          x->es, &x->loads);
+	}
+	if (peel)
+		sd_resident(x, 0, 0, 1, x->rp, 1);
+	/* ---- PE: the step's loads (and the block's resident load before) */
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->bstep ? 2 : 1);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+	/* ---- ACT: O[par] is free once the store of the step before the last is done */
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->U);
+	for (int q = 0; q < x->nqs; q++)
+		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * x->U, S_ACT_ST);
+	int32_t s1[1] = {1};
+	int64_t roff = x->r_off[x->bstep ? par : 0];
+	for (int64_t u = 0; u < x->U; u++) {
+		bool lj = x->gb > 1;
+		/* resident loaded in pieces: the first step waits for group u's
+		 * (SP queues: piece 0, this step's tile, pieces 1..) */
+		if (peel) {
+			nx_lsync w;
+			memset(&w, 0, sizeof w);
+			for (int q = 0; q < x->nql; q++)
+				w.s[x->ql[q]] = x->base_l[q] + (u ? u + 2 : 1);
+			for (int q = 0; q < x->nqs_res; q++)
+				w.s[x->qs[q]] = x->base_s[q] + u + 1;
+			nx_l_wait(L, NX_ENG_PE, &w);
+		}
+		if (lj) {
+			nx_l_loop(L, NX_ENG_PE, x->gb);
+			nx_l_loop(L, NX_ENG_ACT, x->gb);
+		}
+		int dj = L->s[NX_ENG_PE].depth - 1;
+		/* PE: the bank is free once ACT evacuated the tile gb before */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - x->gb, S_PE_T);
+		for (int first = 1; first >= 0; first--) {
+			if (!first) {
+				if (x->KT == 1)
+					break;
+				nx_l_loop(L, NX_ENG_PE, x->KT - 1);
+			}
+			int dk = L->s[NX_ENG_PE].depth - 1;
+			nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+			mm->flags = first ? NX_IF_START : 0;
+			uint32_t cm[1] = {(uint32_t)mrow}, cn[1] = {(uint32_t)ncol};
+			int64_t k0 = first ? 0 : 1;
+			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
+			nx_ap st, mv;
+			int64_t rb = x->G * (x->side ? x->nt : x->mt);
+			if (x->side == 0) { /* stationary: resident A^T; moving: S */
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->mt) * x->ea, 1, s1, cm);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
+				if (lj)
+					st.loop_stride[dj] = x->mt * x->ea;
+				if (!first)
+					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
+			} else { /* stationary: S (A^T tile); moving: resident B */
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->nt) * x->eb, 1, s1, cn);
+				if (lj)
+					mv.loop_stride[dj] = x->nt * x->eb;
+				if (!first)
+					st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
+			}
+			if (lj)
+				ps.loop_stride[dj] = x->bank;
+			mm->ap[0] = ps;
+			mm->ap[1] = st;
+			mm->ap[2] = mv;
+			if (!first)
+				nx_l_endloop(L, NX_ENG_PE);
+		}
+		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
+		nx_l_max(&x->pe, &y);
+		/* ACT: evacuate the bank into O[par] with the cast */
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
+		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		uint32_t cn[1] = {(uint32_t)ncol};
+		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + u * x->gb * x->nt * x->eo, 1, s1, cn);
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
+		if (lj) {
+			int da = L->s[NX_ENG_ACT].depth - 1;
+			cp->ap[0].loop_stride[da] = x->nt * x->eo;
+			cp->ap[1].loop_stride[da] = x->bank;
+		}
+		y = nx_l_signal(L, NX_ENG_ACT);
+		nx_l_max(&x->act, &y);
+		if (lj) {
+			nx_l_endloop(L, NX_ENG_PE);
+			nx_l_endloop(L, NX_ENG_ACT);
+		}
+	}
+	if (peel)
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp - 1);
+	/* PE counts the stores on the store queues (their resident pieces) */
+	if (x->nqs_res)
+		nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->U);
+	/* ---- POOL: store each tile group of O[par] once ACT evacuated it */
+	for (int64_t u = 0; u < x->U; u++) {
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+		/* side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
+		 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
+		int64_t N = x->N, eo = x->eo, tstep = x->side ? x->nt : x->mt * N;
+		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
+		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
+		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
+		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0 + u * x->gb * tstep) * eo;
+		int64_t lso[2], lss[2] = {0, 0};
+		if (x->Bt > 1)
+			lso[0] = x->M * N * eo;
+		else
+			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
+		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn,
+		          x->o_off[par] + u * x->gb * x->nt * eo, lso, lss, (int)eo, &x->stores);
+	}
+}
+
+static void sd_block(sd *x)
+{
+	nx_lower *L = x->L;
+	int64_t nsteps = x->bstep ? x->Bt : x->NS;
+	if (!x->bstep) {
+		/* SP and POOL: the previous block's matmuls are done (POOL: its
+		 * tiles are evacuated, and stored: program order) */
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+		sd_resident(x, 0, 0, 0, x->rp > 1 ? 1 : x->rp, 1);
+		sd_resident(x, 0, 0, 0, x->rp, 2);
+		/* PE: the resident block has arrived on every queue (store queues:
+		 * after the stores POOL issued before it); in pieces: per group in
+		 * the first step */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
+		if (x->nqs_res)
+			nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->rp);
+		if (x->rp == 1) {
+			for (int q = 0; q < x->nql; q++)
+				nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+			for (int q = 0; q < x->nqs_res; q++)
+				nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_S);
+		}
+		/* ACT: counts the resident pieces on the store queues; with an odd
+		 * step count the parity restarts, so every earlier store must be done */
+		if (x->nqs_res)
+			nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->rp);
+		if (x->NS % 2 && x->NB * x->Bt > 1)
+			for (int q = 0; q < x->nqs; q++)
+				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+	}
+	/* steps in pairs (parity p, 1 - p) after the peeled first one, then the
+	 * odd one, then the ragged one (the parities continue) */
+	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0), s0 = 0;
+	int p = 0;
+	if (x->rp > 1) {
+		sd_step(x, 0, 0, true, nfull > 0 ? sw : x->srag);
+		s0 = 1, p = 1;
+	}
+	int64_t pairs = nfull > s0 ? (nfull - s0) / 2 : 0;
+	if (pairs > 0) {
+		bool lp = pairs > 1;
+		if (lp) {
+			loop4(x->L, pairs);
+			x->lv_s = L->s[NX_ENG_SP].depth - 1;
+		}
+		sd_step(x, p, s0, false, sw);
+		sd_step(x, 1 - p, s0 + 1, false, sw);
+		if (lp) {
+			endloop4(x->L);
+			x->lv_s = -1;
+		}
+	}
+	if (nfull > s0 && (nfull - s0) % 2) {
+		sd_step(x, p, nfull - 1, false, sw);
+		p = 1 - p;
+	}
+	if (x->srag && nsteps - 1 >= s0)
+		sd_step(x, p, nsteps - 1, false, x->srag);
+}
+
+/* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
+static double mm_est(const nx_target *t, int64_t m, int64_t n, nx_dtype dt)
+{
+	double c = (double)(m < t->mm_min_cycles ? m : t->mm_min_cycles);
+	if ((double)n > c)
+		c = (double)n;
+	if (dt == NX_DT_F32)
+		c *= t->pe_fp32_factor;
+	return c / t->freq_ghz[NX_ENG_PE];
+}
+
+/* the tile of extent n: n itself up to cap, else its largest divisor <= cap
+ * when that is at least cap/4 (0: none) */
+static int64_t even_tile(int64_t n, int64_t cap)
+{
+	int64_t d = nx_l_div_le(n, cap);
+	return d == n || d * 4 >= cap ? d : 0;
+}
+
+/* Plans the stationary schedule; false when it does not apply. */
+static bool sd_plan(nx_lower *L, sd *x)
+{
+	const nx_target *t = L->t;
+	int64_t mte = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
+	if (!kt)
+		return false;
+	x->kt = kt, x->KT = x->K / kt;
+	int64_t bank = t->psum_bank_bytes, banks = t->psum_banks / 2;
+	double best = 0;
+	bool found = false;
+	sd c = *x;
+	for (int side = 0; side < 2; side++)
+		for (int64_t ntc = t->matmul_max_n; ntc >= 64; ntc /= 2) {
+			/* the resident axis needs even tiles; the streamed one may end
+			 * in a ragged step (full tiles otherwise) */
+			int64_t nt = even_tile(x->N, ntc), mt = mte, srag = 0;
+			if (nt && ntc < t->matmul_max_n && nt != ntc)
+				continue;
+			if (side == 0) {
+				if (!mt || (!nt && ntc < t->matmul_max_n))
+					continue;
+				if (!nt)
+					nt = ntc, srag = x->N % ntc;
+			} else {
+				if (!nt)
+					continue;
+				if (!mt)
+					mt = t->pe_cols, srag = x->M % mt;
+				if (srag && srag < SQS)
+					continue;
+			}
+			if (nt * 4 > bank)
+				continue;
+			c.side = side, c.nt = nt, c.mt = mt, c.srag = srag;
+			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
+			int64_t rw = side ? nt : mt, sw = side ? mt : nt;
+			int64_t RT = (side ? x->N : x->M) / rw, ST = ((side ? x->M : x->N) + sw - 1) / sw;
+			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
+			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
+			for (int64_t G = RT < 16 ? RT : 16; G >= 1; G--) {
+				if (RT % G)
+					continue;
+				int64_t gb = nx_l_div_le(G, banks);
+				if (G / gb > 4 || (x->Bt > 1 && G != RT))
+					continue;
+				bool once = x->Bt == 1 && G == RT;
+				/* batches as steps when a batch is one step: R double-buffered too */
+				bool bstep = x->Bt > 1 && ST == 1 && !srag;
+				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
+				                2 * al64(G * nt * x->eo);
+				if (bytes + 128 > L->sbuf_half)
+					continue;
+				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
+				 * with small stores, loads over 15 queues and stores on one */
+				for (int wide = 0; wide < 2; wide++) {
+					int nqs = wide ? 1 : (mt < SQS ? (int)mt : SQS);
+					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
+					if (wide && nql <= SQS)
+						continue;
+					int nres = kt >= nql + nqs ? nql + nqs : nql;
+					/* PE: the matmuls, a loop step each, ~6 control instructions
+					 * per tile (register, wait, signal, loops), a wait per queue per step */
+					double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
+					double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
+					double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
+					/* stores: one per tile group of gb tiles */
+					double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs), st = (double)(G / gb) * st1;
+					double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+					            t->freq_ghz[NX_ENG_ACT];
+					double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
+					double step = pe;
+					if (ld > step)
+						step = ld;
+					if (st > step)
+						step = st;
+					if (ev > step)
+						step = ev;
+					double nb = (double)x->Bt * (RT / G), tot;
+					if (bstep) {
+						double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
+						tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
+					} else if (once && G / gb > 1) {
+						/* in pieces: the first step overlaps the resident load */
+						tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st1 + ld;
+					} else {
+						tot = nb * (res + (double)ST * step) + st1 + ld;
+					}
+					if (!found || tot < best) {
+						found = true, best = tot;
+						c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
+						c.nql = nql, c.nqs = nqs;
+						c.bstep = bstep;
+						*x = c;
+					}
+				}
+			}
+		}
+	return found;
+}
+
+static nx_status sd_emit(nx_lower *L, sd *x)
+{
+	const nx_target *t = L->t;
+	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
+	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
+	int64_t obytes = al64(x->G * x->nt * x->eo);
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes, base;
+	int h;
+	nx_status rc;
+	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
+		return rc;
+	L->st.flops += 2.0 * (double)x->Bt * (double)x->M * (double)x->N * (double)x->K;
+	x->r_off[0] = base;
+	x->r_off[1] = base + (x->bstep ? rbytes : 0);
+	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
+	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
+	int ph = L->pidx++ & 1;
+	x->bank = t->psum_bank_bytes;
+	x->pbase = ph * (t->psum_banks / 2) * x->bank;
+	for (int q = 0; q < x->nql; q++) /* SP issues every load, on either side's queues */
+		x->ql[q] = nx_l_queue(L, q < SQS ? NX_ENG_SP : NX_ENG_POOL);
+	for (int q = 0; q < x->nqs; q++)
+		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
+	/* the resident block also loads over the store queues (one partition
+	 * range each) unless the batches are the steps */
+	x->nqs_res = !x->bstep && x->kt >= x->nql + x->nqs ? x->nqs : 0;
+	/* loaded once: in pieces per tile group, so the first step starts early */
+	x->rp = !x->bstep && x->NB * x->Bt == 1 && x->U > 1 ? x->U : 1;
+	x->lv_o = x->lv_s = -1;
+	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
+	nx_l_plan_kernel(L, "dot-loop");
+	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)x->Bt, (long long)x->M,
+	          (long long)x->K, (long long)x->K, (long long)x->N, nx_dtype_names[x->A->dt], nx_dtype_names[x->B->dt],
+	          nx_dtype_names[x->out->dt]);
+	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
+	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
+	if (x->bstep)
+		nx_l_plan(L, "loops", "step = batch %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+		          (long long)x->Bt, (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
+	else
+		nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+		          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS,
+		          (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
+	nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
+	          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
+	char pieces[48] = "";
+	if (x->rp > 1)
+		snprintf(pieces, sizeof pieces, " in %lld pieces", (long long)x->rp);
+	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s%s%s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,
+	          (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
+	          x->nqs_res ? " over load and store queues" : "", pieces, sn, (long long)x->K, (long long)sw);
+	nx_l_mem(L, "psum", "half %d, %lld banks rotating", ph, (long long)x->gb);
+
+	for (int k = 0; k < 4; k++)
+		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &x->A->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &x->B->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &x->A->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
+	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
+	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
+	for (int q = 0; q < x->nql; q++)
+		x->base_l[q] = L->qcount[x->ql[q]];
+	for (int q = 0; q < x->nqs; q++)
+		x->base_s[q] = L->qcount[x->qs[q]];
+	x->base_pe = L->ecount[NX_ENG_PE];
+	x->base_act = L->ecount[NX_ENG_ACT];
+	/* SP loading on POOL-side queues: the semaphore counts assume one
+	 * issuing engine per queue at a time, so SP first waits for everything
+	 * earlier on them (and POOL waits for SP's loads at the end) */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int q = SQS; q < x->nql; q++)
+		bq.s[x->ql[q]] = x->base_l[q];
+	nx_l_wait(L, NX_ENG_SP, &bq);
+	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
+	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
+	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
+	if (x->nqs_res)
+		nx_l_setreg(L, NX_ENG_PE, S_PE_S, 0);
+	nx_l_setreg(L, NX_ENG_ACT, S_ACT_PE, 0);
+	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);
+	nx_l_setreg(L, NX_ENG_POOL, S_POOL_ACT, 0);
+	/* relative waits see only this kernel's signals: the engines' earlier
+	 * kernels must be complete before */
+	nx_lsync e0;
+	memset(&e0, 0, sizeof e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = x->base_act;
+	nx_l_wait(L, NX_ENG_PE, &e0);
+	nx_l_wait(L, NX_ENG_POOL, &e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = 0;
+	e0.s[NX_LSEM_ENG + NX_ENG_PE] = x->base_pe;
+	nx_l_wait(L, NX_ENG_SP, &e0);
+	nx_l_wait(L, NX_ENG_ACT, &e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_PE] = 0;
+	for (int q = 0; q < x->nqs; q++)
+		e0.s[x->qs[q]] = x->base_s[q];
+	nx_l_wait(L, NX_ENG_ACT, &e0);
+
+	int64_t nout = x->bstep ? 1 : x->Bt > 1 ? x->Bt : x->NB;
+	if (nout > 1) {
+		loop4(L, nout);
+		x->lv_o = L->s[NX_ENG_SP].depth - 1;
+	}
+	sd_block(x);
+	if (nout > 1)
+		endloop4(L);
+
+	for (int q = SQS; q < x->nql; q++)
+		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
+	nx_l_wait(L, NX_ENG_POOL, &bq);
+	nx_l_max(&x->A->buf->war, &x->loads);
+	nx_l_max(&x->B->buf->war, &x->loads);
+	nx_l_max(&x->out->buf->written, &x->stores);
+	nx_l_max(&x->out->buf->war, &x->stores);
+	L->psum_free[ph] = x->act;
+	nx_lsync done = x->stores;
+	nx_l_max(&done, &x->loads);
+	nx_l_max(&done, &x->pe);
+	nx_l_max(&done, &x->act);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}
+
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                         int64_t K, int64_t N)
 {
@@ -266,6 +835,13 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.nt = N < t->matmul_max_n ? N : t->matmul_max_n;
 	x.kt = K < t->pe_rows ? K : t->pe_rows;
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
+	sd sc;
+	memset(&sc, 0, sizeof sc);
+	sc.L = L, sc.A = A, sc.B = B, sc.out = out, sc.Bt = Bt, sc.M = M, sc.K = K, sc.N = N;
+	sc.ea = x.ea, sc.eb = x.eb, sc.eo = x.eo;
+	if (M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
+	    B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX && sd_plan(L, &sc))
+		return sd_emit(L, &sc);
 	int64_t KT = (K + x.kt - 1) / x.kt;
 	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;
 	x.KTb = room / per;

@@ -7,14 +7,14 @@
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
 # take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2, auto-cast none and
-# bf16 for the float-only families (custom, dot_batch, data, conv_*).
+# bf16 for the float-only families (custom, dot_batch, dot_shapes, data, conv_*).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 n=0
 for f in "$NX_ROOT"/tests/e2e/ops/*.hlo; do
 	b=$(basename "$f" .hlo)
 	casts="none"
-	case "$b" in custom | dot_batch | data | conv_*) casts="none bf16" ;; esac
+	case "$b" in custom | dot_batch | dot_shapes | data | conv_*) casts="none bf16" ;; esac
 	for t in trn1 trn2; do
 		for o in -O1 -O2; do
 			for c in $casts; do

@@ -19,7 +19,8 @@ dot() {
 			"$1" "$2" "$6" "$3" "$4" "$2" "$6" "$4" "$5" "$2" "$6" "$3" "$5"
 	fi
 }
-dot d_ragged f32 300 200 1100 0 > "$T/d1.hlo"        # M, N ragged; two K tiles (ragged)
+dot d_ragged f32 293 200 1103 0 > "$T/d1.hlo"        # M, N prime: no even tile, the ragged loop
+dot d_stat bf16 512 384 1536 0 > "$T/d5.hlo"         # stationary: resident A^T, streamed B
 dot d_kblocks bf16 129 9000 131 0 > "$T/d2.hlo"      # K blocks, ragged M
 dot d_batch f32 130 64 200 5 > "$T/d3.hlo"           # batch loop
 cat > "$T/d4.hlo" <<'EOT'
@@ -105,7 +106,7 @@ ENTRY e {
 EOT
 # e1, p1 unfused (the fusion pass would make e1 a one-op fusion-loop)
 opt() { case $1 in e1|p1) echo "--disable-pass fusion" ;; esac; }
-kinds="d1:dot-loop d2:dot-loop d3:dot-loop d4:dot-loop e1:elementwise-loop r1:reduce-loop f1:fused-loop"
+kinds="d1:dot-loop d2:dot-loop d3:dot-loop d4:dot-loop d5:dot-loop e1:elementwise-loop r1:reduce-loop f1:fused-loop"
 kinds="$kinds f2:fused-loop p1:elementwise"
 for kv in $kinds; do
 	k=${kv%%:*} kind=${kv#*:}
@@ -131,9 +132,17 @@ grep -q "in 1 chunks of 5087" "$T/p1.plan" || fail "p1: $(grep tiling "$T/p1.pla
 
 # code size: 16x the volume, the same instructions
 count() { "$NXCC" compile "$1" --target trn1 --no-cache --stats -o "$T/c.neff" | awk '/^instructions/{s+=$3} END{print s}'; }
-dot big f32 1200 200 4400 0 > "$T/big.hlo"
+dot big f32 1172 200 4412 0 > "$T/big.hlo"
 a=$(count "$T/d1.hlo") b=$(count "$T/big.hlo")
 [ "$a" = "$b" ] || fail "dot: $a instructions, $b at 16x the volume"
+# the stationary schedule: its plan (tile groups, pieces) varies with the
+# shape, its size does not grow with the volume (1x, 16x, 256x)
+grep -q "whole K resident" "$T/d5.plan" || fail "d5: not the stationary schedule: $(grep tiling "$T/d5.plan")"
+for s in 1 4 16; do
+	dot st f32 $((256 * s)) 512 $((512 * s)) 0 > "$T/st.hlo"
+	a=$(count "$T/st.hlo")
+	[ "$a" -le 1000 ] || fail "stationary dot at ${s}x${s}: $a instructions"
+done
 sed 's/3000,1031/48000,1031/g' "$T/f1.hlo" > "$T/f16.hlo"
 a=$(count "$T/f1.hlo") b=$(count "$T/f16.hlo")
 [ "$a" = "$b" ] || fail "fused chain: $a instructions, $b at 16x the volume"

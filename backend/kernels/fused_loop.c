@@ -39,6 +39,9 @@ typedef struct fl {
 	int ops[FL_MAX][3];
 	int nops[FL_MAX];
 	nx_lemap m[FL_MAX];
+	int sc[FL_MAX];     /* tensor_scalar from a tensor_tensor: the column operand read as [P, 1] (-1 none, or an immediate) */
+	unsigned em[FL_MAX]; /* engines that may run it */
+	int ncomp;
 	nx_dtype dt[FL_MAX];
 	int64_t off[FL_MAX];
 	int stage[FL_MAX];  /* stage of a computed value */
@@ -82,6 +85,61 @@ static int find(const fl *x, const nx_inst *i)
 		if (x->inst[k] == i)
 			return k;
 	return -1;
+}
+
+/* A tensor_tensor with one broadcast column operand of a float type
+ * becomes a tensor_scalar (half the streamed operands): the constant as
+ * the immediate (its value in the column's type), a parameter's column as
+ * the per-partition scalar [P, 1]. */
+static void to_scalar(fl *x, int v)
+{
+	nx_lemap *m = &x->m[v];
+	if (m->op != NX_I_TENSOR_TENSOR || x->nops[v] != 2 || m->func >= NX_ALU_COUNT ||
+	    (nx_alu_kinds[m->func] != 'a' && nx_alu_kinds[m->func] != 'c') ||
+	    (x->dt[v] != NX_DT_F32 && x->dt[v] != NX_DT_BF16))
+		return;
+	int c0 = x->col[x->ops[v][0]] >= 0, c1 = x->col[x->ops[v][1]] >= 0;
+	if (c0 == c1)
+		return;
+	int col = x->ops[v][c0 ? 0 : 1], src = x->col[col];
+	if (x->dt[col] != x->dt[x->ops[v][c0 ? 1 : 0]])
+		return;
+	m->op = NX_I_TENSOR_SCALAR;
+	m->flags = c0 ? NX_IF_REVERSE : 0;
+	x->ops[v][0] = x->ops[v][c0 ? 1 : 0];
+	x->nops[v] = 1;
+	x->sc[v] = col;
+	if (x->one[src] == -2) { /* a constant: the immediate */
+		uint8_t b[8] = {0};
+		int dt;
+		if (!nx_lower_literal_bytes(x->inst[src]->a.literal, b, &dt) || dt != (int)x->dt[col])
+			return;
+		uint32_t w = dt == NX_DT_BF16 ? (uint32_t)(b[0] | b[1] << 8) << 16
+		                              : (uint32_t)(b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24);
+		memcpy(&m->imm, &w, 4);
+		x->sc[v] = -2;
+	}
+}
+
+static bool isfloat(nx_dtype t)
+{
+	return t <= NX_DT_FP8E5M2;
+}
+
+/* engines that may run value v: the instruction's (isa.def), ACT only for
+ * float arithmetic (its datapath is fp32) */
+static unsigned engines(const fl *x, int v)
+{
+	const nx_lemap *m = &x->m[v];
+	unsigned em = nx_isa_table[m->op].engines & (NX_EM_ACT | NX_EM_DVE | NX_EM_POOL);
+	bool fl = true;
+	for (int j = 0; j < x->nops[v]; j++)
+		fl = fl && isfloat(x->dt[x->ops[v][j]]);
+	if (m->op != NX_I_ACTIVATE &&
+	    (!fl || !isfloat(x->dt[v]) || (m->op == NX_I_TENSOR_SCALAR && x->sc[v] != -2) ||
+	     (m->func < NX_ALU_COUNT && nx_isa_table[m->op].func_kind == NX_F_ALU && nx_alu_kinds[m->func] != 'a')))
+		em &= ~(unsigned)NX_EM_ACT;
+	return em ? em : 1u << m->e;
 }
 
 static bool build(fl *x, const nx_inst *f)
@@ -166,13 +224,11 @@ static bool build(fl *x, const nx_inst *f)
 		x->nops[v] = i->noperands;
 		for (int j = 0; j < i->noperands; j++)
 			x->ops[v][j] = x->alias[find(x, i->operands[j])];
-		/* stages: consecutive instructions on one engine */
-		if (x->nstage == 0 || x->seng[x->nstage - 1] != x->m[v].e) {
-			x->seng[x->nstage] = x->m[v].e;
-			x->sidx[x->nstage] = x->per[x->m[v].e]++;
-			x->nstage++;
-		}
-		x->stage[v] = x->nstage - 1;
+		x->sc[v] = -1;
+		to_scalar(x, v);
+		x->em[v] = engines(x, v);
+		x->stage[v] = 0;
+		x->ncomp++;
 	}
 	x->nout = tup ? root->noperands : 1;
 	for (int k = 0; k < x->nout; k++) {
@@ -185,7 +241,7 @@ static bool build(fl *x, const nx_inst *f)
 	}
 	for (int v = 0; v < x->nv; v++)
 		x->nld += x->param[v] >= 0;
-	return x->nstage > 0 && x->nld > 0;
+	return x->ncomp > 0 && x->nld > 0;
 }
 
 bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
@@ -298,6 +354,8 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			in->ap[0] = tile_ap(x, v, np, tr, b);
 			for (int j = 0; j < x->nops[v]; j++)
 				in->ap[1 + j] = tile_ap(x, x->ops[v][j], np, tr, b);
+			if (x->sc[v] >= 0)
+				in->ap[2] = tile_ap(x, x->sc[v], np, 1, b);
 		}
 		nx_lsync y = nx_l_signal(L, e);
 		nx_l_max(&x->comp, &y);
@@ -333,6 +391,133 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	}
 }
 
+/* time of value v's instruction on engine e for a full tile (the target's
+ * cost model, nx_target_ns) */
+static double cost(const nx_lower *L, const fl *x, int v, nx_engine e)
+{
+	nx_insn in;
+	memset(&in, 0, sizeof in);
+	in.op = (uint16_t)x->m[v].op;
+	in.engine = (uint8_t)e;
+	in.func = (uint8_t)x->m[v].func;
+	in.ap[0] = tile_ap(x, v, 128, x->tr, 0);
+	for (int j = 0; j < x->nops[v]; j++)
+		in.ap[1 + j] = tile_ap(x, x->ops[v][j], 128, x->tr, 0);
+	if (x->sc[v] >= 0)
+		in.ap[2] = tile_ap(x, x->sc[v], 128, 1, 0);
+	return nx_target_ns(L->t, &in);
+}
+
+/* per-tile time of the busiest compute resource: each engine, and on
+ * targets where DVE and POOL share the SBUF port, the two together */
+static double makespan(const nx_lower *L, const double *ld)
+{
+	double m = 0;
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		m = ld[e] > m ? ld[e] : m;
+	if (L->t->dve_pool_share_sbuf && ld[NX_ENG_DVE] + ld[NX_ENG_POOL] > m)
+		m = ld[NX_ENG_DVE] + ld[NX_ENG_POOL];
+	return m;
+}
+
+/* Engine split: the computed values in levels, one engine per level and
+ * each engine in at most one level (so the engines' streams never wait on
+ * each other within a tile and tiles pipeline through the levels); a
+ * value's level is at least its operands'. Every order of up to three of
+ * ACT, DVE and POOL is tried, values placed greedily in program order on
+ * the allowed level that keeps the busiest resource least busy (costs from
+ * the target model); the order with the least busy resource wins. */
+static double assign(const nx_lower *L, fl *x)
+{
+	static const nx_engine eng[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
+	double best = -1;
+	int bseq[3] = {0}, bn = 0, blev[FL_MAX];
+	for (int code = 0; code < 3 + 9 + 27; code++) {
+		int n = code < 3 ? 1 : code < 12 ? 2 : 3, c = code < 3 ? code : code < 12 ? code - 3 : code - 12;
+		int seq[3];
+		for (int k = 0; k < n; k++, c /= 3)
+			seq[k] = c % 3;
+		if ((n > 1 && seq[0] == seq[1]) || (n > 2 && (seq[2] == seq[0] || seq[2] == seq[1])))
+			continue;
+		double ld[NX_ENG_COUNT] = {0};
+		int lev[FL_MAX];
+		bool ok = true;
+		for (int v = 0; v < x->nv && ok; v++) {
+			lev[v] = 0;
+			if (x->stage[v] < 0)
+				continue;
+			int lo = 0;
+			for (int j = 0; j < x->nops[v]; j++)
+				if (x->stage[x->ops[v][j]] >= 0 && lev[x->ops[v][j]] > lo)
+					lo = lev[x->ops[v][j]];
+			int bk = -1;
+			double bm = 0, bc = 0;
+			for (int k = lo; k < n; k++) {
+				nx_engine e = eng[seq[k]];
+				if (!(x->em[v] & (1u << e)))
+					continue;
+				double cc = cost(L, x, v, e);
+				ld[e] += cc;
+				double mk = makespan(L, ld);
+				ld[e] -= cc;
+				if (bk < 0 || mk < bm - 1e-9)
+					bk = k, bm = mk, bc = cc;
+			}
+			if (bk < 0)
+				ok = false;
+			else
+				lev[v] = bk, ld[eng[seq[bk]]] += bc;
+		}
+		double mk = makespan(L, ld);
+		if (ok && (best < 0 || mk < best - 1e-9)) {
+			best = mk, bn = n;
+			memcpy(bseq, seq, sizeof seq);
+			memcpy(blev, lev, sizeof lev);
+		}
+	}
+	if (best < 0) {
+		/* an engine needed twice (ACT, then DVE, then ACT again): the
+		 * instructions' own engines in program order, a stage per run */
+		double ld[NX_ENG_COUNT] = {0};
+		x->nstage = 0;
+		memset(x->per, 0, sizeof x->per);
+		for (int v = 0; v < x->nv; v++) {
+			if (x->stage[v] < 0)
+				continue;
+			nx_engine e = x->m[v].e;
+			if (!(x->em[v] & (1u << e)))
+				e = x->em[v] & NX_EM_DVE ? NX_ENG_DVE : x->em[v] & NX_EM_ACT ? NX_ENG_ACT : NX_ENG_POOL;
+			x->m[v].e = e;
+			ld[e] += cost(L, x, v, e);
+			if (x->nstage == 0 || x->seng[x->nstage - 1] != e) {
+				x->seng[x->nstage] = e;
+				x->sidx[x->nstage] = x->per[e]++;
+				x->nstage++;
+			}
+			x->stage[v] = x->nstage - 1;
+		}
+		return makespan(L, ld);
+	}
+	/* stages: the levels that hold values */
+	int map[3] = {-1, -1, -1};
+	x->nstage = 0;
+	memset(x->per, 0, sizeof x->per);
+	for (int k = 0; k < bn; k++)
+		for (int v = 0; v < x->nv; v++)
+			if (x->stage[v] >= 0 && blev[v] == k && map[k] < 0) {
+				map[k] = x->nstage;
+				x->seng[x->nstage] = eng[bseq[k]];
+				x->sidx[x->nstage] = x->per[eng[bseq[k]]]++;
+				x->nstage++;
+			}
+	for (int v = 0; v < x->nv; v++)
+		if (x->stage[v] >= 0) {
+			x->stage[v] = map[blev[v]];
+			x->m[v].e = eng[bseq[blev[v]]];
+		}
+	return best;
+}
+
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	fl x;
@@ -353,6 +538,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		return nx_l_err(L, "fusion body too wide for SBUF");
 	if (x.n < 128 * x.tr)
 		x.tr = (x.n + 127) / 128;
+	double per_tile = assign(L, &x);
 	int64_t bytes = 0;
 	for (int v = 0; v < x.nv; v++)
 		if (x.alias[v] == v && x.one[v] == -1 && x.col[v] < 0) {
@@ -401,6 +587,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
 	          x.nld * x.kl, st, x.qs[0], x.nout * x.ks);
+	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
 	nx_l_plan(L, "resident", "none");
 
 	bool used[NX_ENG_COUNT] = {false};

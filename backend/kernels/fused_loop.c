@@ -440,8 +440,24 @@ static double assign(const nx_lower *L, fl *x)
 		if ((n > 1 && seq[0] == seq[1]) || (n > 2 && (seq[2] == seq[0] || seq[2] == seq[1])))
 			continue;
 		double ld[NX_ENG_COUNT] = {0};
-		int lev[FL_MAX];
+		int lev[FL_MAX], hi[FL_MAX];
 		bool ok = true;
+		/* the latest level each value may take: its readers must still
+		 * find their engine at or after it */
+		for (int v = 0; v < x->nv; v++)
+			hi[v] = n - 1;
+		for (int u = x->nv - 1; u >= 0 && ok; u--) {
+			if (x->stage[u] < 0)
+				continue;
+			int k = hi[u];
+			while (k >= 0 && !(x->em[u] & (1u << eng[seq[k]])))
+				k--;
+			ok = k >= 0;
+			hi[u] = k;
+			for (int j = 0; j < x->nops[u]; j++)
+				if (hi[x->ops[u][j]] > k)
+					hi[x->ops[u][j]] = k;
+		}
 		for (int v = 0; v < x->nv && ok; v++) {
 			lev[v] = 0;
 			if (x->stage[v] < 0)
@@ -452,7 +468,7 @@ static double assign(const nx_lower *L, fl *x)
 					lo = lev[x->ops[v][j]];
 			int bk = -1;
 			double bm = 0, bc = 0;
-			for (int k = lo; k < n; k++) {
+			for (int k = lo; k <= hi[v]; k++) {
 				nx_engine e = eng[seq[k]];
 				if (!(x->em[v] & (1u << e)))
 					continue;

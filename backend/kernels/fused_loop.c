@@ -534,6 +534,52 @@ static double assign(const nx_lower *L, fl *x)
 	return best;
 }
 
+/* Tile slots shared by values whose lives do not overlap within a tile
+ * (execution order: stage by stage, program order within a stage; an
+ * instruction never writes a slot it reads). Loaded parameters live from
+ * the tile's start, outputs to its end; an output never takes a slot a
+ * parameter was loaded into (the loads of tile i + ND wait only for tile
+ * i's computation, not for its stores). slot[v]: v's slot (-1 none);
+ * returns the count, with each slot's element size in x->off[slot]. */
+static int reuse_slots(fl *x, int *slot)
+{
+	int pos[FL_MAX], last[FL_MAX], ns = 0, p = 0;
+	int64_t esz[FL_MAX];
+	bool loaded[FL_MAX], isout[FL_MAX];
+	for (int v = 0; v < x->nv; v++)
+		pos[v] = -1, last[v] = -1, slot[v] = -1, isout[v] = false;
+	for (int st = 0; st < x->nstage; st++)
+		for (int v = 0; v < x->nv; v++)
+			if (x->stage[v] == st)
+				pos[v] = p++;
+	for (int v = 0; v < x->nv; v++)
+		for (int j = 0; j < x->nops[v]; j++)
+			if (x->stage[v] >= 0 && pos[v] > last[x->ops[v][j]])
+				last[x->ops[v][j]] = pos[v];
+	for (int o = 0; o < x->nout; o++)
+		isout[x->outs[o]] = true, last[x->outs[o]] = p;
+	int freed[FL_MAX]; /* per slot: the position after which it is free, p + 1 taken */
+	for (int q = -1; q < p; q++)
+		for (int v = 0; v < x->nv; v++) {
+			if (x->alias[v] != v || x->one[v] != -1 || x->col[v] >= 0 || pos[v] != q ||
+			    (q < 0 && x->param[v] < 0))
+				continue;
+			int64_t e = nx_dtype_bytes[x->dt[v]];
+			int k = 0;
+			for (; k < ns; k++)
+				if (esz[k] == e && freed[k] < q && !(isout[v] && loaded[k]))
+					break;
+			if (k == ns)
+				esz[ns] = e, loaded[ns] = false, ns++;
+			slot[v] = k;
+			loaded[k] = loaded[k] || q < 0;
+			freed[k] = last[v] < q ? q : last[v];
+		}
+	for (int k = 0; k < ns; k++)
+		x->off[k] = esz[k];
+	return ns;
+}
+
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	fl x;
@@ -555,12 +601,22 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	if (x.n < 128 * x.tr)
 		x.tr = (x.n + 127) / 128;
 	double per_tile = assign(L, &x);
-	int64_t bytes = 0;
+	/* fewer slots, wider tiles */
+	int slot[FL_MAX], ns = reuse_slots(&x, slot);
+	int64_t sper = 0;
+	for (int k = 0; k < ns; k++)
+		sper += x.off[k];
+	room = (L->sbuf_half - 64 * ncol) / ND - 64 * ns;
+	x.tr = room / sper < 2048 ? room / sper : 2048;
+	if (x.n < 128 * x.tr)
+		x.tr = (x.n + 127) / 128;
+	int64_t bytes = 0, soff[FL_MAX];
+	for (int k = 0; k < ns; k++) {
+		soff[k] = bytes;
+		bytes += al64(x.tr * x.off[k]);
+	}
 	for (int v = 0; v < x.nv; v++)
-		if (x.alias[v] == v && x.one[v] == -1 && x.col[v] < 0) {
-			x.off[v] = bytes;
-			bytes += al64(x.tr * nx_dtype_bytes[x.dt[v]]);
-		}
+		x.off[v] = slot[v] >= 0 ? soff[slot[v]] : 0;
 	x.bufb = bytes;
 	bytes *= ND;
 	for (int v = 0; v < x.nv; v++)

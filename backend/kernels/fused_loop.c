@@ -56,6 +56,8 @@ typedef struct fl {
 	int nld, kl, ks;       /* parameters loaded; pieces (partition ranges) per load / store */
 	int ql[FL_MAX], qs[FL_MAX], lv;
 	int qlc[FL_MAX], qsc[FL_MAX]; /* transfers per tile on that queue (1 or 2) */
+	int nql, nqs;          /* entries of ql / qs */
+	bool cat;              /* the loads' (stores') partition rows, all streams one after the other, cut into nql (nqs) equal ranges, one per queue */
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
 } fl;
@@ -278,6 +280,70 @@ static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr, int b)
 /* Depth of the buffer rotation: tile i reuses the buffers of tile i - ND. */
 enum { ND = 2 };
 
+/* The streams' rows of a tile (n streams of np partition rows, one after
+ * the other) cut into nq ranges, range j on queue j: calls f (when given)
+ * for each piece (stream, first row, end row, j). Returns the pieces on
+ * queue q0. */
+static int cat_pieces(int n, int64_t np, int nq, int q0, void (*f)(void *, int, int64_t, int64_t, int), void *ctx)
+{
+	int64_t R = n * np;
+	int cnt = 0;
+	for (int j = 0; j < nq; j++) {
+		for (int64_t r0 = R * j / nq, r1 = R * (j + 1) / nq; r0 < r1;) {
+			int st = (int)(r0 / np);
+			int64_t p0 = r0 % np, p1 = p0 + (r1 - r0) < np ? p0 + (r1 - r0) : np;
+			if (f)
+				f(ctx, st, p0, p1, j);
+			cnt += j == q0;
+			r0 += p1 - p0;
+		}
+	}
+	return cnt;
+}
+
+typedef struct tctx {
+	fl *x;
+	int64_t np, tr, e0;
+	int b, lvs[FL_MAX];
+} tctx;
+
+static void load_piece(void *ctx, int st, int64_t p0, int64_t p1, int j)
+{
+	tctx *t = ctx;
+	fl *x = t->x;
+	int v = t->lvs[st];
+	const nx_lval *p = x->ext[x->param[v]];
+	int esz = nx_dtype_bytes[p->dt];
+	int32_t s1[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->tr};
+	nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (t->e0 + p0 * t->tr) * esz, (int)(p1 - p0), t->tr, 1, s1, c);
+	if (x->lv >= 0)
+		h.loop_stride[x->lv] = x->step * esz;
+	nx_ap sb = tile_ap(x, v, t->np, t->tr, t->b);
+	sb.part_start = (uint16_t)p0;
+	sb.part_count = (uint16_t)(p1 - p0);
+	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->ql[j], sb, h);
+	nx_l_max(&x->loads, &y);
+}
+
+static void store_piece(void *ctx, int o, int64_t p0, int64_t p1, int j)
+{
+	tctx *t = ctx;
+	fl *x = t->x;
+	int eo = nx_dtype_bytes[x->out[o]->dt];
+	int32_t s1[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->tr};
+	nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (t->e0 + p0 * t->tr) * eo, (int)(p1 - p0), t->tr, 1,
+	                    s1, c);
+	if (x->lv >= 0)
+		h.loop_stride[x->lv] = x->step * eo;
+	nx_ap sb = tile_ap(x, x->outs[o], t->np, t->tr, t->b);
+	sb.part_start = (uint16_t)p0;
+	sb.part_count = (uint16_t)(p1 - p0);
+	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_POOL, x->qs[j], h, sb);
+	nx_l_max(&x->stores, &y);
+}
+
 static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 {
 	nx_lower *L = x->L;
@@ -291,8 +357,15 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	 * a tail tile (np < 128) may leave queues out, so its first stage waits
 	 * for absolute counts instead */
 	bool full = np == 128;
+	tctx tc = {x, np, tr, e0, b, {0}};
 	int k = 0;
-	for (int v = 0; v < x->nv; v++) {
+	for (int v = 0; v < x->nv; v++)
+		if (x->param[v] >= 0)
+			tc.lvs[k++] = v;
+	if (x->cat)
+		cat_pieces(x->nld, np, x->nql, -1, load_piece, &tc);
+	k = 0;
+	for (int v = 0; v < x->nv && !x->cat; v++) {
 		if (x->param[v] < 0)
 			continue;
 		const nx_lval *p = x->ext[x->param[v]];
@@ -324,18 +397,18 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			for (int c = 2; c <= 4; c++)
 				nx_l_addreg(L, e, RF_LDX + c - 2, c);
 			if (full) {
-				for (int q = 0; q < x->nld * x->kl; q++)
+				for (int q = 0; q < x->nql; q++)
 					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
-				for (int o = 0; o < x->nout * x->ks; o++)
+				for (int o = 0; o < x->nqs; o++)
 					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
 					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
 			} else {
 				/* every load so far and every store issued before */
 				nx_lsync a;
 				memset(&a, 0, sizeof a);
-				for (int q = 0; q < x->nld * x->kl; q++)
+				for (int q = 0; q < x->nql; q++)
 					a.s[x->ql[q]] = L->qcount[x->ql[q]];
-				for (int o = 0; o < x->nout * x->ks; o++)
+				for (int o = 0; o < x->nqs; o++)
 					a.s[x->qs[o]] = L->qcount[x->qs[o]];
 				nx_l_wait(L, e, &a);
 			}
@@ -373,7 +446,9 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last,
 		              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last], RF_ENG + last);
 	}
-	for (int o = 0; o < x->nout; o++) {
+	if (x->cat)
+		cat_pieces(x->nout, np, x->nqs, -1, store_piece, &tc);
+	for (int o = 0; o < x->nout && !x->cat; o++) {
 		int eo = nx_dtype_bytes[x->out[o]->dt];
 		int64_t kp = np < x->ks ? np : x->ks;
 		for (int64_t pc = 0; pc < kp; pc++) {
@@ -634,6 +709,8 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	/* the 8 SP queues shared by the parameters, the 8 POOL queues by the
 	 * outputs: each takes kl (ks) pieces of a tile, on queues of their own */
 	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	x.nql = x.nld * x.kl, x.nqs = x.nout * x.ks;
+	x.cat = x.nld <= 8 && x.nout <= 8;
 	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
 	for (int k = 0; k < x.nld * x.kl; k++) {
 		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
@@ -642,6 +719,36 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int o = 0; o < x.nout * x.ks; o++) {
 		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
 		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
+	}
+	if (x.cat) {
+		/* every queue, loads and stores balanced by bytes: SP loads on its
+		 * 8 queues and, when the loads outweigh the stores, on some of
+		 * POOL's too (borrowed for this kernel: SP first waits for what
+		 * they carry, and POOL's later transfers on them follow this
+		 * kernel's last stores, which follow every load) */
+		int64_t bl = 0, bs = 0;
+		for (int v = 0; v < x.nv; v++)
+			bl += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
+		for (int o = 0; o < x.nout; o++)
+			bs += nx_dtype_bytes[x.dt[x.outs[o]]];
+		int nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
+		nl = nl < 8 ? 8 : nl > 8 + 8 - x.nout ? 8 + 8 - x.nout : nl;
+		for (int j = nql; j < 8; j++)
+			x.ql[j] = nx_l_queue(L, NX_ENG_SP);
+		for (int j = nqs; j < 16 - nl; j++)
+			x.qs[j] = nx_l_queue(L, NX_ENG_POOL);
+		for (int j = 8; j < nl; j++)
+			x.ql[j] = nx_l_queue(L, NX_ENG_POOL);
+		x.nql = nl, x.nqs = 16 - nl;
+		for (int j = 0; j < x.nql; j++)
+			x.qlc[j] = cat_pieces(x.nld, 128, x.nql, j, NULL, NULL);
+		for (int j = 0; j < x.nqs; j++)
+			x.qsc[j] = cat_pieces(x.nout, 128, x.nqs, j, NULL, NULL);
+		for (int j = 0; j < x.nql; j++)
+			x.cat = x.cat && x.qlc[j] <= 4;
+		for (int j = 0; j < x.nqs; j++)
+			x.cat = x.cat && x.qsc[j] <= 4;
+		NX_ASSERT(x.cat); /* at most 8 streams a side: a queue's range spans at most 3 */
 	}
 	x.lv = -1;
 	int64_t T = x.n / (128 * x.tr), rem = x.n % (128 * x.tr), q = rem / x.tr, s = rem % x.tr;
@@ -658,7 +765,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
-	          x.nld * x.kl, st, x.qs[0], x.nout * x.ks);
+	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
 	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
 	nx_l_plan(L, "resident", "none");
 
@@ -672,6 +779,12 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0 || x.one[v] >= 0)
 			nx_l_wait(L, NX_ENG_SP, &ops[x.one[v] >= 0 ? x.one[v] : x.param[v]]->buf->written);
+	/* POOL queues borrowed for loads: what they carry so far is done */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int j = 8; x.cat && j < x.nql; j++)
+		bq.s[x.ql[j]] = L->qcount[x.ql[j]];
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
 	/* broadcast columns: the one element to every partition (partition
@@ -694,9 +807,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	}
 	/* every load queue: its count now, plus one per tile */
 	NX_ASSERT(x.nld >= 1);
-	for (int k = 0; k < x.nld * x.kl; k++)
+	for (int k = 0; k < x.nql; k++)
 		x.base_l[k] = L->qcount[x.ql[k]];
-	for (int o = 0; o < x.nout * x.ks; o++)
+	for (int o = 0; o < x.nqs; o++)
 		x.base_s[o] = L->qcount[x.qs[o]];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		x.base_e[e] = L->ecount[e];
@@ -707,7 +820,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
-	for (int o = 0; o < x.nout * x.ks; o++)
+	for (int o = 0; o < x.nqs; o++)
 		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])

@@ -138,7 +138,7 @@ static unsigned engines(const fl *x, int v)
 	for (int j = 0; j < x->nops[v]; j++)
 		fl = fl && isfloat(x->dt[x->ops[v][j]]);
 	if (m->op != NX_I_ACTIVATE &&
-	    (!fl || !isfloat(x->dt[v]) || (m->op == NX_I_TENSOR_SCALAR && x->sc[v] != -2) ||
+	    (!fl || !isfloat(x->dt[v]) ||
 	     (m->func < NX_ALU_COUNT && nx_isa_table[m->op].func_kind == NX_F_ALU && nx_alu_kinds[m->func] != 'a')))
 		em &= ~(unsigned)NX_EM_ACT;
 	return em ? em : 1u << m->e;

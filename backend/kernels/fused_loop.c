@@ -788,7 +788,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
 	/* broadcast columns: the one element to every partition (partition
-	 * stride 0), once, on the first load queue (FIFO: before every tile) */
+	 * stride 0), once, spread over SP's load queues (FIFO: before every
+	 * tile's loads on the queue, which the first stage waits for) */
+	int ncl = 0;
 	for (int v = 0; v < x.nv; v++) {
 		if (x.col[v] < 0)
 			continue;
@@ -801,7 +803,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		uint32_t c1[1] = {1};
 		nx_ap hb = nx_ap_hbm(x.dt[v], src->buf->off, 128, 0, 1, s1, c1);
 		nx_ap sb = nx_ap_sbuf(x.dt[v], 0, 128, x.off[v], 1, s1, c1);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[0], sb, hb);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[ncl++ % (x.nql < 8 ? x.nql : 8)], sb, hb);
 		nx_l_max(&x.loads, &y);
 		nx_l_max(&src->buf->war, &y);
 	}

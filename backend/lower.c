@@ -836,6 +836,96 @@ static nx_status refuse_while(nx_lower *L, const nx_inst *i)
 	                (long long)t.n, i->called[1]->ninsts, NX_UNROLL_MAX_INSTS);
 }
 
+/* --------------------------------------------------- in-place outputs
+ * An output aliased to entry parameter P is written by its producer
+ * straight into P's buffer (no copy after the kernels) when the producer is
+ * P's last reader and its kernel reads each element of P no later than it
+ * writes it: an elementwise op, or a fusion without a dot (fused-loop
+ * streams every value at the same index; the fused kernel loads all its
+ * inputs before its stores). Nothing lowered later may read P or a value
+ * sharing its buffer (an output returning P, a later kernel). */
+static bool shares(const nx_lval *v, const nx_lbuf *b)
+{
+	if (v && v->tuple) {
+		for (int k = 0; k < v->ntuple; k++)
+			if (shares(v->tuple[k], b))
+				return true;
+		return false;
+	}
+	return v && (v->tsrc ? shares(v->tsrc, b) : v->buf == b);
+}
+
+static void plan_inplace(nx_lower *L, const nx_inst *i, int node)
+{
+	const nx_comp *e = L->m->entry;
+	nx_lemap em;
+	L->ndest = 0;
+	if (i->op == NX_OP_FUSION ? i->ncalled != 1 : i->noperands > 3 || !nx_l_elem_map(i, &em))
+		return;
+	for (int k = 0; i->op == NX_OP_FUSION && k < i->called[0]->ninsts; k++)
+		if (i->called[0]->insts[k]->op == NX_OP_DOT || i->called[0]->insts[k]->op == NX_OP_CONVOLUTION)
+			return;
+	int nt = nx_shape_is_array(i->shape) ? 1 : i->shape->ntuple;
+	for (int a = 0; a < L->m->naliases; a++) {
+		const nx_alias *al = &L->m->aliases[a];
+		const nx_inst *r = e->root;
+		if (al->param_index.n || al->param_number >= e->nparams || al->output_index.n > 1 ||
+		    (al->output_index.n == 1 && (r->op != NX_OP_TUPLE || al->output_index.v[0] >= r->noperands)))
+			continue;
+		if (al->output_index.n == 1)
+			r = r->operands[al->output_index.v[0]];
+		/* the output leaf's producer, through values that share its buffer */
+		int t = 0;
+		for (int d = 0; d < 16 && r; d++) {
+			r = resolve(L, r);
+			const nx_inst *s = r->noperands ? resolve(L, r->operands[0]) : NULL;
+			if (r->op == NX_OP_GET_TUPLE_ELEMENT && s->op == NX_OP_TUPLE)
+				r = s->operands[r->a.tuple_index];
+			else if (r->op == NX_OP_GET_TUPLE_ELEMENT && s == i)
+				t = (int)r->a.tuple_index, r = s;
+			else if ((r->op == NX_OP_RESHAPE || r->op == NX_OP_BITCAST || r->op == NX_OP_COPY ||
+			          r->op == NX_OP_CONVERT) && nx_shape_is_array(r->shape) && nx_shape_is_array(s->shape) &&
+			         nx_lower_dtype(r->shape->type) == nx_lower_dtype(s->shape->type))
+				r = s;
+			else
+				break;
+		}
+		const nx_inst *pi = e->params[al->param_number];
+		nx_lent *pe = ent(L, pi);
+		const nx_shape *sh = nt == 1 ? i->shape : t < nt ? i->shape->tuple[t] : NULL;
+		if (r != i || !sh || !nx_shape_is_array(sh) || !pe->val || pe->last_use > node ||
+		    nx_shape_elems(sh) != nx_shape_elems(pi->shape) || nx_lower_dtype(sh->type) != (int)pe->val->dt)
+			continue;
+		bool busy = false;
+		for (size_t k = 0; k < L->mapcap && !busy; k++) {
+			const nx_lent *o = &L->map[k];
+			busy = o->key && o != pe && !o->dead && (o->last_use > node || o->output) &&
+			       shares(o->val, pe->val->buf);
+		}
+		if (busy)
+			continue;
+		if (!L->ndest) {
+			L->dest = nx_arena_alloc(&L->a, sizeof *L->dest * (size_t)nt);
+			L->ndest = nt;
+		}
+		L->dest[t] = pe->val->buf;
+	}
+}
+
+/* a node's result (tuple element t): a fresh buffer, or the aliased
+ * parameter's (plan_inplace) */
+static nx_lval *out_val(nx_lower *L, const nx_shape *s, int t)
+{
+	if (t >= L->ndest || !L->dest[t])
+		return nx_l_newval(L, s);
+	nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
+	v->shape = s;
+	v->dt = (nx_dtype)nx_lower_dtype(s->type);
+	v->buf = L->dest[t];
+	v->buf->refs++;
+	return v;
+}
+
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
 	if (i->op == NX_OP_WHILE)
@@ -883,7 +973,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		v->ntuple = i->shape->ntuple;
 		v->tuple = nx_arena_alloc(&L->a, sizeof(nx_lval *) * (size_t)(v->ntuple + 1));
 		for (int k = 0; k < v->ntuple; k++)
-			v->tuple[k] = nx_l_newval(L, i->shape->tuple[k]);
+			v->tuple[k] = out_val(L, i->shape->tuple[k], k);
 		*out = v;
 		return nx_l_fused_loop(L, i, ops, v);
 	}
@@ -960,7 +1050,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	default:
 		break;
 	}
-	nx_lval *v = nx_l_newval(L, i->shape);
+	nx_lval *v = out_val(L, i->shape, 0);
 	*out = v;
 	bool done;
 	nx_status drc = nx_l_data(L, i, ops, v, &done);
@@ -1228,7 +1318,12 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 		nx_lval *v = NULL;
 		nx_l_check_sbuf(L);
 		L->node_gen0 = L->gen_next + 1;
+		plan_inplace(L, i, k);
 		rc = lower_node(L, i, &v);
+		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)
+			if (L->dest[t] && (v->tuple ? v->tuple[t]->buf : v->buf) == L->dest[t])
+				nx_l_plan(L, "in-place", "result %d written into the buffer of the parameter it aliases", t);
+		L->ndest = 0;
 		if (rc == NX_OK && L->too_big)
 			rc = nx_l_err(L, "the program would need more than %d instructions on one engine "
 			                 "(this op's code grows with its tensor size here); refusing instead of "

@@ -160,6 +160,10 @@ typedef struct nx_lower {
 	int last_slot; /* the SBUF region nx_l_sbuf_begin handed out last (-1 none) */
 	int64_t last_off, last_bytes;
 	struct nx_gs_list *gs; /* GpSimd kernels so far (backend/gpsimd/gs_lower.c) */
+	/* the node being lowered writes its tuple element t (0: an array) into
+	 * dest[t] when set: an aliased parameter's buffer (lower.c, in place) */
+	nx_lbuf **dest;
+	int ndest;
 } nx_lower;
 
 /* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and

@@ -17,7 +17,9 @@
  *  4. O2+: sibling kernels reading the same input with the same iteration
  *     shape merge into one multi-output kernel (tuple result + get-tuple-
  *     element users), unless one reaches the other. O3 merges the pairs with
- *     the largest estimated saving first.
+ *     the largest estimated saving first. Then a loop kernel of 1 MiB or
+ *     more merges into the loop kernel that reads it when no path between
+ *     them leaves both (producer_merge).
  *  5. The kernel graph is checked for cycles (Kahn); if patterns or sibling
  *     merges made one, the grouping is redone without them.
  * Parameters, constants, tuples, get-tuple-element, collectives, control flow,
@@ -263,8 +265,9 @@ static void choose_duplicates(fstate *s)
 	}
 }
 
-/* Is there a path from a member of a to a member of b leaving a? Bounded. */
-static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv)
+/* Is there a path from a member of a to a member of b leaving a (with
+ * direct false: through something outside both)? Bounded. */
+static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv, bool direct)
 {
 	nx_fgraph *g = &s->g;
 	int sp = 0, visits = 0;
@@ -272,7 +275,7 @@ static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv)
 		int p = s->grp[a].m[i];
 		for (int k = g->uoff[p]; k < g->uoff[p + 1]; k++) {
 			int u = g->users[k];
-			if (g->group[u] != a && mark[u] != markv) {
+			if (g->group[u] != a && (direct || g->group[u] != b) && mark[u] != markv) {
 				mark[u] = markv;
 				stack[sp++] = u;
 			}
@@ -397,8 +400,8 @@ static void sibling_merge(fstate *s)
 		else if (s->grp[a].n + s->grp[b].n > 64)
 			why = "merged kernel would exceed 64 instructions";
 		else {
-			int r1 = reaches(s, a, b, stack, mark, ++markv);
-			int r2 = r1 ? r1 : reaches(s, b, a, stack, mark, ++markv);
+			int r1 = reaches(s, a, b, stack, mark, ++markv, true);
+			int r2 = r1 ? r1 : reaches(s, b, a, stack, mark, ++markv, true);
 			if (r1 || r2)
 				why = (r1 < 0 || r2 < 0) ? "dependency check too large"
 				                         : "sibling kernels depend on each other";
@@ -422,6 +425,55 @@ static void sibling_merge(fstate *s)
 	free(stack);
 	free(mark);
 	free(c);
+}
+
+/* O2+: a loop kernel merges into the loop kernel that reads it (same
+ * iteration shape, values of 1 MiB or more: the backend's fused-loop takes
+ * multi-output kernels of that size, smaller ones would be flattened) when
+ * every path between them is direct: the producer's values that are read
+ * elsewhere (outputs of the program, other kernels) become outputs of the
+ * merged kernel, the consumer no longer reloads them (an optimizer step's
+ * moment updates feeding the parameter update: one kernel). */
+static void producer_merge(fstate *s)
+{
+	nx_fgraph *g = &s->g;
+	const nx_pass_ctx *ctx = g->ctx;
+	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+	int *mark = calloc((size_t)g->n + 1, sizeof(int));
+	int markv = 0;
+	for (int b = 0; b < s->ngrp; b++) {
+		for (int j = 0; j < s->grp[b].n && plain_loop(s, b); j++) {
+			const nx_inst *x = g->insts[s->grp[b].m[j]];
+			for (int o = 0; o < x->noperands; o++) {
+				int a = g->group[nx_fpos(x->operands[o])];
+				if (a < 0 || a == b || !plain_loop(s, a))
+					continue;
+				const nx_inst *ra = g->insts[s->grp[a].root], *rb = g->insts[s->grp[b].root];
+				const char *why = NULL;
+				if (!same_dims(ra->shape, rb->shape) || nx_shape_bytes(rb->shape) < (1 << 20))
+					why = "different shapes or below 1 MiB";
+				else if (s->grp[a].n + s->grp[b].n > 64)
+					why = "merged kernel would exceed 64 instructions";
+				else if (reaches(s, a, b, stack, mark, ++markv, false))
+					why = "a path through another instruction";
+				if (why) {
+					nx_pass_log(ctx, 2, "fusion: refuse producer %s into %s: %s", ra->name, rb->name, why);
+					continue;
+				}
+				nx_pass_log(ctx, 2, "fusion: producer %s into %s (multi-output)", ra->name, rb->name);
+				if (s->grp[a].root > s->grp[b].root)
+					s->grp[b].root = s->grp[a].root;
+				for (int k = 0; k < s->grp[a].n; k++)
+					group_add(s, b, s->grp[a].m[k]);
+				s->grp[a].dead = true;
+				s->grp[a].n = 0;
+				j = -1; /* rescan b's members, now with a's */
+				break;
+			}
+		}
+	}
+	free(stack);
+	free(mark);
 }
 
 /* Kahn's algorithm on the kernel graph (a kernel is one node; instructions
@@ -544,8 +596,10 @@ static void partition(fstate *s, bool patterns, bool siblings)
 	free(dead);
 	if (g->ctx->opt_level >= 3)
 		choose_duplicates(s);
-	if (siblings)
+	if (siblings) {
 		sibling_merge(s);
+		producer_merge(s);
+	}
 }
 
 /* ----------------------------------------------------------------- build */

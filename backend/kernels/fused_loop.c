@@ -39,6 +39,9 @@ typedef struct fl {
 	int ops[FL_MAX][3];
 	int nops[FL_MAX];
 	nx_lemap m[FL_MAX];
+	int sc[FL_MAX];     /* tensor_scalar from a tensor_tensor: the column operand read as [P, 1] (-1 none, or an immediate) */
+	unsigned em[FL_MAX]; /* engines that may run it */
+	int ncomp;
 	nx_dtype dt[FL_MAX];
 	int64_t off[FL_MAX];
 	int stage[FL_MAX];  /* stage of a computed value */
@@ -53,6 +56,8 @@ typedef struct fl {
 	int nld, kl, ks;       /* parameters loaded; pieces (partition ranges) per load / store */
 	int ql[FL_MAX], qs[FL_MAX], lv;
 	int qlc[FL_MAX], qsc[FL_MAX]; /* transfers per tile on that queue (1 or 2) */
+	int nql, nqs;          /* entries of ql / qs */
+	bool cat;              /* the loads' (stores') partition rows, all streams one after the other, cut into nql (nqs) equal ranges, one per queue */
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
 } fl;
@@ -82,6 +87,61 @@ static int find(const fl *x, const nx_inst *i)
 		if (x->inst[k] == i)
 			return k;
 	return -1;
+}
+
+/* A tensor_tensor with one broadcast column operand of a float type
+ * becomes a tensor_scalar (half the streamed operands): the constant as
+ * the immediate (its value in the column's type), a parameter's column as
+ * the per-partition scalar [P, 1]. */
+static void to_scalar(fl *x, int v)
+{
+	nx_lemap *m = &x->m[v];
+	if (m->op != NX_I_TENSOR_TENSOR || x->nops[v] != 2 || m->func >= NX_ALU_COUNT ||
+	    (nx_alu_kinds[m->func] != 'a' && nx_alu_kinds[m->func] != 'c') ||
+	    (x->dt[v] != NX_DT_F32 && x->dt[v] != NX_DT_BF16))
+		return;
+	int c0 = x->col[x->ops[v][0]] >= 0, c1 = x->col[x->ops[v][1]] >= 0;
+	if (c0 == c1)
+		return;
+	int col = x->ops[v][c0 ? 0 : 1], src = x->col[col];
+	if (x->dt[col] != x->dt[x->ops[v][c0 ? 1 : 0]])
+		return;
+	m->op = NX_I_TENSOR_SCALAR;
+	m->flags = c0 ? NX_IF_REVERSE : 0;
+	x->ops[v][0] = x->ops[v][c0 ? 1 : 0];
+	x->nops[v] = 1;
+	x->sc[v] = col;
+	if (x->one[src] == -2) { /* a constant: the immediate */
+		uint8_t b[8] = {0};
+		int dt;
+		if (!nx_lower_literal_bytes(x->inst[src]->a.literal, b, &dt) || dt != (int)x->dt[col])
+			return;
+		uint32_t w = dt == NX_DT_BF16 ? (uint32_t)(b[0] | b[1] << 8) << 16
+		                              : (uint32_t)(b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24);
+		memcpy(&m->imm, &w, 4);
+		x->sc[v] = -2;
+	}
+}
+
+static bool isfloat(nx_dtype t)
+{
+	return t <= NX_DT_FP8E5M2;
+}
+
+/* engines that may run value v: the instruction's (isa.def), ACT only for
+ * float arithmetic (its datapath is fp32) */
+static unsigned engines(const fl *x, int v)
+{
+	const nx_lemap *m = &x->m[v];
+	unsigned em = nx_isa_table[m->op].engines & (NX_EM_ACT | NX_EM_DVE | NX_EM_POOL);
+	bool fl = true;
+	for (int j = 0; j < x->nops[v]; j++)
+		fl = fl && isfloat(x->dt[x->ops[v][j]]);
+	if (m->op != NX_I_ACTIVATE &&
+	    (!fl || !isfloat(x->dt[v]) ||
+	     (m->func < NX_ALU_COUNT && nx_isa_table[m->op].func_kind == NX_F_ALU && nx_alu_kinds[m->func] != 'a')))
+		em &= ~(unsigned)NX_EM_ACT;
+	return em ? em : 1u << m->e;
 }
 
 static bool build(fl *x, const nx_inst *f)
@@ -166,13 +226,11 @@ static bool build(fl *x, const nx_inst *f)
 		x->nops[v] = i->noperands;
 		for (int j = 0; j < i->noperands; j++)
 			x->ops[v][j] = x->alias[find(x, i->operands[j])];
-		/* stages: consecutive instructions on one engine */
-		if (x->nstage == 0 || x->seng[x->nstage - 1] != x->m[v].e) {
-			x->seng[x->nstage] = x->m[v].e;
-			x->sidx[x->nstage] = x->per[x->m[v].e]++;
-			x->nstage++;
-		}
-		x->stage[v] = x->nstage - 1;
+		x->sc[v] = -1;
+		to_scalar(x, v);
+		x->em[v] = engines(x, v);
+		x->stage[v] = 0;
+		x->ncomp++;
 	}
 	x->nout = tup ? root->noperands : 1;
 	for (int k = 0; k < x->nout; k++) {
@@ -185,7 +243,7 @@ static bool build(fl *x, const nx_inst *f)
 	}
 	for (int v = 0; v < x->nv; v++)
 		x->nld += x->param[v] >= 0;
-	return x->nstage > 0 && x->nld > 0;
+	return x->ncomp > 0 && x->nld > 0;
 }
 
 bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
@@ -222,6 +280,70 @@ static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr, int b)
 /* Depth of the buffer rotation: tile i reuses the buffers of tile i - ND. */
 enum { ND = 2 };
 
+/* The streams' rows of a tile (n streams of np partition rows, one after
+ * the other) cut into nq ranges, range j on queue j: calls f (when given)
+ * for each piece (stream, first row, end row, j). Returns the pieces on
+ * queue q0. */
+static int cat_pieces(int n, int64_t np, int nq, int q0, void (*f)(void *, int, int64_t, int64_t, int), void *ctx)
+{
+	int64_t R = n * np;
+	int cnt = 0;
+	for (int j = 0; j < nq; j++) {
+		for (int64_t r0 = R * j / nq, r1 = R * (j + 1) / nq; r0 < r1;) {
+			int st = (int)(r0 / np);
+			int64_t p0 = r0 % np, p1 = p0 + (r1 - r0) < np ? p0 + (r1 - r0) : np;
+			if (f)
+				f(ctx, st, p0, p1, j);
+			cnt += j == q0;
+			r0 += p1 - p0;
+		}
+	}
+	return cnt;
+}
+
+typedef struct tctx {
+	fl *x;
+	int64_t np, tr, e0;
+	int b, lvs[FL_MAX];
+} tctx;
+
+static void load_piece(void *ctx, int st, int64_t p0, int64_t p1, int j)
+{
+	tctx *t = ctx;
+	fl *x = t->x;
+	int v = t->lvs[st];
+	const nx_lval *p = x->ext[x->param[v]];
+	int esz = nx_dtype_bytes[p->dt];
+	int32_t s1[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->tr};
+	nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (t->e0 + p0 * t->tr) * esz, (int)(p1 - p0), t->tr, 1, s1, c);
+	if (x->lv >= 0)
+		h.loop_stride[x->lv] = x->step * esz;
+	nx_ap sb = tile_ap(x, v, t->np, t->tr, t->b);
+	sb.part_start = (uint16_t)p0;
+	sb.part_count = (uint16_t)(p1 - p0);
+	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->ql[j], sb, h);
+	nx_l_max(&x->loads, &y);
+}
+
+static void store_piece(void *ctx, int o, int64_t p0, int64_t p1, int j)
+{
+	tctx *t = ctx;
+	fl *x = t->x;
+	int eo = nx_dtype_bytes[x->out[o]->dt];
+	int32_t s1[1] = {1};
+	uint32_t c[1] = {(uint32_t)t->tr};
+	nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (t->e0 + p0 * t->tr) * eo, (int)(p1 - p0), t->tr, 1,
+	                    s1, c);
+	if (x->lv >= 0)
+		h.loop_stride[x->lv] = x->step * eo;
+	nx_ap sb = tile_ap(x, x->outs[o], t->np, t->tr, t->b);
+	sb.part_start = (uint16_t)p0;
+	sb.part_count = (uint16_t)(p1 - p0);
+	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_POOL, x->qs[j], h, sb);
+	nx_l_max(&x->stores, &y);
+}
+
 static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 {
 	nx_lower *L = x->L;
@@ -235,8 +357,15 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	 * a tail tile (np < 128) may leave queues out, so its first stage waits
 	 * for absolute counts instead */
 	bool full = np == 128;
+	tctx tc = {x, np, tr, e0, b, {0}};
 	int k = 0;
-	for (int v = 0; v < x->nv; v++) {
+	for (int v = 0; v < x->nv; v++)
+		if (x->param[v] >= 0)
+			tc.lvs[k++] = v;
+	if (x->cat)
+		cat_pieces(x->nld, np, x->nql, -1, load_piece, &tc);
+	k = 0;
+	for (int v = 0; v < x->nv && !x->cat; v++) {
 		if (x->param[v] < 0)
 			continue;
 		const nx_lval *p = x->ext[x->param[v]];
@@ -268,18 +397,18 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			for (int c = 2; c <= 4; c++)
 				nx_l_addreg(L, e, RF_LDX + c - 2, c);
 			if (full) {
-				for (int q = 0; q < x->nld * x->kl; q++)
+				for (int q = 0; q < x->nql; q++)
 					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
-				for (int o = 0; o < x->nout * x->ks; o++)
+				for (int o = 0; o < x->nqs; o++)
 					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
 					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
 			} else {
 				/* every load so far and every store issued before */
 				nx_lsync a;
 				memset(&a, 0, sizeof a);
-				for (int q = 0; q < x->nld * x->kl; q++)
+				for (int q = 0; q < x->nql; q++)
 					a.s[x->ql[q]] = L->qcount[x->ql[q]];
-				for (int o = 0; o < x->nout * x->ks; o++)
+				for (int o = 0; o < x->nqs; o++)
 					a.s[x->qs[o]] = L->qcount[x->qs[o]];
 				nx_l_wait(L, e, &a);
 			}
@@ -298,6 +427,8 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			in->ap[0] = tile_ap(x, v, np, tr, b);
 			for (int j = 0; j < x->nops[v]; j++)
 				in->ap[1 + j] = tile_ap(x, x->ops[v][j], np, tr, b);
+			if (x->sc[v] >= 0)
+				in->ap[2] = tile_ap(x, x->sc[v], np, 1, b);
 		}
 		nx_lsync y = nx_l_signal(L, e);
 		nx_l_max(&x->comp, &y);
@@ -315,7 +446,9 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last,
 		              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last], RF_ENG + last);
 	}
-	for (int o = 0; o < x->nout; o++) {
+	if (x->cat)
+		cat_pieces(x->nout, np, x->nqs, -1, store_piece, &tc);
+	for (int o = 0; o < x->nout && !x->cat; o++) {
 		int eo = nx_dtype_bytes[x->out[o]->dt];
 		int64_t kp = np < x->ks ? np : x->ks;
 		for (int64_t pc = 0; pc < kp; pc++) {
@@ -331,6 +464,195 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			nx_l_max(&x->stores, &y);
 		}
 	}
+}
+
+/* time of value v's instruction on engine e for a full tile (the target's
+ * cost model, nx_target_ns) */
+static double cost(const nx_lower *L, const fl *x, int v, nx_engine e)
+{
+	nx_insn in;
+	memset(&in, 0, sizeof in);
+	in.op = (uint16_t)x->m[v].op;
+	in.engine = (uint8_t)e;
+	in.func = (uint8_t)x->m[v].func;
+	in.ap[0] = tile_ap(x, v, 128, x->tr, 0);
+	for (int j = 0; j < x->nops[v]; j++)
+		in.ap[1 + j] = tile_ap(x, x->ops[v][j], 128, x->tr, 0);
+	if (x->sc[v] >= 0)
+		in.ap[2] = tile_ap(x, x->sc[v], 128, 1, 0);
+	return nx_target_ns(L->t, &in);
+}
+
+/* per-tile time of the busiest compute resource: each engine, and on
+ * targets where DVE and POOL share the SBUF port, the two together */
+static double makespan(const nx_lower *L, const double *ld)
+{
+	double m = 0;
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		m = ld[e] > m ? ld[e] : m;
+	if (L->t->dve_pool_share_sbuf && ld[NX_ENG_DVE] + ld[NX_ENG_POOL] > m)
+		m = ld[NX_ENG_DVE] + ld[NX_ENG_POOL];
+	return m;
+}
+
+/* Engine split: the computed values in levels, one engine per level and
+ * each engine in at most one level (so the engines' streams never wait on
+ * each other within a tile and tiles pipeline through the levels); a
+ * value's level is at least its operands'. Every order of up to three of
+ * ACT, DVE and POOL is tried, values placed greedily in program order on
+ * the allowed level that keeps the busiest resource least busy (costs from
+ * the target model); the order with the least busy resource wins. */
+static double assign(const nx_lower *L, fl *x)
+{
+	static const nx_engine eng[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
+	double best = -1;
+	int bseq[3] = {0}, bn = 0, blev[FL_MAX];
+	for (int code = 0; code < 3 + 9 + 27; code++) {
+		int n = code < 3 ? 1 : code < 12 ? 2 : 3, c = code < 3 ? code : code < 12 ? code - 3 : code - 12;
+		int seq[3];
+		for (int k = 0; k < n; k++, c /= 3)
+			seq[k] = c % 3;
+		if ((n > 1 && seq[0] == seq[1]) || (n > 2 && (seq[2] == seq[0] || seq[2] == seq[1])))
+			continue;
+		double ld[NX_ENG_COUNT] = {0};
+		int lev[FL_MAX], hi[FL_MAX];
+		bool ok = true;
+		/* the latest level each value may take: its readers must still
+		 * find their engine at or after it */
+		for (int v = 0; v < x->nv; v++)
+			hi[v] = n - 1;
+		for (int u = x->nv - 1; u >= 0 && ok; u--) {
+			if (x->stage[u] < 0)
+				continue;
+			int k = hi[u];
+			while (k >= 0 && !(x->em[u] & (1u << eng[seq[k]])))
+				k--;
+			ok = k >= 0;
+			hi[u] = k;
+			for (int j = 0; j < x->nops[u]; j++)
+				if (hi[x->ops[u][j]] > k)
+					hi[x->ops[u][j]] = k;
+		}
+		for (int v = 0; v < x->nv && ok; v++) {
+			lev[v] = 0;
+			if (x->stage[v] < 0)
+				continue;
+			int lo = 0;
+			for (int j = 0; j < x->nops[v]; j++)
+				if (x->stage[x->ops[v][j]] >= 0 && lev[x->ops[v][j]] > lo)
+					lo = lev[x->ops[v][j]];
+			int bk = -1;
+			double bm = 0, bc = 0;
+			for (int k = lo; k <= hi[v]; k++) {
+				nx_engine e = eng[seq[k]];
+				if (!(x->em[v] & (1u << e)))
+					continue;
+				double cc = cost(L, x, v, e);
+				ld[e] += cc;
+				double mk = makespan(L, ld);
+				ld[e] -= cc;
+				if (bk < 0 || mk < bm - 1e-9)
+					bk = k, bm = mk, bc = cc;
+			}
+			if (bk < 0)
+				ok = false;
+			else
+				lev[v] = bk, ld[eng[seq[bk]]] += bc;
+		}
+		double mk = makespan(L, ld);
+		if (ok && (best < 0 || mk < best - 1e-9)) {
+			best = mk, bn = n;
+			memcpy(bseq, seq, sizeof seq);
+			memcpy(blev, lev, sizeof lev);
+		}
+	}
+	if (best < 0) {
+		/* an engine needed twice (ACT, then DVE, then ACT again): the
+		 * instructions' own engines in program order, a stage per run */
+		double ld[NX_ENG_COUNT] = {0};
+		x->nstage = 0;
+		memset(x->per, 0, sizeof x->per);
+		for (int v = 0; v < x->nv; v++) {
+			if (x->stage[v] < 0)
+				continue;
+			nx_engine e = x->m[v].e;
+			if (!(x->em[v] & (1u << e)))
+				e = x->em[v] & NX_EM_DVE ? NX_ENG_DVE : x->em[v] & NX_EM_ACT ? NX_ENG_ACT : NX_ENG_POOL;
+			x->m[v].e = e;
+			ld[e] += cost(L, x, v, e);
+			if (x->nstage == 0 || x->seng[x->nstage - 1] != e) {
+				x->seng[x->nstage] = e;
+				x->sidx[x->nstage] = x->per[e]++;
+				x->nstage++;
+			}
+			x->stage[v] = x->nstage - 1;
+		}
+		return makespan(L, ld);
+	}
+	/* stages: the levels that hold values */
+	int map[3] = {-1, -1, -1};
+	x->nstage = 0;
+	memset(x->per, 0, sizeof x->per);
+	for (int k = 0; k < bn; k++)
+		for (int v = 0; v < x->nv; v++)
+			if (x->stage[v] >= 0 && blev[v] == k && map[k] < 0) {
+				map[k] = x->nstage;
+				x->seng[x->nstage] = eng[bseq[k]];
+				x->sidx[x->nstage] = x->per[eng[bseq[k]]]++;
+				x->nstage++;
+			}
+	for (int v = 0; v < x->nv; v++)
+		if (x->stage[v] >= 0) {
+			x->stage[v] = map[blev[v]];
+			x->m[v].e = eng[bseq[blev[v]]];
+		}
+	return best;
+}
+
+/* Tile slots shared by values whose lives do not overlap within a tile
+ * (execution order: stage by stage, program order within a stage; an
+ * instruction never writes a slot it reads). Loaded parameters live from
+ * the tile's start, outputs to its end; an output never takes a slot a
+ * parameter was loaded into (the loads of tile i + ND wait only for tile
+ * i's computation, not for its stores). slot[v]: v's slot (-1 none);
+ * returns the count, with each slot's element size in x->off[slot]. */
+static int reuse_slots(fl *x, int *slot)
+{
+	int pos[FL_MAX], last[FL_MAX], ns = 0, p = 0;
+	int64_t esz[FL_MAX];
+	bool loaded[FL_MAX], isout[FL_MAX];
+	for (int v = 0; v < x->nv; v++)
+		pos[v] = -1, last[v] = -1, slot[v] = -1, isout[v] = false;
+	for (int st = 0; st < x->nstage; st++)
+		for (int v = 0; v < x->nv; v++)
+			if (x->stage[v] == st)
+				pos[v] = p++;
+	for (int v = 0; v < x->nv; v++)
+		for (int j = 0; j < x->nops[v]; j++)
+			if (x->stage[v] >= 0 && pos[v] > last[x->ops[v][j]])
+				last[x->ops[v][j]] = pos[v];
+	for (int o = 0; o < x->nout; o++)
+		isout[x->outs[o]] = true, last[x->outs[o]] = p;
+	int freed[FL_MAX]; /* per slot: the position after which it is free, p + 1 taken */
+	for (int q = -1; q < p; q++)
+		for (int v = 0; v < x->nv; v++) {
+			if (x->alias[v] != v || x->one[v] != -1 || x->col[v] >= 0 || pos[v] != q ||
+			    (q < 0 && x->param[v] < 0))
+				continue;
+			int64_t e = nx_dtype_bytes[x->dt[v]];
+			int k = 0;
+			for (; k < ns; k++)
+				if (esz[k] == e && freed[k] < q && !(isout[v] && loaded[k]))
+					break;
+			if (k == ns)
+				esz[ns] = e, loaded[ns] = false, ns++;
+			slot[v] = k;
+			loaded[k] = loaded[k] || q < 0;
+			freed[k] = last[v] < q ? q : last[v];
+		}
+	for (int k = 0; k < ns; k++)
+		x->off[k] = esz[k];
+	return ns;
 }
 
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -353,12 +675,23 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		return nx_l_err(L, "fusion body too wide for SBUF");
 	if (x.n < 128 * x.tr)
 		x.tr = (x.n + 127) / 128;
-	int64_t bytes = 0;
+	double per_tile = assign(L, &x);
+	/* fewer slots, wider tiles */
+	int slot[FL_MAX], ns = reuse_slots(&x, slot);
+	int64_t sper = 0;
+	for (int k = 0; k < ns; k++)
+		sper += x.off[k];
+	room = (L->sbuf_half - 64 * ncol) / ND - 64 * ns;
+	x.tr = room / sper < 2048 ? room / sper : 2048;
+	if (x.n < 128 * x.tr)
+		x.tr = (x.n + 127) / 128;
+	int64_t bytes = 0, soff[FL_MAX];
+	for (int k = 0; k < ns; k++) {
+		soff[k] = bytes;
+		bytes += al64(x.tr * x.off[k]);
+	}
 	for (int v = 0; v < x.nv; v++)
-		if (x.alias[v] == v && x.one[v] == -1 && x.col[v] < 0) {
-			x.off[v] = bytes;
-			bytes += al64(x.tr * nx_dtype_bytes[x.dt[v]]);
-		}
+		x.off[v] = slot[v] >= 0 ? soff[slot[v]] : 0;
 	x.bufb = bytes;
 	bytes *= ND;
 	for (int v = 0; v < x.nv; v++)
@@ -376,6 +709,8 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	/* the 8 SP queues shared by the parameters, the 8 POOL queues by the
 	 * outputs: each takes kl (ks) pieces of a tile, on queues of their own */
 	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	x.nql = x.nld * x.kl, x.nqs = x.nout * x.ks;
+	x.cat = x.nld <= 8 && x.nout <= 8;
 	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
 	for (int k = 0; k < x.nld * x.kl; k++) {
 		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
@@ -384,6 +719,41 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int o = 0; o < x.nout * x.ks; o++) {
 		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
 		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
+	}
+	if (x.cat) {
+		/* every queue, loads and stores balanced by bytes: SP loads on its
+		 * 8 queues and, when the loads outweigh the stores, on some of
+		 * POOL's too (borrowed for this kernel: SP first waits for what
+		 * they carry, and POOL's later transfers on them follow this
+		 * kernel's last stores, which follow every load) */
+		int64_t bl = 0, bs = 0;
+		for (int v = 0; v < x.nv; v++)
+			bl += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
+		for (int o = 0; o < x.nout; o++)
+			bs += nx_dtype_bytes[x.dt[x.outs[o]]];
+		int nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
+		nl = nl < 8 ? 8 : nl > 8 + 8 - x.nout ? 8 + 8 - x.nout : nl;
+		/* a borrowed queue makes SP wait for the previous kernel's
+		 * transfers on it: only kernels of 8 full tiles or more earn
+		 * that back (bert_single_graph_2 632.0 -> 628.5 us) */
+		if (x.n / (128 * x.tr) < 8)
+			nl = 8;
+		for (int j = nql; j < 8; j++)
+			x.ql[j] = nx_l_queue(L, NX_ENG_SP);
+		for (int j = nqs; j < 16 - nl; j++)
+			x.qs[j] = nx_l_queue(L, NX_ENG_POOL);
+		for (int j = 8; j < nl; j++)
+			x.ql[j] = nx_l_queue(L, NX_ENG_POOL);
+		x.nql = nl, x.nqs = 16 - nl;
+		for (int j = 0; j < x.nql; j++)
+			x.qlc[j] = cat_pieces(x.nld, 128, x.nql, j, NULL, NULL);
+		for (int j = 0; j < x.nqs; j++)
+			x.qsc[j] = cat_pieces(x.nout, 128, x.nqs, j, NULL, NULL);
+		for (int j = 0; j < x.nql; j++)
+			x.cat = x.cat && x.qlc[j] <= 4;
+		for (int j = 0; j < x.nqs; j++)
+			x.cat = x.cat && x.qsc[j] <= 4;
+		NX_ASSERT(x.cat); /* at most 8 streams a side: a queue's range spans at most 3 */
 	}
 	x.lv = -1;
 	int64_t T = x.n / (128 * x.tr), rem = x.n % (128 * x.tr), q = rem / x.tr, s = rem % x.tr;
@@ -400,7 +770,8 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
-	          x.nld * x.kl, st, x.qs[0], x.nout * x.ks);
+	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
+	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
 	nx_l_plan(L, "resident", "none");
 
 	bool used[NX_ENG_COUNT] = {false};
@@ -413,10 +784,18 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0 || x.one[v] >= 0)
 			nx_l_wait(L, NX_ENG_SP, &ops[x.one[v] >= 0 ? x.one[v] : x.param[v]]->buf->written);
+	/* POOL queues borrowed for loads: what they carry so far is done */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int j = 8; x.cat && j < x.nql; j++)
+		bq.s[x.ql[j]] = L->qcount[x.ql[j]];
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
 	/* broadcast columns: the one element to every partition (partition
-	 * stride 0), once, on the first load queue (FIFO: before every tile) */
+	 * stride 0), once, spread over SP's load queues (FIFO: before every
+	 * tile's loads on the queue, which the first stage waits for) */
+	int ncl = 0;
 	for (int v = 0; v < x.nv; v++) {
 		if (x.col[v] < 0)
 			continue;
@@ -429,15 +808,15 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		uint32_t c1[1] = {1};
 		nx_ap hb = nx_ap_hbm(x.dt[v], src->buf->off, 128, 0, 1, s1, c1);
 		nx_ap sb = nx_ap_sbuf(x.dt[v], 0, 128, x.off[v], 1, s1, c1);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[0], sb, hb);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[ncl++ % (x.nql < 8 ? x.nql : 8)], sb, hb);
 		nx_l_max(&x.loads, &y);
 		nx_l_max(&src->buf->war, &y);
 	}
 	/* every load queue: its count now, plus one per tile */
 	NX_ASSERT(x.nld >= 1);
-	for (int k = 0; k < x.nld * x.kl; k++)
+	for (int k = 0; k < x.nql; k++)
 		x.base_l[k] = L->qcount[x.ql[k]];
-	for (int o = 0; o < x.nout * x.ks; o++)
+	for (int o = 0; o < x.nqs; o++)
 		x.base_s[o] = L->qcount[x.qs[o]];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		x.base_e[e] = L->ecount[e];
@@ -448,7 +827,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
-	for (int o = 0; o < x.nout * x.ks; o++)
+	for (int o = 0; o < x.nqs; o++)
 		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])

@@ -95,6 +95,41 @@ body {
   ROOT t = (f32[3000,1031], f32[3000,1031]) tuple(mn, vn)
 }
 EOT
+# f3: bf16, odd sizes, outputs aliased to parameters (written in place):
+# tensor_tensor with a broadcast operand on either side becomes
+# tensor_scalar (a constant immediate, a parameter's per-partition column),
+# the instructions split over ACT, DVE and POOL (fused-loop "stages")
+cat > "$T/f3.hlo" <<'EOT'
+HloModule fused_split, input_output_alias={ {0}: (1, {}, must-alias), {1}: (2, {}, must-alias) }
+ENTRY e {
+  g = bf16[3001,1031] parameter(0)
+  m = bf16[3001,1031] parameter(1)
+  v = bf16[3001,1031] parameter(2)
+  lr = bf16[] parameter(3)
+  fu = (bf16[3001,1031], bf16[3001,1031]) fusion(g, m, v, lr), kind=kLoop, calls=body
+  m2 = bf16[3001,1031] get-tuple-element(fu), index=0
+  v2 = bf16[3001,1031] get-tuple-element(fu), index=1
+  ROOT r = (bf16[3001,1031], bf16[3001,1031]) tuple(m2, v2)
+}
+body {
+  g = bf16[3001,1031] parameter(0)
+  m = bf16[3001,1031] parameter(1)
+  v = bf16[3001,1031] parameter(2)
+  lr = bf16[] parameter(3)
+  c = bf16[] constant(0.9)
+  cb = bf16[3001,1031] broadcast(c), dimensions={}
+  lb = bf16[3001,1031] broadcast(lr), dimensions={}
+  a = bf16[3001,1031] multiply(cb, m)
+  b = bf16[3001,1031] divide(g, lb)
+  q = bf16[3001,1031] subtract(cb, b)
+  mn = bf16[3001,1031] add(a, q)
+  gg = bf16[3001,1031] multiply(g, g)
+  s = bf16[3001,1031] sqrt(gg)
+  w = bf16[3001,1031] multiply(s, cb)
+  vn = bf16[3001,1031] maximum(v, w)
+  ROOT t = (bf16[3001,1031], bf16[3001,1031]) tuple(mn, vn)
+}
+EOT
 # a flat row of a prime length (5087): whole-row chunks, not 5087 of one
 cat > "$T/p1.hlo" <<'EOT'
 HloModule prime_row
@@ -107,17 +142,18 @@ EOT
 # e1, p1 unfused (the fusion pass would make e1 a one-op fusion-loop)
 opt() { case $1 in e1|p1) echo "--disable-pass fusion" ;; esac; }
 kinds="d1:dot-loop d2:dot-loop d3:dot-loop d4:dot-loop d5:dot-loop e1:elementwise-loop r1:reduce-loop f1:fused-loop"
-kinds="$kinds f2:fused-loop p1:elementwise"
+kinds="$kinds f2:fused-loop f3:fused-loop p1:elementwise"
 for kv in $kinds; do
 	k=${kv%%:*} kind=${kv#*:}
 	"$NXCC" compile "$T/$k.hlo" --target trn1 $(opt $k) --dump-lower=plan -o "$T/$k.neff" > "$T/$k.plan" || fail "compile $k"
+	[ "$k" = f3 ] && { "$NXCC" compile "$T/$k.hlo" --target trn1 --dump-lower=streams -o "$T/$k.neff" > "$T/$k.s" || fail "streams $k"; }
 	grep -q "^kernel [0-9]* $kind:" "$T/$k.plan" || fail "$k is not lowered by $kind: $(grep '^kernel' "$T/$k.plan")"
 done
 n=0
 for kv in $kinds; do
 	k=${kv%%:*}
 	ts=trn1
-	case $k in d1|f1) ts="trn1 trn2" ;; esac
+	case $k in d1|f1|f3) ts="trn1 trn2" ;; esac
 	for t in $ts; do
 		out=$("$NXCC" check "$T/$k.hlo" --target $t $(opt $k) --random-inputs 1 2>&1) ||
 			fail "$k $t: $(echo "$out" | grep -E 'MISMATCH|error' | head -3)"
@@ -128,6 +164,10 @@ echo "checked $n loop-kernel configurations"
 # d4's lhs transpose (canonicalize-dot) is read through its view, not copied
 grep -q "transpose-deferred" "$T/d4.plan" || fail "d4: the lhs transpose is not deferred: $(grep '^kernel' "$T/d4.plan")"
 grep -q "2 outputs" "$T/f2.plan" || fail "f2: not one kernel with two outputs"
+grep -q "tensor_scalar" "$T/f3.s" || fail "f3: no tensor_scalar for the broadcast operands"
+[ "$(grep -c "in-place" "$T/f3.plan")" = 2 ] || fail "f3: outputs not written in place: $(cat "$T/f3.plan")"
+n3=$(grep -o "stages [a-z >]*" "$T/f3.plan" | tr ' ' '\n' | grep -cE "^(act|dve|pool)$")
+[ "$n3" -ge 2 ] || fail "f3: one compute engine only: $(grep stages "$T/f3.plan")"
 grep -q "in 1 chunks of 5087" "$T/p1.plan" || fail "p1: $(grep tiling "$T/p1.plan")"
 
 # code size: 16x the volume, the same instructions
@@ -143,7 +183,10 @@ for s in 1 4 16; do
 	a=$(count "$T/st.hlo")
 	[ "$a" -le 1000 ] || fail "stationary dot at ${s}x${s}: $a instructions"
 done
-sed 's/3000,1031/48000,1031/g' "$T/f1.hlo" > "$T/f16.hlo"
-a=$(count "$T/f1.hlo") b=$(count "$T/f16.hlo")
+# (whole tiles at both volumes: how many ragged tail tiles a volume has
+# depends on the tile width, which the SBUF budget picks)
+sed 's/3000,1031/4096,1024/g' "$T/f1.hlo" > "$T/f1w.hlo"
+sed 's/3000,1031/65536,1024/g' "$T/f1.hlo" > "$T/f16.hlo"
+a=$(count "$T/f1w.hlo") b=$(count "$T/f16.hlo")
 [ "$a" = "$b" ] || fail "fused chain: $a instructions, $b at 16x the volume"
 echo "instruction counts independent of the volume"

@@ -758,7 +758,7 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
 		if (i->op == NX_OP_FUSION && i->ncalled == 1 &&
-		    ((i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
+		    (nx_l_row_ok(L, i) || (i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
 			push(ns, i); /* one kernel, intermediates in SBUF */
 			continue;
 		}
@@ -965,6 +965,24 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	if (i->op == NX_OP_FUSION && nx_l_row_ok(L, i)) {
+		/* reductions over rows with their producers and consumers
+		 * (kernels/row_loop.c) */
+		nx_lval *v;
+		if (nx_shape_is_array(i->shape)) {
+			v = nx_l_newval(L, i->shape);
+		} else {
+			v = nx_arena_alloc(&L->a, sizeof *v);
+			memset(v, 0, sizeof *v);
+			v->shape = i->shape;
+			v->ntuple = i->shape->ntuple;
+			v->tuple = nx_arena_alloc(&L->a, sizeof(nx_lval *) * (size_t)(v->ntuple + 1));
+			for (int k = 0; k < v->ntuple; k++)
+				v->tuple[k] = nx_l_newval(L, i->shape->tuple[k]);
+		}
+		*out = v;
+		return nx_l_row(L, i, ops, v);
+	}
 	if (i->op == NX_OP_FUSION && !nx_shape_is_array(i->shape) && nx_l_fused_loop_ok(L, i)) {
 		/* a multi-output loop fusion: a tuple of fresh values */
 		nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);

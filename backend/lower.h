@@ -302,6 +302,13 @@ bool nx_l_reduce_row_fits(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t 
 bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f);
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
 
+/* kernels/row_loop.c: a fusion whose reductions run over the trailing axes
+ * of R rows of C (softmax, layer norm) as one loop nest over row tiles
+ * (nx_l_row_ok: the body is in its subset and a row fits SBUF); out is an
+ * array or a tuple of fresh values. */
+bool nx_l_row_ok(const nx_lower *L, const nx_inst *f);
+nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
+
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
 

@@ -14,7 +14,9 @@
  *  3. Cheap producers (small constants; from O2 also iota and broadcasts of
  *     scalars; at O3 also cheap elementwise ops whose duplication saves
  *     estimated cycles) are copied into every kernel that reads them.
- *  4. O2+: sibling kernels reading the same input with the same iteration
+ *  4. O2+: kernels holding a reduction over trailing dims absorb their
+ *     neighbours in the same row space (row kernels: softmax, layer norm);
+ *     then sibling kernels reading the same input with the same iteration
  *     shape merge into one multi-output kernel (tuple result + get-tuple-
  *     element users), unless one reaches the other. O3 merges the pairs with
  *     the largest estimated saving first. Then a loop kernel of 1 MiB or
@@ -310,6 +312,102 @@ static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv, bo
 	return 0;
 }
 
+/* ------------------------------------------------------------ row kernels */
+
+/* Every member of group gi lives in the row space (R rows of C); *rows: the
+ * members of R*C elements (SBUF tiles of the row kernel). */
+static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows)
+{
+	group *g = &s->grp[gi];
+	if (g->dead || g->pattern || g->n == 0)
+		return false;
+	int64_t k = 0;
+	for (int i = 0; i < g->n; i++) {
+		const nx_inst *x = s->g.insts[g->m[i]];
+		if (!nx_fusion_row_member(x, R, C))
+			return false;
+		k += nx_shape_elems(x->shape) == R * C;
+	}
+	*rows = k;
+	return true;
+}
+
+/* The budget of the row kernel: two buffer sets of one row (C elements of
+ * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */
+#define ROW_SBUF_BYTES (96 * 1024)
+
+static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
+                    int *markv)
+{
+	nx_fgraph *g = &s->g;
+	int gq = g->group[q];
+	int64_t r2;
+	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2))
+		return false;
+	const char *why = NULL;
+	if (s->grp[gi].n + s->grp[gq].n > 64)
+		why = "row kernel would exceed 64 instructions";
+	else if ((*rows + r2) * C * 4 * 2 > ROW_SBUF_BYTES)
+		why = "rows of the merged kernel would not fit SBUF";
+	else {
+		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
+		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
+		if (r1 || r3)
+			why = "a path between them leaves both kernels";
+	}
+	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
+	if (why) {
+		nx_pass_log(g->ctx, 2, "fusion: refuse row %s + %s: %s", ra->name, rb->name, why);
+		return false;
+	}
+	nx_pass_log(g->ctx, 2, "fusion: row %s + %s (rows of %lld)", ra->name, rb->name, (long long)C);
+	if (s->grp[gq].root > s->grp[gi].root)
+		s->grp[gi].root = s->grp[gq].root;
+	for (int k = 0; k < s->grp[gq].n; k++)
+		group_add(s, gi, s->grp[gq].m[k]);
+	s->grp[gq].dead = true;
+	s->grp[gq].n = 0;
+	*rows += r2;
+	return true;
+}
+
+/* O2+: a kernel holding a reduction over the trailing dims of its operand
+ * absorbs its producer and consumer kernels while all of their members live
+ * in the same row space and no path between the two leaves through a third
+ * kernel: softmax and layer norm become one kernel, which the backend lowers
+ * as a row kernel (backend/kernels/row_loop.c) or flattens. */
+static void row_merge(fstate *s)
+{
+	nx_fgraph *g = &s->g;
+	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+	int *mark = calloc((size_t)g->n + 1, sizeof(int));
+	int markv = 0;
+	for (int gi = 0; gi < s->ngrp; gi++) {
+		if (s->grp[gi].dead || s->grp[gi].pattern)
+			continue;
+		int64_t R = 0, C = 0, rows;
+		bool found = false;
+		for (int i = 0; i < s->grp[gi].n && !found; i++)
+			found = nx_fusion_row_reduce(g->insts[s->grp[gi].m[i]], &R, &C);
+		if (!found || !row_group(s, gi, R, C, &rows))
+			continue;
+		bool grew = true;
+		while (grew) {
+			grew = false;
+			for (int k = 0; k < s->grp[gi].n && !grew; k++) {
+				int p = s->grp[gi].m[k];
+				const nx_inst *x = g->insts[p];
+				for (int o = 0; o < x->noperands && !grew; o++)
+					grew = row_try(s, gi, nx_fpos(s->orig_ops[p][o]), R, C, &rows, stack, mark, &markv);
+				for (int u = g->uoff[p]; u < g->uoff[p + 1] && !grew; u++)
+					grew = row_try(s, gi, g->users[u], R, C, &rows, stack, mark, &markv);
+			}
+		}
+	}
+	free(stack);
+	free(mark);
+}
+
 static bool plain_loop(fstate *s, int gi)
 {
 	group *g = &s->grp[gi];
@@ -597,6 +695,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 	if (g->ctx->opt_level >= 3)
 		choose_duplicates(s);
 	if (siblings) {
+		row_merge(s);
 		sibling_merge(s);
 		producer_merge(s);
 	}

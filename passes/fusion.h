@@ -25,6 +25,15 @@ bool nx_fusion_is_matmul(const nx_inst *i);
 bool nx_fusion_is_reduction(const nx_inst *i);
 /* Opcode of the root of a reducer (to_apply), or NX_OP_COUNT. */
 nx_opcode nx_fusion_reducer_op(const nx_inst *reduce);
+/* Row kernels (backend/kernels/row_loop.c): a reduce (add/max/min/multiply,
+ * constant init) over the trailing dims of its operand, R rows of C >= 2
+ * elements. */
+bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C);
+/* May i be part of a row kernel over R rows of C: reductions as above,
+ * elementwise ops on rows (R*C elements) or per-row values (R), converts,
+ * reshapes, broadcasts of a scalar, of a per-row value along the trailing
+ * dims or of a column [C] along the leading dims, scalar constants. */
+bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C);
 
 /* The graph view shared by the fusion files: the entry computation with
  * positions, users and the kernel (group) each instruction belongs to. */

@@ -202,3 +202,78 @@ const char *nx_fusion_refusal(const nx_inst *p, const nx_inst *c, const nx_pass_
 		return "consumer is not a loop op or a reduction";
 	return NULL;
 }
+
+/* ------------------------------------------------------------ row kernels */
+
+bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C)
+{
+	if (i->op != NX_OP_REDUCE || i->noperands != 2 || !nx_shape_is_array(i->shape))
+		return false;
+	nx_opcode r = nx_fusion_reducer_op(i);
+	if (r != NX_OP_ADD && r != NX_OP_MAXIMUM && r != NX_OP_MINIMUM && r != NX_OP_MULTIPLY)
+		return false;
+	if (i->operands[1]->op != NX_OP_CONSTANT || nx_shape_elems(i->operands[1]->shape) != 1)
+		return false;
+	const nx_shape *s = i->operands[0]->shape;
+	int nd = i->a.dimensions.n, k = s->rank - nd;
+	if (nd < 1 || k < 1)
+		return false;
+	for (int j = 0; j < nd; j++)
+		if (i->a.dimensions.v[j] != k + j)
+			return false;
+	int64_t r0 = 1, c0 = 1;
+	for (int j = 0; j < s->rank; j++)
+		*(j < k ? &r0 : &c0) *= s->dims[j];
+	*R = r0, *C = c0;
+	return r0 >= 1 && c0 >= 2;
+}
+
+/* dims {0..j-1} (leading) or {j..rank-1} (trailing) of the output, with the
+ * operand's dims equal to those */
+static bool bcast_run(const nx_inst *b, bool lead, int64_t *prod)
+{
+	const nx_shape *o = b->shape, *s = b->operands[0]->shape;
+	int n = b->a.dimensions.n;
+	if (n != s->rank)
+		return false;
+	int first = lead ? 0 : o->rank - n;
+	int64_t p = 1;
+	for (int j = 0; j < n; j++) {
+		if (b->a.dimensions.v[j] != first + j || s->dims[j] != o->dims[first + j])
+			return false;
+		p *= s->dims[j];
+	}
+	*prod = p;
+	return true;
+}
+
+bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C)
+{
+	if (!nx_shape_is_array(i->shape))
+		return false;
+	int64_t e = nx_shape_elems(i->shape), x, y;
+	if (i->op == NX_OP_CONSTANT)
+		return e == 1;
+	if (e != R * C && e != R)
+		return false;
+	switch (i->op) {
+	case NX_OP_REDUCE:
+		return nx_fusion_row_reduce(i, &x, &y) && x == R && y == C;
+	case NX_OP_BROADCAST: {
+		int64_t oe = nx_shape_elems(i->operands[0]->shape);
+		if (oe == 1)
+			return true;
+		if (e != R * C)
+			return false;
+		return (oe == R && bcast_run(i, true, &x) && x == R) || (oe == C && bcast_run(i, false, &x) && x == C);
+	}
+	case NX_OP_RESHAPE:
+	case NX_OP_BITCAST:
+	case NX_OP_COPY:
+	case NX_OP_CONVERT:
+		return true;
+	default:
+		return (nx_opcode_flags(i->op) & NX_OPF_ELEMENTWISE) && i->noperands <= 3 && i->op != NX_OP_COMPARE &&
+		       i->shape->type != NX_PRED;
+	}
+}

@@ -1,0 +1,914 @@
+/* backend/kernels/row_loop.c — a fusion whose reductions run over the
+ * trailing (contiguous) axes of R rows of C elements (softmax, layer norm,
+ * their backward forms; the fusion pass forms them, passes/fusion.c
+ * row_merge) as one loop nest over row tiles: every input row is loaded
+ * once, reductions, per-row statistics and the elementwise producers and
+ * consumers run on chip, every output is stored once.
+ *
+ * Values of the body: rows (R*C elements), per-row statistics (R), columns
+ * ([C] inputs broadcast along the rows: loaded once into every partition),
+ * scalars (constants become immediates, one-element inputs a [128, 1]
+ * column). A tile is 128 partitions x kt rows, partition p holding rows
+ * p*kt .. p*kt+kt-1 of the tile (contiguous in HBM). Instructions:
+ *   row op        one instruction over [np, kt, C] (a column read with
+ *                 stride 0 over kt, a statistic with stride 0 over C)
+ *   row-scalar    row (op) statistic: kt instructions tensor_scalar over
+ *                 [np, C], the statistic of row j as the per-partition
+ *                 scalar (when C > 60, else one row op with stride 0)
+ *   reduce        tensor_reduce over C: [np, kt]
+ *   act-row       ACT f(x + b) per row with the statistic b as the
+ *                 per-partition bias (f(x - s) takes -s), and a reduce-add
+ *                 of its result as the activate's accumulator
+ *   stat op       one instruction over [np, kt]
+ * Row-scalar and unary copies go to ACT or DVE, row ops and reductions to
+ * DVE or POOL (which share the SBUF port), by an estimate of each engine's
+ * busy time. Consecutive instructions on one engine form a stage; the
+ * synchronization is fused_loop.c's: tiles rotate over ND buffer sets, the
+ * stages of a tile run in order, tile i's loads wait for the last stage of
+ * tile i-ND and its first stage for the stores of tile i-ND. */
+#include "backend/lower.h"
+#include "ir/eval/eval.h"
+
+#include <math.h>
+#include <string.h>
+
+#define RW_MAX 64  /* body instructions */
+#define RW_IO 16   /* row/stat inputs + outputs */
+
+enum {
+	V_ROWIN, V_STATIN, V_COLIN, V_SCIN, V_CONST, /* inputs */
+	V_SBC, V_RB, V_CB, V_ALIAS,                  /* views */
+	V_ROW, V_STAT,                               /* computed */
+};
+enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG };
+
+typedef struct rv {
+	const nx_inst *i;
+	int kind, a;    /* a: source value (views), -1 */
+	nx_dtype dt;
+	int pn;         /* parameter number */
+	float imm;      /* constant value */
+	int64_t off;    /* slot in a buffer set (rows, stats) or absolute (columns) */
+	bool slot, out;
+	int users;
+} rv;
+
+typedef struct rop {
+	int kind, v;   /* value written */
+	int o[3], no;  /* operands (values) */
+	nx_lemap m;
+	int alu;       /* O_ROWSC/O_TSC/O_RED: ALU op */
+	bool rev;      /* O_ROWSC/O_TSC: scalar op src */
+	int sc;        /* O_ROWSC/O_TSC/O_ACTROW: the scalar operand (value), or -1 for imm */
+	float imm;
+	int acc;       /* O_ACTROW: accumulator stat value, -1 */
+	float init;    /* O_RED: init combined when not neutral */
+	bool combine;
+	nx_engine e;
+	int stage;
+} rop;
+
+typedef struct rk {
+	nx_lower *L;
+	int nv, nop;
+	rv v[RW_MAX];
+	rop op[RW_MAX * 2];
+	int64_t R, C, kt, bufb, step;
+	int nd;
+	int nstage;
+	nx_engine seng[RW_MAX * 2];
+	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
+	int ld[RW_IO], nld, outs[RW_IO], nout;
+	nx_lval *const *ext;
+	nx_lval *out[RW_IO];
+	int kl, ks, ql[NX_LQ], qs[NX_LQ], qlc[NX_LQ], qsc[NX_LQ], lv;
+	int64_t base_l[NX_LQ], base_s[NX_LQ], base_e[NX_ENG_COUNT];
+	nx_lsync loads, stores, comp;
+} rk;
+
+enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
+_Static_assert(RF_N <= 16, "registers per engine");
+
+static int find(const rk *x, const nx_inst *i)
+{
+	for (int k = 0; k < x->nv; k++)
+		if (x->v[k].i == i)
+			return k;
+	return -1;
+}
+
+static int res(const rk *x, int k)
+{
+	while (x->v[k].kind == V_ALIAS)
+		k = x->v[k].a;
+	return k;
+}
+
+static bool is_row(const rk *x, int k)
+{
+	int kd = x->v[res(x, k)].kind;
+	return kd == V_ROWIN || kd == V_ROW;
+}
+
+static bool is_stat(const rk *x, int k)
+{
+	int kd = x->v[res(x, k)].kind;
+	return kd == V_STATIN || kd == V_STAT;
+}
+
+static bool trailing_bcast(const nx_inst *b, bool lead)
+{
+	const nx_shape *o = b->shape, *s = b->operands[0]->shape;
+	int n = b->a.dimensions.n, first = lead ? 0 : o->rank - n;
+	if (n != s->rank)
+		return false;
+	for (int j = 0; j < n; j++)
+		if (b->a.dimensions.v[j] != first + j || s->dims[j] != o->dims[first + j])
+			return false;
+	return true;
+}
+
+static bool neutral(int alu, double v)
+{
+	switch (alu) {
+	case NX_ALU_ADD: return v == 0.0;
+	case NX_ALU_MUL: return v == 1.0;
+	case NX_ALU_MAX: return isinf(v) && v < 0;
+	case NX_ALU_MIN: return isinf(v) && v > 0;
+	default: return false;
+	}
+}
+
+static rop *newop(rk *x, int kind, int v)
+{
+	rop *o = &x->op[x->nop++];
+	memset(o, 0, sizeof *o);
+	o->kind = kind, o->v = v, o->sc = -1, o->acc = -1;
+	return o;
+}
+
+/* classify the body and derive the instruction list */
+static bool build(rk *x, const nx_lower *L, const nx_inst *f)
+{
+	memset(x, 0, sizeof *x);
+	if (f->op != NX_OP_FUSION || f->ncalled != 1)
+		return false;
+	const nx_comp *b = f->called[0];
+	const nx_inst *root = b->root;
+	if (!root || b->ninsts > RW_MAX)
+		return false;
+	bool tup = root->op == NX_OP_TUPLE;
+	/* the row space: the first reduction over trailing dims */
+	x->R = 0;
+	for (int k = 0; k < b->ninsts && !x->R; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i->op != NX_OP_REDUCE || i->noperands != 2)
+			continue;
+		const nx_shape *s = i->operands[0]->shape;
+		int nd = i->a.dimensions.n, k0 = s->rank - nd;
+		bool ok = nd >= 1 && k0 >= 1;
+		for (int j = 0; ok && j < nd; j++)
+			ok = i->a.dimensions.v[j] == k0 + j;
+		if (!ok)
+			return false;
+		int64_t r0 = 1, c0 = 1;
+		for (int j = 0; j < s->rank; j++)
+			*(j < k0 ? &r0 : &c0) *= s->dims[j];
+		x->R = r0, x->C = c0;
+	}
+	int64_t R = x->R, C = x->C;
+	if (R < 1 || C < 2 || C > 16384)
+		return false;
+	for (int k = 0; k < b->ninsts; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i == root && tup)
+			continue;
+		if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
+			return false;
+		rv *v = &x->v[x->nv];
+		memset(v, 0, sizeof *v);
+		v->i = i, v->a = -1, v->pn = -1;
+		v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
+		int64_t e = nx_shape_elems(i->shape);
+		int ops[3] = {-1, -1, -1};
+		if (i->noperands > 3 && i->op != NX_OP_PARAMETER)
+			return false;
+		for (int j = 0; j < i->noperands && j < 3; j++)
+			if ((ops[j] = find(x, i->operands[j])) < 0)
+				return false;
+		int vi = x->nv++;
+		for (int j = 0; j < i->noperands && j < 3; j++)
+			x->v[ops[j]].users++;
+		switch (i->op) {
+		case NX_OP_PARAMETER: {
+			for (int p = 0; p < b->nparams; p++)
+				if (b->params[p] == i)
+					v->pn = p;
+			if (v->pn < 0 || v->pn >= f->noperands)
+				return false;
+			/* a [C] value read only by broadcasts along the rows is a column */
+			bool col = e == C;
+			for (int u = 0; u < b->ninsts && col; u++) {
+				const nx_inst *w = b->insts[u];
+				for (int j = 0; j < w->noperands; j++)
+					if (w->operands[j] == i)
+						col = w->op == NX_OP_BROADCAST && nx_shape_elems(w->shape) == R * C &&
+						      trailing_bcast(w, false);
+			}
+			v->kind = e == 1 ? V_SCIN : col ? V_COLIN : e == R * C ? V_ROWIN : e == R ? V_STATIN : -1;
+			if (v->kind < 0)
+				return false;
+			break;
+		}
+		case NX_OP_CONSTANT:
+			if (e != 1)
+				return false;
+			v->kind = V_CONST;
+			v->imm = (float)nx_lit_get_f64(i->a.literal, 0);
+			break;
+		case NX_OP_BROADCAST: {
+			int s = res(x, ops[0]);
+			int sk = x->v[s].kind;
+			if (sk == V_SCIN || sk == V_CONST || sk == V_SBC) {
+				v->kind = V_SBC;
+				v->a = sk == V_SBC ? x->v[s].a : s;
+			} else if (is_stat(x, s) && e == R * C && trailing_bcast(i, true)) {
+				v->kind = V_RB, v->a = s;
+			} else if (sk == V_COLIN && e == R * C && trailing_bcast(i, false) && x->v[s].dt == v->dt) {
+				v->kind = V_CB, v->a = s;
+			} else {
+				return false;
+			}
+			if (v->kind == V_SBC && e != R && e != R * C)
+				return false;
+			break;
+		}
+		default: {
+			bool layout = i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY ||
+			              i->op == NX_OP_CONVERT;
+			if (layout && x->v[ops[0]].dt == v->dt && nx_shape_elems(i->operands[0]->shape) == e &&
+			    (is_row(x, ops[0]) || is_stat(x, ops[0]))) {
+				v->kind = V_ALIAS, v->a = res(x, ops[0]);
+				break;
+			}
+			if (layout && (i->op != NX_OP_CONVERT || !nx_type_is_float(i->shape->type)))
+				return false; /* a converting copy between float types is an op */
+			if (i->op == NX_OP_REDUCE) {
+				int a = res(x, ops[0]), in = res(x, ops[1]);
+				int alu = nx_l_reduce_alu(i);
+				if (!is_row(x, a) || x->v[in].kind != V_CONST || e != R || alu < 0 ||
+				    nx_shape_elems(i->operands[0]->shape) != R * C)
+					return false;
+				/* over the trailing dims (the row space's C) */
+				const nx_shape *s = i->operands[0]->shape;
+				int64_t c0 = 1;
+				for (int j = s->rank - i->a.dimensions.n; j < s->rank; j++)
+					c0 *= s->dims[j];
+				if (c0 != C || i->a.dimensions.v[0] != s->rank - i->a.dimensions.n)
+					return false;
+				v->kind = V_STAT;
+				rop *o = newop(x, O_RED, vi);
+				o->o[0] = a, o->no = 1, o->alu = alu;
+				o->init = x->v[in].imm;
+				o->combine = !neutral(alu, o->init);
+				break;
+			}
+			nx_lemap m;
+			if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || !nx_l_elem_map(i, &m) || i->noperands < 1 ||
+			    m.op == NX_I_SELECT || i->shape->type == NX_PRED)
+				return false;
+			if (e != R * C && e != R)
+				return false;
+			bool row = e == R * C && R * C != R;
+			v->kind = row ? V_ROW : V_STAT;
+			int no = i->noperands, nsc = 0, nrb = 0, sci = -1, rbi = -1;
+			for (int j = 0; j < no; j++) {
+				int s = res(x, ops[j]);
+				int sk = x->v[s].kind;
+				if (sk == V_SBC)
+					nsc++, sci = j;
+				else if (sk == V_RB)
+					nrb++, rbi = j;
+				else if (row ? !(is_row(x, s) || sk == V_CB) : !is_stat(x, s))
+					return false;
+				if (nx_lower_dtype(i->operands[j]->shape->type) < 0)
+					return false;
+			}
+			rop *o;
+			if (nsc + nrb == 1 && no == 2 && m.op == NX_I_TENSOR_TENSOR && nx_type_is_float(i->shape->type)) {
+				int j = nsc ? sci : rbi, other = 1 - j;
+				int s = res(x, ops[j]);
+				o = newop(x, nsc ? O_TSC : O_ROWSC, vi);
+				o->o[0] = res(x, ops[other]), o->no = 1;
+				o->alu = m.func, o->rev = j == 0, o->m = m;
+				int src = x->v[s].a; /* SBC: the scalar; RB: the statistic */
+				if (nsc && x->v[src].kind == V_CONST)
+					o->imm = x->v[src].imm;
+				else
+					o->sc = src;
+				if (nrb && C <= 60) { /* one row op reading the statistic with stride 0 */
+					o->kind = O_FULL;
+					o->o[0] = res(x, ops[0]), o->o[1] = res(x, ops[1]), o->no = 2;
+				}
+			} else if (nsc + nrb == 0 || (nsc == 0 && row)) {
+				/* x * x on rows: ACT square */
+				if (i->op == NX_OP_MULTIPLY && row && res(x, ops[0]) == res(x, ops[1]) &&
+				    nx_type_is_float(i->shape->type)) {
+					o = newop(x, O_ACTROW, vi);
+					o->o[0] = res(x, ops[0]), o->no = 1;
+					o->m.op = NX_I_ACTIVATE, o->m.e = NX_ENG_ACT, o->m.func = NX_ACT_SQUARE;
+					o->m.imm = 1.0f;
+					break;
+				}
+				o = newop(x, O_FULL, vi);
+				o->m = m, o->no = no;
+				for (int j = 0; j < no; j++)
+					o->o[j] = res(x, ops[j]);
+				/* f(row (+|-) statistic) on ACT: one activate per row with the bias */
+				if (row && m.op == NX_I_ACTIVATE && no == 1) {
+					int t = o->o[0];
+					rop *tp = NULL;
+					for (int q = 0; q < x->nop - 1; q++)
+						if (x->op[q].v == t)
+							tp = &x->op[q];
+					if (tp && tp->kind == O_ROWSC && x->v[t].users == 1 && !tp->rev &&
+					    (tp->alu == NX_ALU_ADD || tp->alu == NX_ALU_SUB) && x->v[t].dt == NX_DT_F32) {
+						o->kind = O_ACTROW;
+						o->o[0] = tp->o[0];
+						o->sc = t; /* bias: t's slot holds +-statistic */
+						if (tp->alu == NX_ALU_SUB) {
+							tp->kind = O_NEG; /* t = -statistic */
+						} else {
+							tp->kind = O_NEG;
+							tp->imm = 1.0f; /* t = statistic (a copy) */
+						}
+						tp->alu = NX_ALU_MUL;
+						x->v[t].kind = V_STAT;
+					}
+				}
+			} else {
+				return false;
+			}
+			break;
+		}
+		}
+	}
+	/* reduce-add of an activate's result: its accumulator */
+	for (int q = 0; q < x->nop; q++) {
+		rop *r = &x->op[q];
+		if (r->kind != O_RED || r->alu != NX_ALU_ADD || r->combine)
+			continue;
+		int a = r->o[0];
+		for (int p = 0; p < q; p++)
+			if (x->op[p].v == a && x->v[a].kind == V_ROW && x->op[p].acc < 0 && x->v[a].dt == NX_DT_F32 &&
+			    x->v[r->v].dt == NX_DT_F32 &&
+			    (x->op[p].kind == O_ACTROW ||
+			     (x->op[p].kind == O_FULL && x->op[p].m.op == NX_I_ACTIVATE && x->op[p].no == 1))) {
+				x->op[p].kind = O_ACTROW;
+				x->op[p].acc = r->v;
+				r->kind = -1; /* done by the activate */
+			}
+	}
+	/* outputs */
+	x->nout = tup ? root->noperands : 1;
+	if (x->nout > RW_IO)
+		return false;
+	for (int k = 0; k < x->nout; k++) {
+		int o = find(x, tup ? root->operands[k] : root);
+		if (o < 0)
+			return false;
+		o = res(x, o);
+		if (x->v[o].kind != V_ROW && x->v[o].kind != V_STAT)
+			return false;
+		/* an output whose value became the bias of an activate is not kept */
+		for (int q = 0; q < x->nop; q++)
+			if (x->op[q].v == o && x->op[q].kind == O_NEG)
+				return false;
+		x->outs[k] = o;
+		x->v[o].out = true;
+	}
+	for (int k = 0; k < x->nv; k++)
+		if ((x->v[k].kind == V_ROWIN || x->v[k].kind == V_STATIN) && x->v[k].users > 0) {
+			if (x->nld == RW_IO)
+				return false;
+			x->ld[x->nld++] = k;
+		}
+	/* drop ops whose value nobody reads (the activate took it over) */
+	int n = 0;
+	for (int q = 0; q < x->nop; q++)
+		if (x->op[q].kind >= 0)
+			x->op[n++] = x->op[q];
+	x->nop = n;
+	if (x->nld < 1 || x->nop < 1)
+		return false;
+	(void)L;
+	return true;
+}
+
+static int64_t al64(int64_t v)
+{
+	return (v + 63) & ~(int64_t)63;
+}
+
+/* slots: rows kt*C, statistics kt (per buffer set) */
+static int64_t layout(rk *x, int64_t kt, int64_t *cols)
+{
+	int64_t set = 0, c = 0;
+	for (int k = 0; k < x->nv; k++) {
+		rv *v = &x->v[k];
+		int esz = nx_dtype_bytes[v->dt];
+		v->slot = false;
+		if (v->kind == V_ROWIN || v->kind == V_ROW) {
+			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
+		} else if (v->kind == V_STATIN || v->kind == V_STAT) {
+			v->off = set, set += al64(kt * esz), v->slot = true;
+		} else if (v->kind == V_COLIN) {
+			v->off = c, c += al64(x->C * esz);
+		} else if (v->kind == V_SCIN) {
+			v->off = c, c += 64;
+		}
+	}
+	*cols = c;
+	return set;
+}
+
+static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4;
+
+/* engines by estimated busy time per tile (ns) */
+static void assign(rk *x)
+{
+	double load[NX_ENG_COUNT] = {0};
+	double kt = (double)x->kt, C = (double)x->C;
+	for (int q = 0; q < x->nop; q++) {
+		rop *o = &x->op[q];
+		bool row = x->v[o->v].kind == V_ROW;
+		double n = row ? kt * C : kt;
+		switch (o->kind) {
+		case O_ACTROW:
+			o->e = NX_ENG_ACT;
+			load[NX_ENG_ACT] += kt * ((C > 64 ? C : 64) + 60 + (o->acc >= 0 ? 64 : 0)) / clk_act;
+			continue;
+		case O_NEG:
+			o->e = NX_ENG_DVE;
+			load[NX_ENG_DVE] += 124 / clk_dve;
+			continue;
+		case O_ROWSC:
+		case O_TSC: {
+			double c = o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
+			double a = load[NX_ENG_ACT] + c / clk_act, d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + c / clk_dve;
+			/* ACT takes the scalar operand as a per-partition column only */
+			bool act_ok = o->sc >= 0 || o->kind == O_TSC;
+			o->e = act_ok && a < d ? NX_ENG_ACT : NX_ENG_DVE;
+			load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : clk_dve);
+			continue;
+		}
+		case O_RED: {
+			double c = (n > 64 ? n : 64) + 60;
+			o->e = load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
+			load[o->e] += c / (o->e == NX_ENG_POOL ? clk_pool : clk_dve);
+			continue;
+		}
+		default: {
+			double c = (n * (o->no > 1 ? o->no : 1) > 64 ? n * (o->no > 1 ? o->no : 1) : 64) + 60;
+			if (o->m.op == NX_I_ACTIVATE) {
+				o->e = NX_ENG_ACT;
+			} else if (o->m.op == NX_I_TENSOR_COPY || o->m.op == NX_I_TENSOR_SCALAR) {
+				double a = load[NX_ENG_ACT] + c / clk_act, d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + c / clk_dve;
+				o->e = a < d ? NX_ENG_ACT : NX_ENG_DVE;
+			} else if (o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a') {
+				o->e = load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
+			} else {
+				o->e = NX_ENG_DVE;
+			}
+			load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : o->e == NX_ENG_POOL ? clk_pool : clk_dve);
+		}
+		}
+	}
+	x->nstage = 0;
+	memset(x->per, 0, sizeof x->per);
+	for (int q = 0; q < x->nop; q++) {
+		rop *o = &x->op[q];
+		if (x->nstage == 0 || x->seng[x->nstage - 1] != o->e) {
+			x->seng[x->nstage] = o->e;
+			x->sidx[x->nstage] = x->per[o->e]++;
+			x->nstage++;
+		}
+		o->stage = x->nstage - 1;
+	}
+}
+
+bool nx_l_row_ok(const nx_lower *L, const nx_inst *f)
+{
+	rk x;
+	if (!build(&x, L, f))
+		return false;
+	int64_t cols;
+	int64_t set = layout(&x, 1, &cols);
+	return 2 * set + cols + 64 * x.nv <= L->sbuf_half;
+}
+
+/* value k in buffer set b: rows [np, kt, C] (j >= 0: row j, [np, C]),
+ * statistics [np, kt] (j >= 0: [np, 1]); a statistic read as a row with
+ * stride 0 over C (as_row) */
+static nx_ap vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool as_row)
+{
+	const rv *v = &x->v[k];
+	int esz = nx_dtype_bytes[v->dt];
+	int32_t st[2];
+	uint32_t c[2];
+	int64_t off;
+	if (v->kind == V_COLIN) {
+		off = v->off;
+		if (j >= 0) {
+			st[0] = 1, c[0] = (uint32_t)x->C;
+			return nx_ap_sbuf(v->dt, 0, (int)np, off, 1, st, c);
+		}
+		st[0] = 0, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	if (v->kind == V_SCIN) {
+		st[0] = 1, c[0] = 1;
+		return nx_ap_sbuf(v->dt, 0, (int)np, v->off, 1, st, c);
+	}
+	off = v->off + b * x->bufb;
+	bool row = v->kind == V_ROWIN || v->kind == V_ROW;
+	if (row) {
+		if (j >= 0) {
+			st[0] = 1, c[0] = (uint32_t)x->C;
+			return nx_ap_sbuf(v->dt, 0, (int)np, off + j * x->C * esz, 1, st, c);
+		}
+		st[0] = (int32_t)x->C, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	if (j >= 0) {
+		st[0] = 1, c[0] = 1;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off + j * esz, 1, st, c);
+	}
+	if (as_row) {
+		st[0] = 1, st[1] = 0, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	st[0] = 1, c[0] = (uint32_t)kt;
+	return nx_ap_sbuf(v->dt, 0, (int)np, off, 1, st, c);
+}
+
+static void emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
+{
+	nx_lower *L = x->L;
+	bool row = x->v[o->v].kind == V_ROW;
+	switch (o->kind) {
+	case O_FULL: {
+		nx_insn *in = nx_l_emit(L, o->e, o->m.op);
+		in->func = (uint8_t)o->m.func;
+		in->flags = (uint16_t)o->m.flags;
+		in->fimm[0] = o->m.imm;
+		in->ap[0] = vap(x, o->v, np, kt, b, -1, false);
+		for (int j = 0; j < o->no; j++) {
+			int s = o->o[j];
+			int sk = x->v[s].kind;
+			if (sk == V_RB)
+				in->ap[1 + j] = vap(x, x->v[s].a, np, kt, b, -1, true);
+			else if (sk == V_CB)
+				in->ap[1 + j] = vap(x, x->v[s].a, np, kt, b, -1, false);
+			else
+				in->ap[1 + j] = vap(x, s, np, kt, b, -1, row && (sk == V_STAT || sk == V_STATIN));
+		}
+		return;
+	}
+	case O_TSC:
+	case O_ROWSC: {
+		int nrow = o->kind == O_ROWSC ? (int)kt : 1;
+		for (int j = 0; j < nrow; j++) {
+			int jj = o->kind == O_ROWSC ? j : -1;
+			nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+			in->func = (uint8_t)o->alu;
+			in->flags = o->rev ? NX_IF_REVERSE : 0;
+			in->fimm[0] = o->imm;
+			in->ap[0] = vap(x, o->v, np, kt, b, jj, false);
+			int s = o->o[0];
+			in->ap[1] = x->v[s].kind == V_CB ? vap(x, x->v[s].a, np, kt, b, jj, false) : vap(x, s, np, kt, b, jj, false);
+			if (o->sc >= 0)
+				in->ap[2] = vap(x, o->sc, np, kt, b, o->kind == O_ROWSC ? j : 0, false);
+		}
+		return;
+	}
+	case O_NEG: {
+		/* t = statistic * imm (-1: the bias of f(x - s)) */
+		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+		in->func = NX_ALU_MUL;
+		in->fimm[0] = o->imm == 1.0f ? 1.0f : -1.0f;
+		in->ap[0] = vap(x, o->v, np, kt, b, -1, false);
+		in->ap[1] = vap(x, o->sc, np, kt, b, -1, false);
+		return;
+	}
+	case O_RED: {
+		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_REDUCE);
+		in->func = (uint8_t)o->alu;
+		in->iarg[0] = 1;
+		in->ap[0] = vap(x, o->v, np, kt, b, -1, false);
+		in->ap[1] = vap(x, o->o[0], np, kt, b, -1, false);
+		if (o->combine) {
+			nx_insn *c = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+			c->func = (uint8_t)o->alu;
+			c->fimm[0] = o->init;
+			c->ap[0] = vap(x, o->v, np, kt, b, -1, false);
+			c->ap[1] = vap(x, o->v, np, kt, b, -1, false);
+		}
+		return;
+	}
+	case O_ACTROW: {
+		if (o->acc >= 0) {
+			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);
+			z->fimm[0] = 0.0f;
+			z->ap[0] = vap(x, o->acc, np, kt, b, -1, false);
+		}
+		for (int j = 0; j < kt; j++) {
+			nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+			in->func = (uint8_t)o->m.func;
+			in->fimm[0] = o->m.imm;
+			in->ap[0] = vap(x, o->v, np, kt, b, j, false);
+			in->ap[1] = vap(x, o->o[0], np, kt, b, j, false);
+			if (o->sc >= 0)
+				in->ap[2] = vap(x, o->sc, np, kt, b, j, false);
+			if (o->acc >= 0)
+				in->ap[3] = vap(x, o->acc, np, kt, b, j, false);
+		}
+		return;
+	}
+	default:
+		NX_ASSERT(0);
+	}
+}
+
+/* bytes of value k per partition for a tile of kt rows */
+static int64_t io_elems(const rk *x, int k, int64_t kt)
+{
+	bool row = x->v[k].kind == V_ROWIN || x->v[k].kind == V_ROW;
+	return row ? kt * x->C : kt;
+}
+
+static void tile(rk *x, int64_t np, int64_t kt, int64_t r0, int b)
+{
+	nx_lower *L = x->L;
+	int ND = x->nd;
+	nx_engine last = x->seng[x->nstage - 1];
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->sidx[x->nstage - 1] + 1 - ND * x->per[last],
+	              RF_LD);
+	bool full = np == 128 && kt == x->kt;
+	int k = 0;
+	for (int l = 0; l < x->nld; l++) {
+		int v = x->ld[l];
+		const nx_lval *p = x->ext[x->v[v].pn];
+		int esz = nx_dtype_bytes[p->dt];
+		int64_t per = io_elems(x, v, kt), per1 = io_elems(x, v, 1);
+		int64_t kp = np < x->kl ? np : x->kl;
+		for (int64_t pc = 0; pc < kp; pc++, k++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			int32_t s1[1] = {1};
+			uint32_t c[1] = {(uint32_t)per};
+			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1, s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * per1 * esz;
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)np, x->v[v].off + b * x->bufb, 1, s1, c);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
+			nx_l_max(&x->loads, &y);
+		}
+		k += (int)(x->kl - kp);
+	}
+	nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[last]);
+	bool waited[NX_ENG_COUNT][NX_ENG_COUNT];
+	memset(waited, 0, sizeof waited);
+	nx_engine e0g = x->seng[0];
+	int q = 0;
+	for (int s = 0; s < x->nstage; s++) {
+		nx_engine e = x->seng[s];
+		if (s == 0) {
+			nx_l_addreg(L, e, RF_LD, 1);
+			for (int c = 2; c <= 4; c++)
+				nx_l_addreg(L, e, RF_LDX + c - 2, c);
+			if (full) {
+				for (int i = 0; i < x->nld * x->kl; i++)
+					nx_l_wait_rel(L, e, x->ql[i], x->base_l[i], x->qlc[i] > 1 ? RF_LDX + x->qlc[i] - 2 : RF_LD);
+				for (int o = 0; o < x->nout * x->ks; o++)
+					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
+					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
+			} else {
+				nx_lsync a;
+				memset(&a, 0, sizeof a);
+				for (int i = 0; i < x->nld * x->kl; i++)
+					a.s[x->ql[i]] = L->qcount[x->ql[i]];
+				for (int o = 0; o < x->nout * x->ks; o++)
+					a.s[x->qs[o]] = L->qcount[x->qs[o]];
+				nx_l_wait(L, e, &a);
+			}
+		} else {
+			nx_engine pe = x->seng[s - 1];
+			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[s - 1] + 1, RF_ENG + pe);
+			waited[e][pe] = true;
+		}
+		for (; q < x->nop && x->op[q].stage == s; q++)
+			emit_op(x, &x->op[q], np, kt, b);
+		nx_lsync y = nx_l_signal(L, e);
+		nx_l_max(&x->comp, &y);
+	}
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
+			if (waited[e][pe])
+				nx_l_addreg(L, (nx_engine)e, RF_ENG + pe, x->per[pe]);
+	nx_l_addreg(L, e0g, RF_ST, 1);
+	for (int c = 2; c <= 4; c++)
+		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
+	if (last != NX_ENG_POOL) {
+		/* POOL's register for `last` moved on above when a POOL stage
+		 * waited for it */
+		if (!waited[NX_ENG_POOL][last])
+			nx_l_addreg(L, NX_ENG_POOL, RF_ENG + last, x->per[last]);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last, x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last],
+		              RF_ENG + last);
+	}
+	for (int o = 0; o < x->nout; o++) {
+		int v = x->outs[o];
+		nx_lval *ov = x->out[o];
+		int eo = nx_dtype_bytes[ov->dt];
+		int64_t per = io_elems(x, v, kt), per1 = io_elems(x, v, 1);
+		int64_t kp = np < x->ks ? np : x->ks;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			int32_t s1[1] = {1};
+			uint32_t c[1] = {(uint32_t)per};
+			nx_ap h = nx_ap_hbm(ov->dt, ov->buf->off + (r0 * per1 + p0 * per) * eo, (int)(p1 - p0), per, 1, s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * per1 * eo;
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)np, x->v[v].off + b * x->bufb, 1, s1, c);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
+			nx_l_max(&x->stores, &y);
+		}
+	}
+}
+
+nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
+{
+	rk x;
+	if (!build(&x, L, f))
+		return nx_l_err(L, "fusion outside the row kernel's subset");
+	x.L = L, x.ext = ops;
+	if (out->tuple ? out->ntuple != x.nout : x.nout != 1)
+		return nx_l_err(L, "fusion outputs do not match its body");
+	for (int o = 0; o < x.nout; o++) {
+		x.out[o] = out->tuple ? out->tuple[o] : out;
+		if (x.out[o]->dt != x.v[x.outs[o]].dt)
+			return nx_l_err(L, "row kernel output type");
+	}
+	/* tile: rows per partition within SBUF, >= 4 tiles where there are rows */
+	int64_t cols, set1 = layout(&x, 1, &cols);
+	int64_t rpp = (x.R + 127) / 128;
+	x.nd = 3;
+	int64_t room = L->sbuf_half - cols - 64 * x.nv;
+	if (room / x.nd < set1)
+		x.nd = 2;
+	int64_t kt = room / x.nd / set1;
+	if (kt < 1)
+		return nx_l_err(L, "row kernel rows do not fit SBUF");
+	int64_t want = rpp / 4 > 0 ? rpp / 4 : 1;
+	if (kt > want)
+		kt = want;
+	if (kt > 64)
+		kt = 64;
+	x.kt = kt;
+	x.bufb = layout(&x, kt, &cols);
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, x.bufb * x.nd + cols, &base, &h);
+	if (rc)
+		return rc;
+	for (int k = 0; k < x.nv; k++) {
+		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN)
+			x.v[k].off += base + x.bufb * x.nd;
+		else if (x.v[k].slot)
+			x.v[k].off += base;
+	}
+	assign(&x);
+	/* queues: 8 SP queues shared by the loads, 8 POOL queues by the stores */
+	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	if (x.nld * x.kl > NX_LQ || x.nout * x.ks > NX_LQ)
+		return nx_l_err(L, "row kernel has too many inputs or outputs");
+	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
+	for (int k = 0; k < x.nld * x.kl; k++) {
+		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
+		x.qlc[k] = (x.nld * x.kl - k % 8 + 7) / 8;
+	}
+	for (int o = 0; o < x.nout * x.ks; o++) {
+		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
+		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
+	}
+	x.lv = -1;
+	int64_t T = x.R / (128 * kt), rem = x.R - T * 128 * kt, k2 = rem / 128, s = rem % 128;
+	nx_l_plan_kernel(L, "row-loop");
+	nx_l_plan(L, "shape", "%lld rows of %lld, %d values, %d instructions per tile, %d outputs", (long long)x.R,
+	          (long long)x.C, x.nv, x.nop, x.nout);
+	nx_l_plan(L, "tiling", "[128 partitions, %lld rows of %lld] per tile; %lld tiles in a loop, tail [128, %lld] + [%lld, 1]",
+	          (long long)kt, (long long)x.C, (long long)T, (long long)k2, (long long)s);
+	nx_l_plan(L, "loops", "tile %lld (%d buffers, %d tiles per iteration, per-iteration waits)", (long long)T, x.nd,
+	          x.nd);
+	char st[160];
+	size_t len = 0;
+	st[0] = 0;
+	for (int k = 0; k < x.nop && len < sizeof st - 24; k++) {
+		static const char *const kn[] = {"op", "rowscalar", "scalar", "reduce", "act-row", "neg"};
+		const rop *o = &x.op[k];
+		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s:%s%s", k ? " " : "", kn[o->kind],
+		                        nx_engine_names[o->e], o->acc >= 0 ? "+acc" : "");
+	}
+	nx_l_plan(L, "body", "%s", st);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), %d stages, store pool q%d (%d queues)", x.ql[0], x.nld * x.kl,
+	          x.nstage, x.qs[0], x.nout * x.ks);
+	bool used[NX_ENG_COUNT] = {false};
+	used[NX_ENG_SP] = used[NX_ENG_POOL] = true;
+	for (int k = 0; k < x.nstage; k++)
+		used[x.seng[k]] = true;
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e])
+			nx_l_wait(L, (nx_engine)e, &L->sbuf_free[h]);
+	for (int k = 0; k < x.nv; k++)
+		if (x.v[k].pn >= 0)
+			nx_l_wait(L, NX_ENG_SP, &ops[x.v[k].pn]->buf->written);
+	for (int o = 0; o < x.nout; o++)
+		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
+	/* columns (every partition gets the [C] vector) and one-element inputs */
+	for (int k = 0; k < x.nv; k++) {
+		rv *v = &x.v[k];
+		if (v->kind != V_COLIN && v->kind != V_SCIN)
+			continue;
+		nx_lval *src = ops[v->pn];
+		int32_t s1[1] = {1};
+		uint32_t c1[1] = {(uint32_t)(v->kind == V_COLIN ? x.C : 1)};
+		nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, 128, 0, 1, s1, c1);
+		nx_ap sb = nx_ap_sbuf(v->dt, 0, 128, v->off, 1, s1, c1);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[0], sb, hb);
+		nx_l_max(&x.loads, &y);
+		nx_l_max(&src->buf->war, &y);
+	}
+	for (int k = 0; k < x.nld * x.kl; k++)
+		x.base_l[k] = L->qcount[x.ql[k]];
+	for (int o = 0; o < x.nout * x.ks; o++)
+		x.base_s[o] = L->qcount[x.qs[o]];
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		x.base_e[e] = L->ecount[e];
+	nx_lsync e0;
+	memset(&e0, 0, sizeof e0);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e] && e != NX_ENG_SP)
+			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
+	for (int o = 0; o < x.nout * x.ks; o++)
+		e0.s[x.qs[o]] = x.base_s[o];
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e])
+			nx_l_wait(L, (nx_engine)e, &e0);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e])
+			for (int r = 0; r < RF_N; r++)
+				nx_l_setreg(L, (nx_engine)e, r, 0);
+	int ND = x.nd;
+	int64_t groups = T / ND;
+	int par = 0;
+	if (groups > 0) {
+		if (groups > 1) {
+			for (int e = 0; e < NX_ENG_COUNT; e++)
+				if (used[e])
+					nx_l_loop(L, (nx_engine)e, groups);
+			x.lv = L->s[NX_ENG_SP].depth - 1;
+		}
+		x.step = ND * 128 * kt;
+		for (int b = 0; b < ND; b++)
+			tile(&x, 128, kt, b * 128 * kt, b);
+		if (groups > 1) {
+			for (int e = 0; e < NX_ENG_COUNT; e++)
+				if (used[e])
+					nx_l_endloop(L, (nx_engine)e);
+			x.lv = -1;
+		}
+	}
+	for (int64_t t = groups * ND; t < T; t++, par = (par + 1) % ND)
+		tile(&x, 128, kt, t * 128 * kt, par);
+	if (k2 > 0) {
+		tile(&x, 128, k2, T * 128 * kt, par);
+		par = (par + 1) % ND;
+	}
+	if (s > 0)
+		tile(&x, s, 1, T * 128 * kt + k2 * 128, par);
+	for (int l = 0; l < x.nld; l++)
+		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
+	for (int o = 0; o < x.nout; o++) {
+		nx_l_max(&x.out[o]->buf->written, &x.stores);
+		nx_l_max(&x.out[o]->buf->war, &x.stores);
+	}
+	nx_lsync done = x.stores;
+	nx_l_max(&done, &x.loads);
+	nx_l_max(&done, &x.comp);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
+}

@@ -254,6 +254,9 @@ bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C)
 	int64_t e = nx_shape_elems(i->shape), x, y;
 	if (i->op == NX_OP_CONSTANT)
 		return e == 1;
+	/* a column converted before its broadcast along the rows (bf16 gamma) */
+	if (i->op == NX_OP_CONVERT && e == C && nx_shape_elems(i->operands[0]->shape) == C)
+		return true;
 	if (e != R * C && e != R)
 		return false;
 	switch (i->op) {

@@ -38,7 +38,7 @@
 enum {
 	V_ROWIN, V_STATIN, V_COLIN, V_SCIN, V_CONST, /* inputs */
 	V_SBC, V_RB, V_CB, V_ALIAS,                  /* views */
-	V_ROW, V_STAT,                               /* computed */
+	V_ROW, V_STAT, V_COL,                        /* computed (V_COL: a converted column, once) */
 };
 enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG };
 
@@ -78,6 +78,10 @@ typedef struct rk {
 	int nstage;
 	nx_engine seng[RW_MAX * 2];
 	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
+	int idx[3][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
+	int64_t loop_tiles;     /* tiles done by the loop (tails number on from here) */
+	int order[3 * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
+	nx_lsync tail_last[8], tail_st[8];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
 	nx_lval *const *ext;
 	nx_lval *out[RW_IO];
@@ -86,7 +90,9 @@ typedef struct rk {
 	nx_lsync loads, stores, comp;
 } rk;
 
-enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
+/* registers: producer engine counts, load / store queue counts (queues
+ * with c = 1..4 transfers per tile), all advanced once per loop body */
+enum { RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 4, RF_N = RF_STX + 4 };
 _Static_assert(RF_N <= 16, "registers per engine");
 
 static int find(const rk *x, const nx_inst *i)
@@ -206,14 +212,16 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 					v->pn = p;
 			if (v->pn < 0 || v->pn >= f->noperands)
 				return false;
-			/* a [C] value read only by broadcasts along the rows is a column */
+			/* a [C] value read only by broadcasts along the rows (or converts
+			 * of it) is a column */
 			bool col = e == C;
 			for (int u = 0; u < b->ninsts && col; u++) {
 				const nx_inst *w = b->insts[u];
 				for (int j = 0; j < w->noperands; j++)
 					if (w->operands[j] == i)
-						col = w->op == NX_OP_BROADCAST && nx_shape_elems(w->shape) == R * C &&
-						      trailing_bcast(w, false);
+						col = (w->op == NX_OP_BROADCAST && nx_shape_elems(w->shape) == R * C &&
+						       trailing_bcast(w, false)) ||
+						      (w->op == NX_OP_CONVERT && nx_shape_elems(w->shape) == C);
 			}
 			v->kind = e == 1 ? V_SCIN : col ? V_COLIN : e == R * C ? V_ROWIN : e == R ? V_STATIN : -1;
 			if (v->kind < 0)
@@ -234,7 +242,8 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 				v->a = sk == V_SBC ? x->v[s].a : s;
 			} else if (is_stat(x, s) && e == R * C && trailing_bcast(i, true)) {
 				v->kind = V_RB, v->a = s;
-			} else if (sk == V_COLIN && e == R * C && trailing_bcast(i, false) && x->v[s].dt == v->dt) {
+			} else if ((sk == V_COLIN || sk == V_COL) && e == R * C && trailing_bcast(i, false) &&
+			           x->v[s].dt == v->dt) {
 				v->kind = V_CB, v->a = s;
 			} else {
 				return false;
@@ -246,6 +255,14 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 		default: {
 			bool layout = i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY ||
 			              i->op == NX_OP_CONVERT;
+			int s0 = i->noperands ? res(x, ops[0]) : -1;
+			if (i->op == NX_OP_CONVERT && s0 >= 0 && (x->v[s0].kind == V_COLIN || x->v[s0].kind == V_COL) &&
+			    e == C && nx_type_is_float(i->shape->type)) {
+				/* a converted column: computed once before the tiles */
+				v->kind = x->v[s0].dt == v->dt ? V_ALIAS : V_COL;
+				v->a = s0;
+				break;
+			}
 			if (layout && x->v[ops[0]].dt == v->dt && nx_shape_elems(i->operands[0]->shape) == e &&
 			    (is_row(x, ops[0]) || is_stat(x, ops[0]))) {
 				v->kind = V_ALIAS, v->a = res(x, ops[0]);
@@ -393,6 +410,9 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 				return false;
 			x->ld[x->nld++] = k;
 		}
+	/* a lone reduction is the reduce kernels' (lower_ops.c, stream.c) */
+	if (x->nop < 2)
+		return false;
 	/* drop ops whose value nobody reads (the activate took it over) */
 	int n = 0;
 	for (int q = 0; q < x->nop; q++)
@@ -422,7 +442,7 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
 		} else if (v->kind == V_STATIN || v->kind == V_STAT) {
 			v->off = set, set += al64(kt * esz), v->slot = true;
-		} else if (v->kind == V_COLIN) {
+		} else if (v->kind == V_COLIN || v->kind == V_COL) {
 			v->off = c, c += al64(x->C * esz);
 		} else if (v->kind == V_SCIN) {
 			v->off = c, c += 64;
@@ -434,55 +454,64 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 
 static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4;
 
-/* engines by estimated busy time per tile (ns) */
+static double op_cycles(const rk *x, const rop *o, int *only)
+{
+	double kt = (double)x->kt, C = (double)x->C;
+	double n = x->v[o->v].kind == V_ROW ? kt * C : kt;
+	switch (o->kind) {
+	case O_ACTROW:
+		*only = 1;
+		return kt * ((C > 64 ? C : 64) + 60 + (o->acc >= 0 ? 64 : 0));
+	case O_NEG:
+		*only = 2;
+		return 124;
+	case O_ROWSC:
+	case O_TSC:
+		/* ACT takes the scalar operand as a per-partition column only */
+		*only = o->sc >= 0 || o->kind == O_TSC ? 0 : 2;
+		return o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
+	case O_RED:
+		*only = 2;
+		return (n > 64 ? n : 64) + 60;
+	default: {
+		double nn = n * (o->no > 1 ? o->no : 1);
+		*only = o->m.op == NX_I_ACTIVATE ? 1 : (o->m.op == NX_I_TENSOR_COPY || o->m.op == NX_I_TENSOR_SCALAR) ? 0 : 2;
+		return (nn > 64 ? nn : 64) + 60;
+	}
+	}
+}
+
+/* engines by estimated busy time per tile (ns): ops that only one side can
+ * run (ACT: activates; DVE/POOL, which share the SBUF port: reductions, two-
+ * input ops) are counted first, then each flexible op goes to the side that
+ * ends up less busy; DVE/POOL ops to the less busy of the two */
 static void assign(rk *x)
 {
-	double load[NX_ENG_COUNT] = {0};
-	double kt = (double)x->kt, C = (double)x->C;
+	double load[NX_ENG_COUNT] = {0}, rest_act = 0, rest_port = 0;
+	for (int q = 0; q < x->nop; q++) {
+		int only;
+		double c = op_cycles(x, &x->op[q], &only);
+		rest_act += only == 1 ? c / clk_act : 0;
+		rest_port += only == 2 ? c / clk_dve : 0;
+	}
 	for (int q = 0; q < x->nop; q++) {
 		rop *o = &x->op[q];
-		bool row = x->v[o->v].kind == V_ROW;
-		double n = row ? kt * C : kt;
-		switch (o->kind) {
-		case O_ACTROW:
+		int only;
+		double c = op_cycles(x, o, &only);
+		if (only == 1) {
 			o->e = NX_ENG_ACT;
-			load[NX_ENG_ACT] += kt * ((C > 64 ? C : 64) + 60 + (o->acc >= 0 ? 64 : 0)) / clk_act;
-			continue;
-		case O_NEG:
-			o->e = NX_ENG_DVE;
-			load[NX_ENG_DVE] += 124 / clk_dve;
-			continue;
-		case O_ROWSC:
-		case O_TSC: {
-			double c = o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
-			double a = load[NX_ENG_ACT] + c / clk_act, d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + c / clk_dve;
-			/* ACT takes the scalar operand as a per-partition column only */
-			bool act_ok = o->sc >= 0 || o->kind == O_TSC;
-			o->e = act_ok && a < d ? NX_ENG_ACT : NX_ENG_DVE;
-			load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : clk_dve);
-			continue;
+			rest_act -= c / clk_act;
+		} else if (only == 2) {
+			rest_port -= c / clk_dve;
+			bool pool_ok = o->kind == O_RED ||
+			               (o->kind == O_FULL && o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a');
+			o->e = pool_ok && load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
+		} else {
+			double a = load[NX_ENG_ACT] + rest_act + c / clk_act;
+			double d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + rest_port + c / clk_dve;
+			o->e = a < d ? NX_ENG_ACT : NX_ENG_DVE;
 		}
-		case O_RED: {
-			double c = (n > 64 ? n : 64) + 60;
-			o->e = load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
-			load[o->e] += c / (o->e == NX_ENG_POOL ? clk_pool : clk_dve);
-			continue;
-		}
-		default: {
-			double c = (n * (o->no > 1 ? o->no : 1) > 64 ? n * (o->no > 1 ? o->no : 1) : 64) + 60;
-			if (o->m.op == NX_I_ACTIVATE) {
-				o->e = NX_ENG_ACT;
-			} else if (o->m.op == NX_I_TENSOR_COPY || o->m.op == NX_I_TENSOR_SCALAR) {
-				double a = load[NX_ENG_ACT] + c / clk_act, d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + c / clk_dve;
-				o->e = a < d ? NX_ENG_ACT : NX_ENG_DVE;
-			} else if (o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a') {
-				o->e = load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
-			} else {
-				o->e = NX_ENG_DVE;
-			}
-			load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : o->e == NX_ENG_POOL ? clk_pool : clk_dve);
-		}
-		}
+		load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : o->e == NX_ENG_POOL ? clk_pool : clk_dve);
 	}
 	x->nstage = 0;
 	memset(x->per, 0, sizeof x->per);
@@ -517,7 +546,7 @@ static nx_ap vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool 
 	int32_t st[2];
 	uint32_t c[2];
 	int64_t off;
-	if (v->kind == V_COLIN) {
+	if (v->kind == V_COLIN || v->kind == V_COL) {
 		off = v->off;
 		if (j >= 0) {
 			st[0] = 1, c[0] = (uint32_t)x->C;
@@ -647,29 +676,70 @@ static int64_t io_elems(const rk *x, int k, int64_t kt)
 	return row ? kt * x->C : kt;
 }
 
-static void tile(rk *x, int64_t np, int64_t kt, int64_t r0, int b)
+/* One tile's pieces. In the loop body (rel) waits are per iteration:
+ * registers advance by one body (ND tiles) per iteration and tile b of the
+ * body waits for counts at its position (idx: the signal of stage s of tile
+ * b among its engine's signals in the body, in emission order). Tail tiles
+ * (after the loop, emitted in order) wait for absolute counts. */
+typedef struct tl {
+	int64_t np, kt, r0;
+	int b;      /* buffer set, and position in the body when rel */
+	bool rel;
+	int64_t u;  /* tails: the tile's number */
+	nx_lsync prev; /* tails: the previous stage's signal */
+} tl;
+
+/* Tails: what tile u (done earlier: in the loop, or an earlier tail) had
+ * completed when its last stage signalled / its stores were issued. */
+static nx_lsync done_of(const rk *x, int64_t u, bool stores)
+{
+	nx_lsync a;
+	memset(&a, 0, sizeof a);
+	if (u < 0)
+		return a;
+	if (u >= x->loop_tiles)
+		return stores ? x->tail_st[u - x->loop_tiles] : x->tail_last[u - x->loop_tiles];
+	int ND = x->nd;
+	int64_t it = u / ND;
+	int b = (int)(u % ND);
+	if (stores) {
+		for (int o = 0; o < x->nout * x->ks; o++)
+			a.s[x->qs[o]] = x->base_s[o] + (u + 1) * x->qsc[o];
+	} else {
+		nx_engine last = x->seng[x->nstage - 1];
+		a.s[NX_LSEM_ENG + last] = x->base_e[last] + it * ND * x->per[last] + x->idx[b][x->nstage - 1] + 1;
+	}
+	return a;
+}
+
+static void t_load(rk *x, tl *t)
 {
 	nx_lower *L = x->L;
 	int ND = x->nd;
 	nx_engine last = x->seng[x->nstage - 1];
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->sidx[x->nstage - 1] + 1 - ND * x->per[last],
-	              RF_LD);
-	bool full = np == 128 && kt == x->kt;
+	if (t->rel)
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
+		              x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1 - ND * x->per[last], RF_ENG + last);
+	else {
+		nx_lsync a = done_of(x, t->u - ND, false);
+		nx_l_wait(L, NX_ENG_SP, &a);
+	}
 	int k = 0;
 	for (int l = 0; l < x->nld; l++) {
 		int v = x->ld[l];
 		const nx_lval *p = x->ext[x->v[v].pn];
 		int esz = nx_dtype_bytes[p->dt];
-		int64_t per = io_elems(x, v, kt), per1 = io_elems(x, v, 1);
-		int64_t kp = np < x->kl ? np : x->kl;
+		int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
+		int64_t kp = t->np < x->kl ? t->np : x->kl;
 		for (int64_t pc = 0; pc < kp; pc++, k++) {
-			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
 			int32_t s1[1] = {1};
 			uint32_t c[1] = {(uint32_t)per};
-			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1, s1, c);
+			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (t->r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1,
+			                    s1, c);
 			if (x->lv >= 0)
 				h.loop_stride[x->lv] = x->step * per1 * esz;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)np, x->v[v].off + b * x->bufb, 1, s1, c);
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->b * x->bufb, 1, s1, c);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
@@ -677,75 +747,177 @@ static void tile(rk *x, int64_t np, int64_t kt, int64_t r0, int b)
 		}
 		k += (int)(x->kl - kp);
 	}
-	nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[last]);
-	bool waited[NX_ENG_COUNT][NX_ENG_COUNT];
-	memset(waited, 0, sizeof waited);
-	nx_engine e0g = x->seng[0];
-	int q = 0;
-	for (int s = 0; s < x->nstage; s++) {
-		nx_engine e = x->seng[s];
-		if (s == 0) {
-			nx_l_addreg(L, e, RF_LD, 1);
-			for (int c = 2; c <= 4; c++)
-				nx_l_addreg(L, e, RF_LDX + c - 2, c);
-			if (full) {
-				for (int i = 0; i < x->nld * x->kl; i++)
-					nx_l_wait_rel(L, e, x->ql[i], x->base_l[i], x->qlc[i] > 1 ? RF_LDX + x->qlc[i] - 2 : RF_LD);
-				for (int o = 0; o < x->nout * x->ks; o++)
-					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
-					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
-			} else {
-				nx_lsync a;
-				memset(&a, 0, sizeof a);
-				for (int i = 0; i < x->nld * x->kl; i++)
-					a.s[x->ql[i]] = L->qcount[x->ql[i]];
-				for (int o = 0; o < x->nout * x->ks; o++)
-					a.s[x->qs[o]] = L->qcount[x->qs[o]];
-				nx_l_wait(L, e, &a);
-			}
+}
+
+static void t_stage(rk *x, tl *t, int s)
+{
+	nx_lower *L = x->L;
+	int ND = x->nd;
+	nx_engine e = x->seng[s];
+	if (s == 0) {
+		if (t->rel) {
+			for (int i = 0; i < x->nld * x->kl; i++)
+				nx_l_wait_rel(L, e, x->ql[i], x->base_l[i] + (t->b + 1) * x->qlc[i], RF_LDX + x->qlc[i] - 1);
+			for (int o = 0; o < x->nout * x->ks; o++)
+				nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + (t->b + 1 - ND) * x->qsc[o], RF_STX + x->qsc[o] - 1);
 		} else {
-			nx_engine pe = x->seng[s - 1];
-			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[s - 1] + 1, RF_ENG + pe);
-			waited[e][pe] = true;
+			/* every load so far, the stores of tile u - ND */
+			nx_lsync a = done_of(x, t->u - ND, true);
+			for (int i = 0; i < x->nld * x->kl; i++)
+				a.s[x->ql[i]] = L->qcount[x->ql[i]];
+			nx_l_wait(L, e, &a);
 		}
-		for (; q < x->nop && x->op[q].stage == s; q++)
-			emit_op(x, &x->op[q], np, kt, b);
-		nx_lsync y = nx_l_signal(L, e);
-		nx_l_max(&x->comp, &y);
+	} else {
+		nx_engine pe = x->seng[s - 1];
+		if (t->rel)
+			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->idx[t->b][s - 1] + 1, RF_ENG + pe);
+		else
+			nx_l_wait(L, e, &t->prev);
 	}
-	for (int e = 0; e < NX_ENG_COUNT; e++)
-		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
-			if (waited[e][pe])
-				nx_l_addreg(L, (nx_engine)e, RF_ENG + pe, x->per[pe]);
-	nx_l_addreg(L, e0g, RF_ST, 1);
-	for (int c = 2; c <= 4; c++)
-		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
+	for (int q = 0; q < x->nop; q++)
+		if (x->op[q].stage == s)
+			emit_op(x, &x->op[q], t->np, t->kt, t->b);
+	t->prev = nx_l_signal(L, e);
+	nx_l_max(&x->comp, &t->prev);
+}
+
+static void t_store(rk *x, tl *t)
+{
+	nx_lower *L = x->L;
+	nx_engine last = x->seng[x->nstage - 1];
 	if (last != NX_ENG_POOL) {
-		/* POOL's register for `last` moved on above when a POOL stage
-		 * waited for it */
-		if (!waited[NX_ENG_POOL][last])
-			nx_l_addreg(L, NX_ENG_POOL, RF_ENG + last, x->per[last]);
-		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last, x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last],
-		              RF_ENG + last);
+		if (t->rel)
+			nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last, x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1,
+			              RF_ENG + last);
+		else
+			nx_l_wait(L, NX_ENG_POOL, &t->prev);
 	}
 	for (int o = 0; o < x->nout; o++) {
 		int v = x->outs[o];
 		nx_lval *ov = x->out[o];
 		int eo = nx_dtype_bytes[ov->dt];
-		int64_t per = io_elems(x, v, kt), per1 = io_elems(x, v, 1);
-		int64_t kp = np < x->ks ? np : x->ks;
+		int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
+		int64_t kp = t->np < x->ks ? t->np : x->ks;
 		for (int64_t pc = 0; pc < kp; pc++) {
-			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
 			int32_t s1[1] = {1};
 			uint32_t c[1] = {(uint32_t)per};
-			nx_ap h = nx_ap_hbm(ov->dt, ov->buf->off + (r0 * per1 + p0 * per) * eo, (int)(p1 - p0), per, 1, s1, c);
+			nx_ap h = nx_ap_hbm(ov->dt, ov->buf->off + (t->r0 * per1 + p0 * per) * eo, (int)(p1 - p0), per, 1, s1,
+			                    c);
 			if (x->lv >= 0)
 				h.loop_stride[x->lv] = x->step * per1 * eo;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)np, x->v[v].off + b * x->bufb, 1, s1, c);
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->b * x->bufb, 1, s1, c);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
 			nx_l_max(&x->stores, &y);
+		}
+	}
+}
+
+/* The order of the body's items (tile b, item j: 0 its loads, 1..nstage
+ * its stages, nstage+1 its stores): a list schedule over estimated
+ * durations (stages: op_cycles at the engine's clock; loads: the DMA cost
+ * of the tile's pieces on one queue), each engine in order, the next item
+ * the ready one that could start first (ties: the older tile), so an engine
+ * works on the next tile while the current one is on another engine. */
+static void schedule(rk *x)
+{
+	int ND = x->nd, nit = x->nstage + 2, n = 0;
+	double sdur[RW_MAX * 2] = {0};
+	for (int q = 0; q < x->nop; q++) {
+		int only;
+		double c = op_cycles(x, &x->op[q], &only);
+		nx_engine e = x->op[q].e;
+		sdur[x->op[q].stage] += c / (e == NX_ENG_ACT ? clk_act : e == NX_ENG_POOL ? clk_pool : clk_dve);
+	}
+	double lbytes = 0;
+	for (int l = 0; l < x->nld; l++)
+		lbytes += (double)io_elems(x, x->ld[l], x->kt) * 128.0 / x->kl * nx_dtype_bytes[x->v[x->ld[l]].dt];
+	double ldur = 1300.0 * x->nld + lbytes / 17.0;
+	double efree[NX_ENG_COUNT] = {0}, fin[4][RW_MAX * 2 + 2], qfree = 0;
+	int next[4] = {0};
+	while (n < ND * nit) {
+		int bb = -1;
+		double best = 0;
+		for (int b = 0; b < ND; b++) {
+			int j = next[b];
+			/* loads and stores in tile order (queue counts per tile) */
+			if (j >= nit || (b > 0 && j == 0 && next[b - 1] < 1) || (b > 0 && j == nit - 1 && next[b - 1] < nit))
+				continue;
+			nx_engine e = j == 0 ? NX_ENG_SP : j <= x->nstage ? x->seng[j - 1] : NX_ENG_POOL;
+			double st = efree[e];
+			if (j > 0 && fin[b][j - 1] > st)
+				st = fin[b][j - 1];
+			if (bb < 0 || st < best)
+				bb = b, best = st;
+		}
+		int j = next[bb]++;
+		if (j == 0) {
+			double st = best > qfree ? best : qfree;
+			fin[bb][0] = qfree = st + ldur;
+		} else if (j <= x->nstage) {
+			nx_engine e = x->seng[j - 1];
+			fin[bb][j] = efree[e] = best + sdur[j - 1];
+		} else {
+			fin[bb][j] = efree[NX_ENG_POOL] = best + 100;
+		}
+		x->order[n][0] = bb, x->order[n][1] = j;
+		n++;
+	}
+}
+
+/* a tail tile u: everything in order, absolute waits */
+static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
+{
+	tl t;
+	memset(&t, 0, sizeof t);
+	t.np = np, t.kt = kt, t.r0 = r0, t.b = b, t.u = u;
+	t_load(x, &t);
+	for (int s = 0; s < x->nstage; s++)
+		t_stage(x, &t, s);
+	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < 8);
+	x->tail_last[u - x->loop_tiles] = t.prev;
+	t_store(x, &t);
+	nx_lsync a;
+	memset(&a, 0, sizeof a);
+	for (int o = 0; o < x->nout * x->ks; o++)
+		a.s[x->qs[o]] = x->L->qcount[x->qs[o]];
+	x->tail_st[u - x->loop_tiles] = a;
+}
+
+/* The loop body: ND full tiles, their items in the order of schedule(). */
+static void body(rk *x, int64_t r0)
+{
+	int ND = x->nd, nit = x->nstage + 2;
+	tl t[4];
+	for (int b = 0; b < ND; b++) {
+		memset(&t[b], 0, sizeof t[b]);
+		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b * 128 * x->kt, t[b].b = b, t[b].rel = true;
+	}
+	for (int k = 0; k < ND * nit; k++) {
+		int b = x->order[k][0], j = x->order[k][1];
+		if (j == 0)
+			t_load(x, &t[b]);
+		else if (j <= x->nstage)
+			t_stage(x, &t[b], j - 1);
+		else
+			t_store(x, &t[b]);
+	}
+	/* registers: one body further */
+	bool used[NX_ENG_COUNT] = {false};
+	used[NX_ENG_SP] = used[NX_ENG_POOL] = true;
+	for (int s = 0; s < x->nstage; s++)
+		used[x->seng[s]] = true;
+	for (int e = 0; e < NX_ENG_COUNT; e++) {
+		if (!used[e])
+			continue;
+		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
+			if (x->per[pe])
+				nx_l_addreg(x->L, (nx_engine)e, RF_ENG + pe, ND * x->per[pe]);
+		for (int c = 1; c <= 4; c++) {
+			nx_l_addreg(x->L, (nx_engine)e, RF_LDX + c - 1, ND * c);
+			nx_l_addreg(x->L, (nx_engine)e, RF_STX + c - 1, ND * c);
 		}
 	}
 }
@@ -786,7 +958,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	if (rc)
 		return rc;
 	for (int k = 0; k < x.nv; k++) {
-		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN)
+		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN || x.v[k].kind == V_COL)
 			x.v[k].off += base + x.bufb * x.nd;
 		else if (x.v[k].slot)
 			x.v[k].off += base;
@@ -838,7 +1010,12 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			nx_l_wait(L, NX_ENG_SP, &ops[x.v[k].pn]->buf->written);
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
-	/* columns (every partition gets the [C] vector) and one-element inputs */
+	/* columns (every partition gets the [C] vector: partition ranges over
+	 * the load queues) and one-element inputs, before the first tile: the
+	 * compute engines wait for them */
+	nx_lsync colw;
+	memset(&colw, 0, sizeof colw);
+	int cq = 0;
 	for (int k = 0; k < x.nv; k++) {
 		rv *v = &x.v[k];
 		if (v->kind != V_COLIN && v->kind != V_SCIN)
@@ -846,11 +1023,36 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_lval *src = ops[v->pn];
 		int32_t s1[1] = {1};
 		uint32_t c1[1] = {(uint32_t)(v->kind == V_COLIN ? x.C : 1)};
-		nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, 128, 0, 1, s1, c1);
-		nx_ap sb = nx_ap_sbuf(v->dt, 0, 128, v->off, 1, s1, c1);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[0], sb, hb);
-		nx_l_max(&x.loads, &y);
-		nx_l_max(&src->buf->war, &y);
+		int np = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512 ? nql : 1;
+		for (int pc = 0; pc < np; pc++) {
+			int p0 = 128 * pc / np, p1 = 128 * (pc + 1) / np;
+			nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, p1 - p0, 0, 1, s1, c1);
+			nx_ap sb = nx_ap_sbuf(v->dt, p0, p1 - p0, v->off, 1, s1, c1);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[cq++ % nql], sb, hb);
+			nx_l_max(&colw, &y);
+			nx_l_max(&src->buf->war, &y);
+		}
+	}
+	nx_l_max(&x.loads, &colw);
+	/* converted columns, once, on DVE */
+	bool cdve = false;
+	for (int k = 0; k < x.nv; k++) {
+		rv *v = &x.v[k];
+		if (v->kind != V_COL)
+			continue;
+		if (!cdve) {
+			nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+			nx_l_wait(L, NX_ENG_DVE, &colw);
+		}
+		cdve = true;
+		nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_COPY);
+		in->ap[0] = vap(&x, k, 128, 1, 0, 0, false);
+		in->ap[1] = vap(&x, v->a, 128, 1, 0, 0, false);
+	}
+	if (cdve) {
+		nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+		nx_l_max(&colw, &y);
+		nx_l_max(&x.comp, &y);
 	}
 	for (int k = 0; k < x.nld * x.kl; k++)
 		x.base_l[k] = L->qcount[x.ql[k]];
@@ -869,11 +1071,25 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		if (used[e])
 			nx_l_wait(L, (nx_engine)e, &e0);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e] && e != NX_ENG_SP && e != NX_ENG_POOL)
+			nx_l_wait(L, (nx_engine)e, &colw);
+	nx_l_wait(L, NX_ENG_POOL, &colw);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
 			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
 	int ND = x.nd;
 	int64_t groups = T / ND;
+	/* signal positions of the body's stages, in the wavefront order */
+	{
+		int cnt[NX_ENG_COUNT] = {0};
+		schedule(&x);
+		for (int k = 0; k < ND * (x.nstage + 2); k++) {
+			int b = x.order[k][0], j = x.order[k][1];
+			if (j >= 1 && j <= x.nstage)
+				x.idx[b][j - 1] = cnt[x.seng[j - 1]]++;
+		}
+	}
 	int par = 0;
 	if (groups > 0) {
 		if (groups > 1) {
@@ -883,8 +1099,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			x.lv = L->s[NX_ENG_SP].depth - 1;
 		}
 		x.step = ND * 128 * kt;
-		for (int b = 0; b < ND; b++)
-			tile(&x, 128, kt, b * 128 * kt, b);
+		body(&x, 0);
 		if (groups > 1) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
 				if (used[e])
@@ -892,14 +1107,16 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			x.lv = -1;
 		}
 	}
-	for (int64_t t = groups * ND; t < T; t++, par = (par + 1) % ND)
-		tile(&x, 128, kt, t * 128 * kt, par);
+	x.loop_tiles = groups * ND;
+	int64_t u = x.loop_tiles;
+	for (; u < T; u++, par = (par + 1) % ND)
+		tail(&x, 128, kt, u * 128 * kt, par, u);
 	if (k2 > 0) {
-		tile(&x, 128, k2, T * 128 * kt, par);
+		tail(&x, 128, k2, T * 128 * kt, par, u++);
 		par = (par + 1) % ND;
 	}
 	if (s > 0)
-		tile(&x, s, 1, T * 128 * kt + k2 * 128, par);
+		tail(&x, s, 1, T * 128 * kt + k2 * 128, par, u);
 	for (int l = 0; l < x.nld; l++)
 		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
 	for (int o = 0; o < x.nout; o++) {

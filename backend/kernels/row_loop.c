@@ -430,15 +430,40 @@ static int64_t al64(int64_t v)
 	return (v + 63) & ~(int64_t)63;
 }
 
-/* slots: rows kt*C, statistics kt (per buffer set) */
+/* the last op reading value k (through aliases), -1 none; outputs are
+ * never given up (their store follows the last stage) */
+static int last_use(const rk *x, int k)
+{
+	if (x->v[k].out)
+		return 1 << 20;
+	int last = -1;
+	for (int q = 0; q < x->nop; q++) {
+		const rop *o = &x->op[q];
+		for (int j = 0; j < o->no; j++)
+			if (res(x, o->o[j]) == k)
+				last = q;
+		if (o->sc >= 0 && res(x, o->sc) == k)
+			last = q;
+	}
+	return last;
+}
+
+/* Slots: statistics kt (per buffer set), columns once; rows kt*C, shared:
+ * a row value's slot is given up after its last reader (ops of a tile run
+ * in order: a later stage waits for the earlier ones), so an op may write
+ * in place of an operand it reads last (same elements, same pattern). */
 static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 {
-	int64_t set = 0, c = 0;
+	int64_t set = 0, c = 0, fo[RW_MAX], fs[RW_MAX];
+	int nf = 0, lu[RW_MAX];
+	bool gone[RW_MAX];
 	for (int k = 0; k < x->nv; k++) {
 		rv *v = &x->v[k];
 		int esz = nx_dtype_bytes[v->dt];
 		v->slot = false;
-		if (v->kind == V_ROWIN || v->kind == V_ROW) {
+		gone[k] = false;
+		lu[k] = last_use(x, k);
+		if (v->kind == V_ROWIN) {
 			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
 		} else if (v->kind == V_STATIN || v->kind == V_STAT) {
 			v->off = set, set += al64(kt * esz), v->slot = true;
@@ -446,6 +471,32 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 			v->off = c, c += al64(x->C * esz);
 		} else if (v->kind == V_SCIN) {
 			v->off = c, c += 64;
+		}
+	}
+	for (int q = 0; q <= x->nop; q++) {
+		for (int k = 0; k < x->nv; k++) {
+			rv *v = &x->v[k];
+			if ((v->kind == V_ROWIN || v->kind == V_ROW) && v->slot && !gone[k] && lu[k] <= q) {
+				gone[k] = true;
+				fo[nf] = v->off, fs[nf] = al64(kt * x->C * nx_dtype_bytes[v->dt]), nf++;
+			}
+		}
+		for (int k = 0; k < x->nv; k++) {
+			rv *v = &x->v[k];
+			if (v->kind != V_ROW || v->slot || (q < x->nop && x->op[q].v != k))
+				continue;
+			int64_t sz = al64(kt * x->C * nx_dtype_bytes[v->dt]);
+			int f = -1;
+			for (int j = 0; j < nf && f < 0; j++)
+				if (fs[j] == sz)
+					f = j;
+			if (f >= 0) {
+				v->off = fo[f];
+				fo[f] = fo[nf - 1], fs[f] = fs[nf - 1], nf--;
+			} else {
+				v->off = set, set += sz;
+			}
+			v->slot = true;
 		}
 	}
 	*cols = c;
@@ -935,21 +986,40 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		if (x.out[o]->dt != x.v[x.outs[o]].dt)
 			return nx_l_err(L, "row kernel output type");
 	}
-	/* tile: rows per partition within SBUF, >= 4 tiles where there are rows */
+	/* tile: kt rows per partition and nd buffer sets within SBUF, by an
+	 * estimate of the time: the loads' time per queue (lq), a transfer's
+	 * fixed cost (1.3 us) per tile, the first load and the last store not
+	 * overlapped (one tile each), and a tile's time for each tile outside
+	 * the loop (tails wait for absolute counts) */
 	int64_t cols, set1 = layout(&x, 1, &cols);
 	int64_t rpp = (x.R + 127) / 128;
-	x.nd = 3;
 	int64_t room = L->sbuf_half - cols - 64 * x.nv;
-	if (room / x.nd < set1)
-		x.nd = 2;
-	int64_t kt = room / x.nd / set1;
+	double lq = 0;
+	for (int l = 0; l < x.nld; l++)
+		lq += (double)io_elems(&x, x.ld[l], 1) * (double)x.R * nx_dtype_bytes[x.v[x.ld[l]].dt];
+	lq /= 8.0 * 17.0;
+	int64_t kt = 0;
+	double bestc = 0;
+	/* three buffer sets when a row fits them (layer norm: 120.6 us against
+	 * 139.5 with two at kt 1), else two */
+	for (int nd = 3; nd >= 2 && kt == 0; nd--) {
+		int64_t km = room / nd / set1;
+		if (km > 64)
+			km = 64;
+		if (km > rpp)
+			km = rpp;
+		for (int64_t k = 1; k <= km; k++) {
+			int64_t T0 = x.R / (128 * k), rem = x.R - T0 * 128 * k;
+			int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
+			int64_t tails = ntile - T0 / nd * nd;
+			double per = lq / (double)ntile;
+			double c = lq + 1300.0 * (double)ntile + 2.0 * per + (double)tails * per;
+			if (kt == 0 || c < bestc)
+				kt = k, x.nd = nd, bestc = c;
+		}
+	}
 	if (kt < 1)
 		return nx_l_err(L, "row kernel rows do not fit SBUF");
-	int64_t want = rpp / 4 > 0 ? rpp / 4 : 1;
-	if (kt > want)
-		kt = want;
-	if (kt > 64)
-		kt = 64;
 	x.kt = kt;
 	x.bufb = layout(&x, kt, &cols);
 	int64_t base;

@@ -80,6 +80,7 @@ typedef struct rk {
 	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
 	int idx[3][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
 	int64_t loop_tiles;     /* tiles done by the loop (tails number on from here) */
+	bool sep, io_shared;    /* layout: outputs kept off input slots / an output on one */
 	int order[3 * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
 	nx_lsync tail_last[8], tail_st[8];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
@@ -456,12 +457,14 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 {
 	int64_t set = 0, c = 0, fo[RW_MAX], fs[RW_MAX];
 	int nf = 0, lu[RW_MAX];
+	bool fin[RW_MAX], vin[RW_MAX]; /* the slot (a value's) first held an input */
 	bool gone[RW_MAX];
 	for (int k = 0; k < x->nv; k++) {
 		rv *v = &x->v[k];
 		int esz = nx_dtype_bytes[v->dt];
 		v->slot = false;
 		gone[k] = false;
+		vin[k] = v->kind == V_ROWIN;
 		lu[k] = last_use(x, k);
 		if (v->kind == V_ROWIN) {
 			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
@@ -478,6 +481,7 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 			rv *v = &x->v[k];
 			if ((v->kind == V_ROWIN || v->kind == V_ROW) && v->slot && !gone[k] && lu[k] <= q) {
 				gone[k] = true;
+				fin[nf] = vin[k];
 				fo[nf] = v->off, fs[nf] = al64(kt * x->C * nx_dtype_bytes[v->dt]), nf++;
 			}
 		}
@@ -487,12 +491,16 @@ static int64_t layout(rk *x, int64_t kt, int64_t *cols)
 				continue;
 			int64_t sz = al64(kt * x->C * nx_dtype_bytes[v->dt]);
 			int f = -1;
+			/* x->sep: an output never takes an input's slot, so the next
+			 * loads into it need not wait for this tile's stores */
 			for (int j = 0; j < nf && f < 0; j++)
-				if (fs[j] == sz)
+				if (fs[j] == sz && !(x->sep && v->out && fin[j]))
 					f = j;
 			if (f >= 0) {
 				v->off = fo[f];
-				fo[f] = fo[nf - 1], fs[f] = fs[nf - 1], nf--;
+				vin[k] = fin[f];
+				x->io_shared |= v->out && fin[f];
+				fo[f] = fo[nf - 1], fs[f] = fs[nf - 1], fin[f] = fin[nf - 1], nf--;
 			} else {
 				v->off = set, set += sz;
 			}
@@ -768,11 +776,18 @@ static void t_load(rk *x, tl *t)
 	nx_lower *L = x->L;
 	int ND = x->nd;
 	nx_engine last = x->seng[x->nstage - 1];
-	if (t->rel)
+	/* the last stage and the stores of tile u - ND (an input's slot may
+	 * hold an output later in the tile: layout) */
+	if (t->rel) {
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
 		              x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1 - ND * x->per[last], RF_ENG + last);
-	else {
-		nx_lsync a = done_of(x, t->u - ND, false);
+		for (int o = 0; o < x->nout * x->ks && x->io_shared; o++)
+			nx_l_wait_rel(L, NX_ENG_SP, x->qs[o], x->base_s[o] + (t->b + 1 - ND) * x->qsc[o],
+			              RF_STX + x->qsc[o] - 1);
+	} else {
+		nx_lsync a = done_of(x, t->u - ND, false), b = done_of(x, t->u - ND, true);
+		if (x->io_shared)
+			nx_l_max(&a, &b);
 		nx_l_wait(L, NX_ENG_SP, &a);
 	}
 	int k = 0;
@@ -991,9 +1006,14 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	 * fixed cost (1.3 us) per tile, the first load and the last store not
 	 * overlapped (one tile each), and a tile's time for each tile outside
 	 * the loop (tails wait for absolute counts) */
+	x.sep = true;
 	int64_t cols, set1 = layout(&x, 1, &cols);
 	int64_t rpp = (x.R + 127) / 128;
 	int64_t room = L->sbuf_half - cols - 64 * x.nv;
+	if (room / 3 < set1) { /* outputs on input slots rather than two buffer sets */
+		x.sep = false;
+		set1 = layout(&x, 1, &cols);
+	}
 	double lq = 0;
 	for (int l = 0; l < x.nld; l++)
 		lq += (double)io_elems(&x, x.ld[l], 1) * (double)x.R * nx_dtype_bytes[x.v[x.ld[l]].dt];
@@ -1021,6 +1041,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	if (kt < 1)
 		return nx_l_err(L, "row kernel rows do not fit SBUF");
 	x.kt = kt;
+	x.io_shared = false;
 	x.bufb = layout(&x, kt, &cols);
 	int64_t base;
 	int h;

@@ -967,12 +967,9 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
 	if (i->op == NX_OP_FUSION && nx_l_row_ok(L, i)) {
 		/* reductions over rows with their producers and consumers
-		 * (kernels/row_loop.c) */
-		nx_lval *v;
-		if (nx_shape_is_array(i->shape)) {
-			v = nx_l_newval(L, i->shape);
-		} else {
-			v = nx_arena_alloc(&L->a, sizeof *v);
+		 * (kernels/row_loop.c): an array or a tuple of fresh values */
+		nx_lval *v = nx_shape_is_array(i->shape) ? nx_l_newval(L, i->shape) : nx_arena_alloc(&L->a, sizeof *v);
+		if (!nx_shape_is_array(i->shape)) {
 			memset(v, 0, sizeof *v);
 			v->shape = i->shape;
 			v->ntuple = i->shape->ntuple;

@@ -32,7 +32,8 @@ bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C);
 /* May i be part of a row kernel over R rows of C: reductions as above,
  * elementwise ops on rows (R*C elements) or per-row values (R), converts,
  * reshapes, broadcasts of a scalar, of a per-row value along the trailing
- * dims or of a column [C] along the leading dims, scalar constants. */
+ * dims or of a column [C] (or its convert) along the leading dims, scalar
+ * constants. */
 bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C);
 
 /* The graph view shared by the fusion files: the entry computation with

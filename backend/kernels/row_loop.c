@@ -396,6 +396,21 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 		if (o < 0)
 			return false;
 		o = res(x, o);
+		if (x->v[o].kind == V_RB && x->nop < RW_MAX * 2) {
+			/* a per-row value broadcast along its rows and read outside:
+			 * materialized by a copy right after the value is computed */
+			int st = x->v[o].a, pos = 0;
+			for (int q = 0; q < x->nop; q++)
+				if (x->op[q].v == st)
+					pos = q + 1;
+			memmove(&x->op[pos + 1], &x->op[pos], sizeof(rop) * (size_t)(x->nop - pos));
+			x->nop++;
+			rop *c = &x->op[pos];
+			memset(c, 0, sizeof *c);
+			c->kind = O_FULL, c->v = o, c->o[0] = st, c->no = 1, c->sc = -1, c->acc = -1;
+			c->m.op = NX_I_TENSOR_COPY, c->m.e = NX_ENG_DVE, c->m.imm = 1.0f;
+			x->v[o].kind = V_ROW;
+		}
 		if (x->v[o].kind != V_ROW && x->v[o].kind != V_STAT)
 			return false;
 		/* an output whose value became the bias of an activate is not kept */

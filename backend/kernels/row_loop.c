@@ -22,10 +22,14 @@
  *   stat op       one instruction over [np, kt]
  * Row-scalar and unary copies go to ACT or DVE, row ops and reductions to
  * DVE or POOL (which share the SBUF port), by an estimate of each engine's
- * busy time. Consecutive instructions on one engine form a stage; the
- * synchronization is fused_loop.c's: tiles rotate over ND buffer sets, the
- * stages of a tile run in order, tile i's loads wait for the last stage of
- * tile i-ND and its first stage for the stores of tile i-ND. */
+ * busy time. Consecutive instructions on one engine form a stage. Row
+ * slots are shared by liveness (layout). Tiles rotate over ND buffer sets;
+ * the stages of a tile run in order, tile i's loads wait for the last
+ * stage (and, when an output sits on an input's slot, the stores) of tile
+ * i-ND, its first stage for its loads and the stores of tile i-ND. The
+ * loop body holds ND tiles emitted in a list-schedule order (schedule),
+ * with waits per iteration; tiles after the loop wait for absolute
+ * counts. docs/lowering.md, "Row kernels". */
 #include "backend/lower.h"
 #include "ir/eval/eval.h"
 

@@ -400,11 +400,12 @@ static bool build(rk *x, const nx_lower *L, const nx_inst *f)
 		if (o < 0)
 			return false;
 		o = res(x, o);
-		if (x->v[o].kind == V_RB && x->nop < RW_MAX * 2) {
-			/* a per-row value broadcast along its rows and read outside:
-			 * materialized by a copy right after the value is computed */
-			int st = x->v[o].a, pos = 0;
-			for (int q = 0; q < x->nop; q++)
+		if ((x->v[o].kind == V_RB || x->v[o].kind == V_CB) && x->nop < RW_MAX * 2) {
+			/* a per-row value or a column broadcast along the rows and read
+			 * outside: materialized by a copy right after the value is
+			 * computed (columns: first) */
+			int st = x->v[o].a, pos = 0; /* the statistic, or the column */
+			for (int q = 0; q < x->nop && x->v[o].kind == V_RB; q++)
 				if (x->op[q].v == st)
 					pos = q + 1;
 			memmove(&x->op[pos + 1], &x->op[pos], sizeof(rop) * (size_t)(x->nop - pos));

@@ -13,8 +13,11 @@
  * reading a 64-bit operand.
  * Checked: the shapes (tuple leaves included) of every instruction of every
  * computation; the first offender in computation and instruction order is
- * reported, with the count of all. */
+ * reported, with the count of all, preferring one whose result no other
+ * offender reads (the op left unexpanded rather than what fed it). */
 #include "passes/pass.h"
+
+#include "ir/map.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +81,18 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 	const nx_inst *first = NULL;
 	nx_type ft = NX_TYPE_INVALID;
 	int count = 0;
+	/* offenders that feed another offender: the op int64-split could not
+	 * expand is the last of such a chain (an s64 all-reduce with an xor
+	 * reducer, not the convert that made its operand) */
+	nx_ptrmap feeds;
+	nx_ptrmap_init(&feeds, 64);
+	for (int cc = 0; cc < m->ncomps; cc++)
+		for (int k = 0; k < m->comps[cc]->ninsts; k++) {
+			const nx_inst *i = m->comps[cc]->insts[k];
+			if (bad64(m->comps[cc], i) != NX_TYPE_INVALID)
+				for (int o = 0; o < i->noperands; o++)
+					nx_ptrmap_put(&feeds, i->operands[o], 1);
+		}
 	/* the entry first: its instruction is the user's op (a reduce rather
 	 * than its reducer's parameter) */
 	for (int cc = -1; cc < m->ncomps; cc++) {
@@ -93,8 +108,10 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 				continue;
 			/* the first real op with a source line (a parameter only names
 			 * where a value came from) */
-			int rank = (i->op != NX_OP_PARAMETER ? 2 : 0) + (i->line > 0);
-			int frank = first ? (first->op != NX_OP_PARAMETER ? 2 : 0) + (first->line > 0) : -1;
+			int rank = (nx_ptrmap_get(&feeds, i, 0) ? 0 : 4) + (i->op != NX_OP_PARAMETER ? 2 : 0) + (i->line > 0);
+			int frank = first ? (nx_ptrmap_get(&feeds, first, 0) ? 0 : 4) +
+			                    (first->op != NX_OP_PARAMETER ? 2 : 0) + (first->line > 0)
+			                  : -1;
 			if (rank > frank) {
 				first = i;
 				ft = t;
@@ -102,6 +119,7 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 			count++;
 		}
 	}
+	nx_ptrmap_free(&feeds);
 	if (!first)
 		return NX_OK;
 	char shape[256], src[512], from[530] = "", more[64] = "";
@@ -113,7 +131,7 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 	const char *op = first->op == NX_OP_CUSTOM_CALL && first->a.custom_call_target
 	                     ? first->a.custom_call_target : nx_opcode_name(first->op);
 	const char *hint = ft == NX_S64 || ft == NX_U64
-		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, clamp, compare, bitwise ops, shifts, select, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
+		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, clamp, compare, bitwise ops, shifts, select, all-reduce with an add/multiply/min/max/and/or reducer, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
 		: ft != NX_F64
 		? "complex arithmetic is not lowered yet; keep real and imaginary parts as separate f32 tensors"
 		: "compute in f32 (torch: .float(); JAX: leave jax_enable_x64 off), or convert to f32 before the value reaches the device";

@@ -30,9 +30,13 @@
 
 #include "ir/eval/eval.h"
 #include "ir/map.h"
+#include "ir/verify/shape_infer.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* the largest all-reduce group combined locally (an unrolled chain) */
+enum { NX_I64_MAX_GROUP = 64 };
 
 typedef struct rep {
 	bool ranged, known, narrowable, has_pair;
@@ -499,6 +503,109 @@ static nx_inst *to_float(st *S, nx_inst *l, nx_inst *h, bool sign)
 	return sign ? SEL(S, neg, U(S, NX_OP_NEGATE, r), r) : r;
 }
 
+/* (lo, hi) of op(a, b) for the binary ops a reducer may apply; false for
+ * any other op */
+static bool bin_pair(st *S, nx_opcode op, bool sign, nx_inst *al, nx_inst *ah, nx_inst *bl, nx_inst *bh,
+                     nx_inst **lo, nx_inst **hi)
+{
+	switch (op) {
+	case NX_OP_ADD: {
+		*lo = B(S, NX_OP_ADD, al, bl);
+		nx_inst *c = CV(S, CMP(S, *lo, al, NX_CMP_LT), NX_U32);
+		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, ah, bh), c);
+		return true;
+	}
+	case NX_OP_SUBTRACT: {
+		*lo = B(S, NX_OP_SUBTRACT, al, bl);
+		nx_inst *bw = CV(S, CMP(S, al, bl, NX_CMP_LT), NX_U32);
+		*hi = B(S, NX_OP_SUBTRACT, B(S, NX_OP_SUBTRACT, ah, bh), bw);
+		return true;
+	}
+	case NX_OP_MULTIPLY: {
+		nx_inst *h;
+		mul32(S, al, bl, lo, &h);
+		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, h, B(S, NX_OP_MULTIPLY, al, bh)), B(S, NX_OP_MULTIPLY, ah, bl));
+		return true;
+	}
+	case NX_OP_AND: case NX_OP_OR: case NX_OP_XOR:
+		*lo = B(S, op, al, bl);
+		*hi = B(S, op, ah, bh);
+		return true;
+	case NX_OP_MAXIMUM: case NX_OP_MINIMUM: {
+		nx_inst *lt = cmp_pair(S, al, ah, bl, bh, NX_CMP_LT, sign);
+		if (op == NX_OP_MINIMUM)
+			sel_pair(S, lt, al, ah, bl, bh, lo, hi);
+		else
+			sel_pair(S, lt, bl, bh, al, ah, lo, hi);
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+/* all-reduce of a 64-bit array (docs/numerics.md "64-bit integers"): the
+ * group's words are gathered as u32 (all-gather of [1, 2, dims...] on a new
+ * outer dimension, same replica groups) and combined locally, rank after rank
+ * in group order, with the pair arithmetic of the reducer's op (add,
+ * multiply, maximum, minimum, and, or: nx_pass_reducer_op). The group size
+ * comes from the replica groups or the module's replica_count (`--ranks`).
+ * False (device_types then refuses the all-reduce) for another reducer, a
+ * tuple all-reduce or a group of more than NX_I64_MAX_GROUP ranks. */
+static bool all_reduce_pair(st *S, nx_inst *x, nx_inst *l, nx_inst *h, nx_inst **lo, nx_inst **hi)
+{
+	nx_opcode op = x->ncalled == 1 ? nx_pass_reducer_op(x->called[0]) : NX_OP_COUNT;
+	/* 0: no replica_count and no groups, one replica (nx_lower_replicas) */
+	int64_t g = nx_collective_group_size(x);
+	const nx_shape *s = x->shape;
+	if (x->noperands != 1 || op == NX_OP_COUNT || g < 0 || g > NX_I64_MAX_GROUP || s->rank + 2 > NX_MAX_RANK)
+		return false;
+	if (g <= 1) {
+		*lo = l, *hi = h;
+		return true;
+	}
+	nx_arena *a = nx_rw_arena(S->rw);
+	int r = s->rank;
+	int64_t d[NX_MAX_RANK], st0[NX_MAX_RANK], lim[NX_MAX_RANK], one[NX_MAX_RANK];
+	d[0] = d[1] = 1;
+	for (int k = 0; k < r; k++)
+		d[k + 2] = s->dims[k];
+	nx_inst *w[2] = {nx_rw_reshape(S->rw, l, r + 2, d), nx_rw_reshape(S->rw, h, r + 2, d)};
+	d[1] = 2;
+	nx_inst *c = nx_rw_add(S->rw, NX_OP_CONCATENATE, nx_shape_array(a, NX_U32, r + 2, d), w, 2, NULL);
+	int64_t cd = 1, gd = 0;
+	c->a.dimensions = nx_ivec_dup(a, &cd, 1);
+	c->a.has_dimensions = true;
+	d[0] = g;
+	nx_inst *ag = nx_rw_add(S->rw, NX_OP_ALL_GATHER, nx_shape_array(a, NX_U32, r + 2, d), &c, 1, NULL);
+	ag->a.dimensions = nx_ivec_dup(a, &gd, 1);
+	ag->a.has_dimensions = true;
+	ag->a.replica_groups = x->a.replica_groups;
+	ag->a.channel_id = x->a.channel_id;
+	ag->a.use_global_device_ids = x->a.use_global_device_ids;
+	for (int k = 0; k < r + 2; k++)
+		st0[k] = 0, lim[k] = d[k], one[k] = 1;
+	d[0] = d[1] = 1;
+	nx_inst *al = NULL, *ah = NULL;
+	for (int64_t k = 0; k < g; k++) {
+		nx_inst *wk[2];
+		for (int j = 0; j < 2; j++) {
+			st0[0] = k, lim[0] = k + 1, st0[1] = j, lim[1] = j + 1;
+			nx_inst *sl = nx_rw_add(S->rw, NX_OP_SLICE, nx_shape_array(a, NX_U32, r + 2, d), &ag, 1, NULL);
+			sl->a.slice_start = nx_ivec_dup(a, st0, r + 2);
+			sl->a.slice_limit = nx_ivec_dup(a, lim, r + 2);
+			sl->a.slice_stride = nx_ivec_dup(a, one, r + 2);
+			wk[j] = nx_rw_reshape(S->rw, sl, r, s->dims);
+		}
+		if (k == 0)
+			al = wk[0], ah = wk[1];
+		else if (!bin_pair(S, op, s->type == NX_S64, al, ah, wk[0], wk[1], &al, &ah))
+			return false;
+	}
+	*lo = al, *hi = ah;
+	return true;
+}
+
 /* the (lo, hi) words of a 64-bit value; false when the op is not expanded */
 static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 {
@@ -581,30 +688,12 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 		return true;
 	}
 	nx_inst *al = ol[0], *ah = oh[0], *bl = no > 1 ? ol[1] : NULL, *bh = no > 1 ? oh[1] : NULL;
+	if (x->op == NX_OP_ALL_REDUCE)
+		return all_reduce_pair(S, x, al, ah, lo, hi);
+	if (no == 2 && bin_pair(S, x->op, sign, al, ah, bl, bh, lo, hi))
+		return true;
 	switch (x->op) {
-	case NX_OP_ADD: {
-		*lo = B(S, NX_OP_ADD, al, bl);
-		nx_inst *c = CV(S, CMP(S, *lo, al, NX_CMP_LT), NX_U32);
-		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, ah, bh), c);
-		return true;
-	}
-	case NX_OP_SUBTRACT: {
-		*lo = B(S, NX_OP_SUBTRACT, al, bl);
-		nx_inst *bw = CV(S, CMP(S, al, bl, NX_CMP_LT), NX_U32);
-		*hi = B(S, NX_OP_SUBTRACT, B(S, NX_OP_SUBTRACT, ah, bh), bw);
-		return true;
-	}
 	case NX_OP_NEGATE: neg_pair(S, al, ah, lo, hi); return true;
-	case NX_OP_MULTIPLY: {
-		nx_inst *h;
-		mul32(S, al, bl, lo, &h);
-		*hi = B(S, NX_OP_ADD, B(S, NX_OP_ADD, h, B(S, NX_OP_MULTIPLY, al, bh)), B(S, NX_OP_MULTIPLY, ah, bl));
-		return true;
-	}
-	case NX_OP_AND: case NX_OP_OR: case NX_OP_XOR:
-		*lo = B(S, x->op, al, bl);
-		*hi = B(S, x->op, ah, bh);
-		return true;
 	case NX_OP_NOT:
 		*lo = U(S, NX_OP_NOT, al);
 		*hi = U(S, NX_OP_NOT, ah);
@@ -617,14 +706,6 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 		nx_inst *nl, *nh, *neg = CMP(S, CV(S, ah, NX_S32), K(S, ah, NX_S32, 0), NX_CMP_LT);
 		neg_pair(S, al, ah, &nl, &nh);
 		sel_pair(S, neg, nl, nh, al, ah, lo, hi);
-		return true;
-	}
-	case NX_OP_MAXIMUM: case NX_OP_MINIMUM: {
-		nx_inst *lt = cmp_pair(S, al, ah, bl, bh, NX_CMP_LT, sign);
-		if (x->op == NX_OP_MINIMUM)
-			sel_pair(S, lt, al, ah, bl, bh, lo, hi);
-		else
-			sel_pair(S, lt, bl, bh, al, ah, lo, hi);
 		return true;
 	}
 	case NX_OP_SHIFT_LEFT: case NX_OP_SHIFT_RIGHT_LOGICAL: case NX_OP_SHIFT_RIGHT_ARITHMETIC:
@@ -784,7 +865,8 @@ static nx_inst *sink_convert(st *S, nx_inst *in)
 	return CV(S, lo, t);
 }
 
-/* in with operands [from, to) that are 64-bit replaced by f(operand) */
+/* in with its 64-bit operands from `from` on replaced by f(operand) where f
+ * gives one; NULL when none changes */
 static nx_inst *with_ops(st *S, nx_inst *in, int from, nx_inst *(*f)(st *, nx_inst *))
 {
 	nx_inst *ops[NX_MAX_RANK + 8];
@@ -794,9 +876,9 @@ static nx_inst *with_ops(st *S, nx_inst *in, int from, nx_inst *(*f)(st *, nx_in
 	for (int k = 0; k < in->noperands; k++) {
 		ops[k] = in->operands[k];
 		if (k >= from && is64(ops[k]->shape)) {
-			ops[k] = f(S, ops[k]);
-			if (!ops[k])
-				return NULL;
+			nx_inst *v = f(S, ops[k]);
+			if (v) /* one not expanded stays 64-bit: device_types names it */
+				ops[k] = v;
 			any |= ops[k] != in->operands[k];
 		}
 	}

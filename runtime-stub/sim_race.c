@@ -121,6 +121,8 @@ static void hbm_writes(nx_race *r)
 		int depth = 0;
 		for (size_t i = 0; i < r->n->nstream[e]; i++) {
 			const nx_insn *in = &r->n->stream[e][i];
+			if (nx_isa_ctrl_loop(in))
+				continue; /* a device while loop: no access-pattern level */
 			if (in->op == NX_I_LOOP) {
 				trip[depth < NX_LOOP_DEPTH ? depth : NX_LOOP_DEPTH - 1] = in->iarg[1] ? -1 : in->iarg[0];
 				depth++;

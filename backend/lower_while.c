@@ -256,9 +256,28 @@ static int64_t iteration_end(nx_lower *L, const nx_lsync *s0)
 	return D;
 }
 
-nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out)
+/* The trip count: the pattern (passes/trip_count.c), else the
+ * known_trip_count that while-trip-count (or XLA) wrote into backend_config
+ * (the fusion pass may have hidden the pattern's increment in a kernel). */
+static nx_trip_count trips_of(const nx_inst *i)
 {
 	nx_trip_count t = nx_while_trip_count(i);
+	const char *bc = i->a.backend_config, *k, *n;
+	if (t.n >= 0 || !bc || !(k = strstr(bc, "\"known_trip_count\"")) || !(n = strstr(k, "\"n\"")))
+		return t;
+	n += 3;
+	while (*n == ' ' || *n == ':' || *n == '"')
+		n++;
+	char *end;
+	long long v = strtoll(n, &end, 10);
+	if (end != n && v >= 0)
+		t.n = v;
+	return t;
+}
+
+nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out)
+{
+	nx_trip_count t = trips_of(i);
 	if (t.n < 0)
 		return nx_l_err(L, "while loop whose trip count is not a compile-time constant (%s): data-dependent "
 		                   "loops are not supported by the backend yet",

@@ -170,6 +170,7 @@ typedef struct nx_lower {
 	/* device while loops (lower_while.c): open ones, and how many so far;
 	 * once there is one, every wait adds register NX_LREG_ITER */
 	int dloop_depth, ndloops;
+	int64_t dloop_adv; /* how far NX_LREG_ITER has advanced at most, so far */
 } nx_lower;
 
 /* The register that holds a device while loop's iteration offset on every

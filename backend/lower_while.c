@@ -309,6 +309,8 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 	ctrl_loop(L, t.n);
 	nx_lsync s0;
 	counts(L, &s0);
+	int64_t adv0 = L->dloop_adv;
+	L->dloop_adv = 0; /* the inner loops' advance in one iteration */
 	rc = nx_l_lower_comp(L, body, st, &root);
 	L->cur = cur;
 	L->cur_debug = cur_debug;
@@ -318,8 +320,15 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 	if (root != st)
 		nx_l_release_val(L, root);
 	int64_t D = iteration_end(L, &s0);
-	/* the iteration register must stay a 32-bit wait target */
-	if ((double)D * (double)t.n > (double)(INT32_MAX / 4)) {
+	/* NX_LREG_ITER advances by the inner loops' advance and D per iteration,
+	 * less D after the loop; with the static counts it must stay a 32-bit
+	 * wait target */
+	double adv = (double)t.n * (double)(L->dloop_adv + D) - (double)D;
+	L->dloop_adv = adv0 + (int64_t)adv;
+	int64_t top = 0;
+	for (int k = 0; k < NX_LSEMS; k++)
+		top = s0.s[k] + D > top ? s0.s[k] + D : top;
+	if (adv + (double)adv0 + (double)top > (double)INT32_MAX) {
 		rc = nx_l_err(L, "while loop with %lld trips of %lld semaphore steps: beyond the device loop's 32-bit "
 		                 "wait targets",
 		              (long long)t.n, (long long)D);

@@ -1279,6 +1279,8 @@ nx_status nx_l_lower_comp(nx_lower *L, const nx_comp *c, nx_lval *param, nx_lval
 		pe->val = param;
 		pe->output = true; /* the loop state: never released by the body */
 	}
+	for (int k = 0; k < ns.n; k++) /* a condition is lowered twice */
+		ent(L, ns.v[k])->dead = false;
 	liveness(L, &ns, c->root);
 	nx_status rc = lower_nodes(L, &ns, false);
 	*root = rc == NX_OK ? val(L, c->root) : NULL;

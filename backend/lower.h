@@ -176,6 +176,8 @@ typedef struct nx_lower {
 /* The register that holds a device while loop's iteration offset on every
  * engine (lower_while.c): the kernels' own loop registers stay below it. */
 #define NX_LREG_ITER (NX_NREGS - 1)
+/* the predicate of a data-dependent while loop (lower_while.c) */
+#define NX_LREG_PRED (NX_NREGS - 2)
 
 /* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and
  * its lines; nx_l_plan for tiling/loops/engines/residency, nx_l_mem for

@@ -2,8 +2,9 @@
  *
  * The body's kernels are emitted once, inside a control loop of `trips`
  * iterations on every engine (isa.def LOOP iarg2 = 1: no access-pattern
- * level, so the kernels keep their four data-loop levels). The condition is
- * not evaluated: passes/trip_count.c proved the count.
+ * level, so the kernels keep their four data-loop levels). With a known trip
+ * count (passes/trip_count.c, or known_trip_count) the condition is not
+ * evaluated; otherwise it is, on the device (dd_loop below).
  *
  * State: every leaf of the init tuple is copied into a buffer of its own,
  * pinned while the loop runs; the body's parameter is that tuple. The body
@@ -275,13 +276,122 @@ static nx_trip_count trips_of(const nx_inst *i)
 	return t;
 }
 
+/* Every engine waits for everything so far. */
+static void barrier(nx_lower *L)
+{
+	nx_lsync all;
+	counts(L, &all);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		nx_l_wait(L, (nx_engine)e, &all);
+}
+
+/* The condition on the state, its predicate in HBM, loaded into register
+ * NX_LREG_PRED of every engine after a barrier. The predicate's buffer is
+ * never reused: the loads are not tracked as readers. */
+static nx_status predicate(nx_lower *L, const nx_inst *w, nx_lval *st, nx_lval **pred)
+{
+	nx_lval *p = NULL;
+	const nx_inst *cur = L->cur;
+	uint32_t cur_debug = L->cur_debug;
+	int node = L->node;
+	nx_status rc = nx_l_lower_comp(L, w->called[0], st, &p);
+	L->cur = cur;
+	L->cur_debug = cur_debug;
+	L->node = node;
+	if (rc != NX_OK)
+		return rc;
+	if (p->tuple || p->tsrc || !p->buf || nx_shape_elems(p->shape) != 1)
+		return nx_l_err(L, "while condition %s does not give one predicate", w->called[0]->name);
+	p->buf->pinned = true;
+	*pred = p;
+	return NX_OK;
+}
+
+static void load_predicate(nx_lower *L, const nx_lval *p)
+{
+	for (int e = 0; e < NX_ENG_COUNT; e++) {
+		nx_insn *in = nx_l_emit(L, (nx_engine)e, NX_I_LDREG);
+		uint32_t one = 1;
+		int32_t st1 = 1;
+		in->iarg[0] = NX_LREG_PRED;
+		in->ap[0] = nx_ap_hbm(p->dt, p->buf->off, 1, 1, 1, &st1, &one);
+	}
+}
+
+/* A loop whose trip count is not known: the condition is lowered too and
+ * evaluated on the device before the loop and at the end of each
+ * iteration (after the state is copied back); every engine loads the
+ * predicate into a register and `brz` leaves the control loop (at most
+ * 2^24 trips) when it is 0. The padding and the iteration register work as
+ * for counted loops: the exit lands before the `addreg r15 -= D` after the
+ * loop, so later code waits for the last iteration's events (or, after 0
+ * trips, for events before the loop that the barrier already covered). */
+static nx_status dd_loop(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out)
+{
+	const nx_comp *body = i->called[1];
+	pins p = {0};
+	nx_lval *st = NULL, *root = NULL;
+	nx_status rc = make_state(L, body, init, init_dies, &p, &st);
+	if (rc != NX_OK)
+		goto out;
+	nx_l_plan_kernel(L, "while-loop");
+	nx_l_plan(L, "loop", "data-dependent (condition %s on the device), at most %d trips over %s (%d instructions)",
+	          i->called[0]->name, 1 << 24, body->name, body->ninsts);
+	nx_l_plan(L, "state", "%d invariant, %d taken over from the init, %d copied", p.ninv, p.nadopt, p.ncopy);
+	if (!L->ndloops)
+		for (int e = 0; e < NX_ENG_COUNT; e++)
+			nx_l_setreg(L, (nx_engine)e, NX_LREG_ITER, 0);
+	L->ndloops++;
+	L->dloop_depth++;
+	nx_lval *pred;
+	if ((rc = predicate(L, i, st, &pred)) != NX_OK)
+		goto out;
+	barrier(L);
+	load_predicate(L, pred);
+	ctrl_loop(L, 1 << 24);
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		nx_l_emit(L, (nx_engine)e, NX_I_BRZ)->iarg[0] = NX_LREG_PRED;
+	nx_lsync s0;
+	counts(L, &s0);
+	int64_t adv0 = L->dloop_adv;
+	const nx_inst *cur = L->cur;
+	uint32_t cur_debug = L->cur_debug;
+	int node = L->node;
+	rc = nx_l_lower_comp(L, body, st, &root);
+	L->cur = cur;
+	L->cur_debug = cur_debug;
+	L->node = node;
+	if (rc != NX_OK || (rc = copy_back(L, root, st)) != NX_OK)
+		goto out;
+	if (root != st)
+		nx_l_release_val(L, root);
+	if ((rc = predicate(L, i, st, &pred)) != NX_OK)
+		goto out;
+	int64_t D = iteration_end(L, &s0); /* its barrier covers the predicate */
+	load_predicate(L, pred);
+	/* the trip count is unknown: count one iteration against the 32-bit
+	 * wait targets (docs/lowering.md) */
+	L->dloop_adv = adv0 + D;
+	ctrl_end(L, D);
+	L->dloop_depth--;
+	nx_l_plan_kernel(L, "while-end");
+	nx_l_plan(L, "sync", "every semaphore padded to +%lld per iteration, then a barrier on all engines",
+	          (long long)D);
+out:
+	for (int k = 0; k < p.n; k++)
+		p.v[k]->pinned = false;
+	free(p.v);
+	*out = st;
+	return rc;
+}
+
 nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out)
 {
 	nx_trip_count t = trips_of(i);
+	if (t.n < 0 && L->dloop_depth >= NX_CTRL_DEPTH)
+		return nx_l_err(L, "while loops nested deeper than %d device loops", NX_CTRL_DEPTH);
 	if (t.n < 0)
-		return nx_l_err(L, "while loop whose trip count is not a compile-time constant (%s): data-dependent "
-		                   "loops are not supported by the backend yet",
-		                t.why);
+		return dd_loop(L, i, init, init_dies, out);
 	if (t.n > (1 << 24))
 		return nx_l_err(L, "while loop with %lld trips: a device loop counts at most %d", (long long)t.n, 1 << 24);
 	if (L->dloop_depth >= NX_CTRL_DEPTH)

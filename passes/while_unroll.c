@@ -10,7 +10,8 @@
  * Bigger counted loops stay whiles and become device loops (one copy of the
  * body's code, backend/lower_while.c); so do all of them under
  * --disable-pass=while-unroll. Loops whose trip count is not a compile-time
- * constant stay whiles too (the backend refuses them, naming the loop).
+ * constant stay whiles too (the backend evaluates their condition on the
+ * device).
  * Copies are named <instruction>.<loop>.<trip>. */
 #include "passes/loops.h"
 #include "passes/pass.h"

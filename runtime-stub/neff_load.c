@@ -397,7 +397,8 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		                (in->op == NX_I_CALL && k >= 1);
 		if (!optional && a[k].space == NX_MEM_NONE)
 			return err(c, "%s: instruction %zu (%s): operand %d missing", sec, i, info->name, k);
-		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC)
+		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC &&
+		    in->op != NX_I_LDREG)
 			return err(c, "%s: instruction %zu (%s): compute engines cannot access HBM", sec, i, info->name);
 	}
 	switch (in->op) {
@@ -433,6 +434,11 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		if (in->op == NX_I_SIGNAL && (in->iarg[1] < 0 || in->iarg[1] > 65535))
 			return err(c, "%s: instruction %zu: bad signal increment %d", sec, i, in->iarg[1]);
 		break;
+	case NX_I_LDREG:
+		if (in->ap[0].space != NX_MEM_HBM || in->ap[0].part_count != 1 || nx_ap_free_elems(&in->ap[0]) != 1)
+			return err(c, "%s: instruction %zu (ldreg): the operand must be one HBM element", sec, i);
+		/* fall through */
+	case NX_I_BRZ:
 	case NX_I_SETREG:
 	case NX_I_ADDREG:
 		if (in->iarg[0] < 0 || in->iarg[0] >= NX_NREGS)
@@ -534,6 +540,8 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 		if ((in->op == NX_I_LOOP && in->iarg[2] != 0 && in->iarg[2] != 1) ||
 		    (in->op == NX_I_ENDLOOP && in->iarg[0] != 0 && in->iarg[0] != 1))
 			return err(c, "%s: instruction %zu: bad loop kind", sec, i);
+		if (in->op == NX_I_BRZ && (cdepth == 0 || depth))
+			return err(c, "%s: instruction %zu: brz outside a control loop or inside a data loop", sec, i);
 		if (nx_isa_ctrl_loop(in)) {
 			if (depth)
 				return err(c, "%s: instruction %zu: control loop inside a data loop", sec, i);

@@ -252,6 +252,33 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 			g->depth--;
 			break;
 		}
+		case NX_I_BRZ:
+			g->clock += ctrl;
+			if (g->reg[in->iarg[0]] == 0) { /* leave the control loop */
+				g->pc = (size_t)n->loop_match[be][g->ctl_pc[--g->cdepth]] + 1;
+				continue;
+			}
+			break;
+		case NX_I_LDREG: {
+			g->clock += ctrl;
+			if (s->timing_only) {
+				rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
+				                 "sg00/%s.bin instruction %zu: ldreg (a data-dependent loop) needs data: run "
+				                 "without --timing-only",
+				                 nx_engine_names[be], g->pc);
+				goto out;
+			}
+			double *v;
+			uint64_t cnt;
+			s->pc = g->pc;
+			if (race && (rc = nx_race_access(race, s, be, -1, in, g->loop_i, g->depth)) != NX_OK)
+				goto out;
+			if ((rc = nx_sim_get(s, &in->ap[0], g->loop_i, g->depth, &v, &cnt)) != NX_OK)
+				goto out;
+			g->reg[in->iarg[0]] = (int32_t)v[0];
+			free(v);
+			break;
+		}
 		case NX_I_SETREG:
 			g->reg[in->iarg[0]] = in->iarg[1];
 			g->clock += ctrl;

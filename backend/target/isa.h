@@ -66,7 +66,7 @@ typedef enum nx_opcode_isa {
 #undef INSN
 	NX_I_COUNT
 } nx_isa_op;
-_Static_assert(NX_I_COUNT == 31, "isa.def rows: update the opcode count (append only)");
+_Static_assert(NX_I_COUNT == 33, "isa.def rows: update the opcode count (append only)");
 
 typedef enum nx_act_func {
 #define ACT(e, name) NX_ACT_##e,

@@ -415,6 +415,18 @@ static void control_loops(void **state)
 	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
 	expect_error(b, len, "uses loop level 0 outside 0 enclosing loops");
 	free(b);
+	/* brz outside a control loop; ldreg of more than one element */
+	s->v[NX_ENG_DVE][1] = nx_insn_new(NX_I_BRZ, NX_ENG_DVE);
+	s->v[NX_ENG_DVE][0].op = NX_I_NOP;
+	s->v[NX_ENG_DVE][2].op = NX_I_NOP;
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 1: brz outside a control loop or inside a data loop");
+	free(b);
+	s->v[NX_ENG_DVE][1] = nx_insn_new(NX_I_LDREG, NX_ENG_DVE);
+	s->v[NX_ENG_DVE][1].ap[0] = tp_hbm(NX_DT_F32, 0, 1, 2, 0);
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 1 (ldreg): the operand must be one HBM element");
+	free(b);
 	free(s);
 }
 

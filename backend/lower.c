@@ -232,6 +232,8 @@ void nx_l_wait(nx_lower *L, nx_engine e, const nx_lsync *y)
 		nx_insn *in = nx_l_emit(L, e, NX_I_WAIT);
 		in->iarg[0] = k;
 		in->iarg[1] = (int32_t)y->s[k];
+		if (L->ndloops)
+			in->iarg[2] = NX_LREG_ITER + 1;
 		s->waited[k] = y->s[k];
 		const nx_lsync *kk = nx_l_know_at(L, k, y->s[k]);
 		if (kk)
@@ -301,14 +303,27 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 {
-	nx_insn *in = nx_l_emit(L, e, NX_I_SIGNAL);
-	in->iarg[0] = NX_LSEM_ENG + e;
-	in->iarg[1] = 1;
 	nx_lstream *s = &L->s[e];
-	L->ecount[e] += s->depth ? s->mult[s->depth] : 1; /* once per iteration */
+	nx_l_signal_sem(L, e, NX_LSEM_ENG + e, s->depth ? s->mult[s->depth] : 1); /* once per iteration */
 	nx_lsync y;
 	memset(&y, 0, sizeof y);
 	y.s[NX_LSEM_ENG + e] = L->ecount[e];
+	return y;
+}
+
+void nx_l_signal_sem(nx_lower *L, nx_engine e, int sem, int64_t inc)
+{
+	NX_ASSERT(sem >= 0 && sem < NX_LSEMS && inc >= 1 && (L->s[e].depth || inc <= 65535));
+	nx_insn *in = nx_l_emit(L, e, NX_I_SIGNAL);
+	in->iarg[0] = sem;
+	in->iarg[1] = L->s[e].depth ? 1 : (int32_t)inc; /* inside a data loop: +1 per iteration */
+	if (sem < NX_LQ) {
+		L->qcount[sem] += inc;
+		know_add(L, sem, L->qcount[sem], &L->kn[e]);
+		return;
+	}
+	NX_ASSERT(sem == NX_LSEM_ENG + (int)e);
+	L->ecount[e] += inc;
 	if (L->nsig[e] == L->capsig[e]) {
 		L->capsig[e] = L->capsig[e] ? 2 * L->capsig[e] : 64;
 		L->sig_idx[e] = nx_xrealloc(L->sig_idx[e], L->capsig[e] * sizeof *L->sig_idx[e]);
@@ -317,7 +332,6 @@ nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 	L->sig_idx[e][L->nsig[e]] = L->s[e].n - 1;
 	L->sig_cnt[e][L->nsig[e]++] = L->ecount[e];
 	know_add(L, NX_LSEM_ENG + e, L->ecount[e], &L->kn[e]);
-	return y;
 }
 
 void nx_l_setreg(nx_lower *L, nx_engine e, int r, int64_t v)
@@ -345,6 +359,8 @@ void nx_l_wait_rel(nx_lower *L, nx_engine e, int sem, int64_t base, int r)
 	in->iarg[0] = sem;
 	in->iarg[1] = (int32_t)base;
 	in->iarg[2] = r + 1;
+	if (L->ndloops)
+		in->iarg[3] = NX_LREG_ITER + 1;
 }
 
 /* ---------------------------------------------------------- on-chip */
@@ -505,80 +521,8 @@ nx_ap nx_l_sbuf_tile(nx_dtype dt, const nx_ltile *t, int64_t off, int64_t esz_sl
 	return a;
 }
 
-/* ------------------------------------------------------------- buffers */
-/* The free list is searched first-fit in list order; freemax, a max tree
- * over the sizes (leaf k = freel[k], 0 past nfree), finds that entry
- * without scanning the list: unrolled loops free tens of thousands of
- * buffers. */
-static void free_set(nx_lower *L, int k, int64_t v)
-{
-	int i = k + L->capfree;
-	L->freemax[i] = v;
-	for (i /= 2; i >= 1; i /= 2)
-		L->freemax[i] = L->freemax[2 * i] > L->freemax[2 * i + 1] ? L->freemax[2 * i] : L->freemax[2 * i + 1];
-}
-
-static int free_first_fit(const nx_lower *L, int64_t bytes)
-{
-	if (!L->nfree || L->freemax[1] < bytes)
-		return -1;
-	int i = 1;
-	while (i < L->capfree)
-		i = L->freemax[2 * i] >= bytes ? 2 * i : 2 * i + 1;
-	return i - L->capfree;
-}
-
-nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes)
-{
-	bytes = (bytes + 63) & ~(int64_t)63;
-	if (bytes == 0)
-		bytes = 64;
-	int k = free_first_fit(L, bytes);
-	if (k >= 0) {
-		nx_lbuf *f = L->freel[k];
-		NX_ASSERT(k < L->nfree && f->bytes >= bytes);
-		nx_lbuf *b = nx_arena_alloc(&L->a, sizeof *b);
-		b->off = f->off;
-		b->bytes = bytes;
-		b->war = f->war;
-		nx_l_max(&b->war, &f->written);
-		if (f->bytes == bytes) {
-			L->freel[k] = L->freel[--L->nfree];
-			free_set(L, k, L->freel[k]->bytes);
-			free_set(L, L->nfree, 0);
-		} else {
-			f->off += bytes;
-			f->bytes -= bytes;
-			free_set(L, k, f->bytes);
-		}
-		return b;
-	}
-	nx_lbuf *b = nx_arena_alloc(&L->a, sizeof *b);
-	b->off = L->hbm_top;
-	b->bytes = bytes;
-	L->hbm_top += bytes;
-	return b;
-}
-
-void nx_l_release_buf(nx_lower *L, nx_lbuf *b)
-{
-	if (--b->refs > 0 || b->pinned)
-		return;
-	if (L->nfree == L->capfree) {
-		L->capfree = L->capfree ? L->capfree * 2 : 64;
-		L->freel = nx_xrealloc(L->freel, (size_t)L->capfree * sizeof *L->freel);
-		free(L->freemax);
-		L->freemax = nx_xrealloc(NULL, (size_t)L->capfree * 2 * sizeof *L->freemax);
-		memset(L->freemax, 0, (size_t)L->capfree * 2 * sizeof *L->freemax);
-		for (int k = 0; k < L->nfree; k++)
-			L->freemax[L->capfree + k] = L->freel[k]->bytes;
-		for (int i = L->capfree - 1; i >= 1; i--)
-			L->freemax[i] = L->freemax[2 * i] > L->freemax[2 * i + 1] ? L->freemax[2 * i] : L->freemax[2 * i + 1];
-	}
-	L->freel[L->nfree++] = b;
-	free_set(L, L->nfree - 1, b->bytes);
-}
-
+/* ------------------------------------------------------------- buffers
+ * nx_l_alloc / nx_l_release_buf: lower_hbm.c */
 static void release(nx_lower *L, nx_lval *v)
 {
 	if (!v)
@@ -822,20 +766,6 @@ static bool defer_transpose(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval 
 	return true;
 }
 
-/* A while the while-unroll pass left: device loops are not lowered yet. */
-static nx_status refuse_while(nx_lower *L, const nx_inst *i)
-{
-	nx_trip_count t = nx_while_trip_count(i);
-	if (t.n < 0)
-		return nx_l_err(L, "while loop whose trip count is not a compile-time constant (%s): data-dependent "
-		                   "loops are not supported by the backend yet",
-		                t.why);
-	return nx_l_err(L, "while loop with %lld trips over a body of %d instructions: beyond the unroll limit "
-	                   "(trips x body <= %d instructions, passes/while_unroll.c) and device loops are not "
-	                   "lowered yet",
-	                (long long)t.n, i->called[1]->ninsts, NX_UNROLL_MAX_INSTS);
-}
-
 /* --------------------------------------------------- in-place outputs
  * An output aliased to entry parameter P is written by its producer
  * straight into P's buffer (no copy after the kernels) when the producer is
@@ -928,8 +858,12 @@ static nx_lval *out_val(nx_lower *L, const nx_shape *s, int t)
 
 static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 {
-	if (i->op == NX_OP_WHILE)
-		return refuse_while(L, i);
+	if (i->op == NX_OP_WHILE) { /* lower_while.c */
+		nx_lent *ie = ent(L, resolve(L, i->operands[0]));
+		if (!ie->val)
+			return nx_l_err(L, "operand 0 has no value (unsupported producer)");
+		return nx_l_while(L, i, ie->val, ie->last_use == L->node && !ie->output, out);
+	}
 	if (i->op == NX_OP_ALL_REDUCE || i->op == NX_OP_REDUCE_SCATTER || i->op == NX_OP_ALL_GATHER ||
 	    i->op == NX_OP_COLLECTIVE_PERMUTE) {
 		nx_lval **all = nx_arena_alloc(&L->a, sizeof *all * (size_t)(i->noperands + 1));
@@ -1256,15 +1190,12 @@ static nx_status hbm_plan_check(nx_lower *L, const nodes *ns)
 	return rc;
 }
 
-static nx_status lower_all(nx_lower *L, nx_neff_program *p)
+/* liveness backwards from the root: values nobody reads cost no code */
+static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 {
-	const nx_module *m = L->m;
-	const nx_comp *e = m->entry;
-	nodes ns = {0};
-	nx_status rc = NX_OK;
-	flatten(L, e, &ns);
+	const nodes ns = *nsp;
 	/* liveness backwards from the root: values nobody reads cost no code */
-	ent(L, resolve(L, e->root))->output = true;
+	ent(L, resolve(L, root))->output = true;
 	for (int k = ns.n - 1; k >= 0; k--) {
 		nx_lent *en = ent(L, ns.v[k]);
 		if (!en->output && !en->used && ns.v[k]->op != NX_OP_PARAMETER)
@@ -1284,9 +1215,93 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 				ent(L, resolve(L, ns.v[k]->operands[j]))->nondot = true;
 		}
 	}
-	ent(L, resolve(L, e->root))->last_use = ns.n;
-	double tm = nx_l_now();
-	rc = hbm_plan_check(L, &ns);
+	ent(L, resolve(L, root))->last_use = ns.n;
+}
+
+/* the kernels of ns in program order; dead values are released */
+static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
+{
+	const nodes ns = *nsp;
+	nx_status rc = NX_OK;
+	for (int k = 0; k < ns.n; k++) {
+		const nx_inst *i = ns.v[k];
+		L->node = k;
+		L->cur = i;
+		L->cur_debug = (uint32_t)L->ndebug;
+		add_debug(L, i->name, i);
+		if (i->op == NX_OP_PARAMETER)
+			continue;
+		if (!ent(L, i)->output && !ent(L, i)->used)
+			continue; /* dead */
+		nx_lval *v = NULL;
+		nx_l_check_sbuf(L);
+		L->node_gen0 = L->gen_next + 1;
+		if (entry)
+			plan_inplace(L, i, k);
+		rc = lower_node(L, i, &v);
+		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)
+			if (L->dest[t] && (v->tuple ? v->tuple[t]->buf : v->buf) == L->dest[t])
+				nx_l_plan(L, "in-place", "result %d written into the buffer of the parameter it aliases", t);
+		L->ndest = 0;
+		if (rc == NX_OK && L->too_big)
+			rc = nx_l_err(L, "the program would need more than %d instructions on one engine "
+			                 "(this op's code grows with its tensor size here); refusing instead of "
+			                 "exhausting memory", NX_LOWER_MAX_INSNS);
+		if (rc != NX_OK)
+			return rc;
+		nx_l_check_sbuf(L);
+		if (L->mem_f && v && v->buf && !v->tuple)
+			fprintf(L->mem_f, "value %s: hbm %lld, %lld bytes\n", i->name, (long long)v->buf->off,
+			        (long long)v->buf->bytes);
+		nx_lent *en = ent(L, i);
+		en->val = v;
+		if (en->last_use < 0 && !en->output) {
+			release(L, v);
+			en->dead = true;
+		}
+		for (int j = 0; j < i->noperands; j++) {
+			nx_lent *o = ent(L, resolve(L, i->operands[j]));
+			if (o->last_use == k && !o->dead && !o->output) {
+				o->dead = true;
+				release(L, o->val);
+			}
+		}
+	}
+	return NX_OK;
+}
+
+nx_status nx_l_lower_comp(nx_lower *L, const nx_comp *c, nx_lval *param, nx_lval **root)
+{
+	nodes ns = {0};
+	flatten(L, c, &ns);
+	if (c->nparams > 0 && c->params[0]) {
+		nx_lent *pe = ent(L, c->params[0]);
+		pe->val = param;
+		pe->output = true; /* the loop state: never released by the body */
+	}
+	for (int k = 0; k < ns.n; k++) /* a condition is lowered twice */
+		ent(L, ns.v[k])->dead = false;
+	liveness(L, &ns, c->root);
+	nx_status rc = lower_nodes(L, &ns, false);
+	*root = rc == NX_OK ? val(L, c->root) : NULL;
+	free(ns.v);
+	return rc;
+}
+
+void nx_l_release_val(nx_lower *L, nx_lval *v)
+{
+	release(L, v);
+}
+
+static nx_status lower_all(nx_lower *L, nx_neff_program *p)
+{
+	const nx_module *m = L->m;
+	const nx_comp *e = m->entry;
+	nodes ns = {0};
+	nx_status rc = NX_OK;
+	flatten(L, e, &ns);
+	liveness(L, &ns, e->root);
+	double tm = nx_l_now();	rc = hbm_plan_check(L, &ns);
 	L->st.t_memory = nx_l_now() - tm;
 	if (rc != NX_OK)
 		goto out;
@@ -1320,49 +1335,8 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 
 	for (int k = 0; k < e->ninsts; k++)
 		L->st.fusions += e->insts[k]->op == NX_OP_FUSION;
-	for (int k = 0; k < ns.n; k++) {
-		const nx_inst *i = ns.v[k];
-		L->node = k;
-		L->cur = i;
-		L->cur_debug = (uint32_t)L->ndebug;
-		add_debug(L, i->name, i);
-		if (i->op == NX_OP_PARAMETER)
-			continue;
-		if (!ent(L, i)->output && !ent(L, i)->used)
-			continue; /* dead */
-		nx_lval *v = NULL;
-		nx_l_check_sbuf(L);
-		L->node_gen0 = L->gen_next + 1;
-		plan_inplace(L, i, k);
-		rc = lower_node(L, i, &v);
-		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)
-			if (L->dest[t] && (v->tuple ? v->tuple[t]->buf : v->buf) == L->dest[t])
-				nx_l_plan(L, "in-place", "result %d written into the buffer of the parameter it aliases", t);
-		L->ndest = 0;
-		if (rc == NX_OK && L->too_big)
-			rc = nx_l_err(L, "the program would need more than %d instructions on one engine "
-			                 "(this op's code grows with its tensor size here); refusing instead of "
-			                 "exhausting memory", NX_LOWER_MAX_INSNS);
-		if (rc != NX_OK)
-			goto out;
-		nx_l_check_sbuf(L);
-		if (L->mem_f && v && v->buf && !v->tuple)
-			fprintf(L->mem_f, "value %s: hbm %lld, %lld bytes\n", i->name, (long long)v->buf->off,
-			        (long long)v->buf->bytes);
-		nx_lent *en = ent(L, i);
-		en->val = v;
-		if (en->last_use < 0 && !en->output) {
-			release(L, v);
-			en->dead = true;
-		}
-		for (int j = 0; j < i->noperands; j++) {
-			nx_lent *o = ent(L, resolve(L, i->operands[j]));
-			if (o->last_use == k && !o->dead && !o->output) {
-				o->dead = true;
-				release(L, o->val);
-			}
-		}
-	}
+	if ((rc = lower_nodes(L, &ns, true)) != NX_OK)
+		goto out;
 	L->cur = e->root;
 	if (L->hbm_top > L->t->hbm_bytes) {
 		rc = nx_l_err(L, "HBM plan needs %lld bytes with scratch; %s has %lld per NeuronCore", (long long)L->hbm_top,
@@ -1502,7 +1476,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 			nx_l_check_hbm_races(L);
 		if (getenv("NX_CHECK_ONCHIP"))
 			nx_l_check_onchip_races(L, atoi(getenv("NX_CHECK_ONCHIP")) == 2 ? NX_MEM_PSUM : NX_MEM_SBUF);
-		if (!getenv("NX_KEEP_STORES"))
+		if (!getenv("NX_KEEP_STORES") && !L->ndloops) /* device loops: lower_while.c */
 			nx_l_drop_dead_stores(L, (const int64_t(*)[2])keep, nkeep);
 		free(keep);
 		L->st.t_check += nx_l_now() - tc;
@@ -1687,6 +1661,8 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	free(L.map);
 	free(L.freel);
 	free(L.freemax);
+	nx_ptrmap_free(&L.fstart);
+	nx_ptrmap_free(&L.fend);
 	free(L.debug);
 	free(L.debug_src);
 	free(L.consts);

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/target/neff.h"
+#include "ir/map.h"
 
 #include <stdio.h>
 
@@ -48,6 +49,7 @@ typedef struct nx_lbuf {
 	nx_lsync war;     /* reads (and writes) of earlier contents are complete */
 	int refs;         /* live values using it */
 	bool pinned;      /* parameter, constant or output: never reused */
+	int fidx;         /* its index in the free list while free */
 } nx_lbuf;
 
 typedef struct nx_lval {
@@ -106,6 +108,7 @@ typedef struct nx_lower {
 	nx_lbuf **freel;
 	int nfree, capfree;
 	int64_t *freemax; /* max segment tree over freel[k]->bytes (2 * capfree): first fit in log time */
+	nx_ptrmap fstart, fend; /* free blocks by start + 1 and end + 1: neighbours coalesce */
 	/* on-chip: SBUF is a ring of kernel regions (slot k: [reg_off, reg_end),
 	 * free when sbuf_free[k] is reached, generation reg_gen); a kernel's
 	 * region is taken from the ring top, wrapping, and waits for the regions
@@ -164,7 +167,17 @@ typedef struct nx_lower {
 	 * dest[t] when set: an aliased parameter's buffer (lower.c, in place) */
 	nx_lbuf **dest;
 	int ndest;
+	/* device while loops (lower_while.c): open ones, and how many so far;
+	 * once there is one, every wait adds register NX_LREG_ITER */
+	int dloop_depth, ndloops;
+	int64_t dloop_adv; /* how far NX_LREG_ITER has advanced at most, so far */
 } nx_lower;
+
+/* The register that holds a device while loop's iteration offset on every
+ * engine (lower_while.c): the kernels' own loop registers stay below it. */
+#define NX_LREG_ITER (NX_NREGS - 1)
+/* the predicate of a data-dependent while loop (lower_while.c) */
+#define NX_LREG_PRED (NX_NREGS - 2)
 
 /* plan.c: a kernel's plan block (kind: "dot-loop", "elementwise", ...) and
  * its lines; nx_l_plan for tiling/loops/engines/residency, nx_l_mem for
@@ -198,6 +211,17 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src);
 nx_lsync nx_l_dma_q(nx_lower *L, nx_engine e, int q, nx_ap dst, nx_ap src);
 int nx_l_queue(nx_lower *L, nx_engine e);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
+/* signal semaphore sem += inc (inc <= 65535) from engine e: a device while
+ * loop's padding (lower_while.c); counts and knowledge advance as for DMAs
+ * and kernel signals */
+void nx_l_signal_sem(nx_lower *L, nx_engine e, int sem, int64_t inc);
+/* lower.c: lowers computation c (a while body) in program order with its
+ * parameter bound to param; *root is its root's value (not released) */
+nx_status nx_l_lower_comp(nx_lower *L, const nx_comp *c, nx_lval *param, nx_lval **root);
+void nx_l_release_val(nx_lower *L, nx_lval *v);
+/* lower_while.c: a counted while loop as a device loop; refusal otherwise.
+ * init_dies: the loop is the init's last reader (its buffers may be taken). */
+nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out);
 /* Per-iteration synchronization inside loops: registers of engine e and a
  * wait for semaphore sem >= base + register r (r advanced by addreg in the
  * loop body, so iteration i waits for its own producer iteration). */

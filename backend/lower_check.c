@@ -78,6 +78,8 @@ void nx_l_check_sbuf(nx_lower *L)
 		for (size_t n = L->chk_pos[e]; n < s->n; n++) {
 			const nx_insn *in = &s->v[n];
 			int *dp = &L->chk_depth[e];
+			if (nx_isa_ctrl_loop(in))
+				continue; /* a device while loop: its body is checked once */
 			if (in->op == NX_I_LOOP) {
 				NX_ASSERT(*dp < NX_LOOP_DEPTH && in->iarg[1] == 0);
 				L->chk_trip[e][(*dp)++] = in->iarg[0];
@@ -217,6 +219,8 @@ static void hbm_accesses(const nx_lower *L, hacc **out, size_t *nout)
 				q = in->iarg[1];
 				c = qc[q] += m;
 			}
+			if (nx_isa_ctrl_loop(in))
+				continue; /* a device while loop: its body is checked once */
 			if (in->op == NX_I_LOOP) {
 				trip[depth++] = in->iarg[0];
 				continue;
@@ -339,6 +343,8 @@ void nx_l_check_onchip_races(const nx_lower *L, int space)
 			const nx_insn *in = &s->v[n];
 			while (kl < L->nklog[e] && L->klog[e][kl].at <= n)
 				kl++;
+			if (nx_isa_ctrl_loop(in))
+				continue; /* a device while loop: its body is checked once */
 			if (in->op == NX_I_LOOP) {
 				trip[depth++] = in->iarg[0];
 				continue;
@@ -468,6 +474,8 @@ void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep)
 		const nx_lstream *s = &L->s[NX_ENG_POOL];
 		for (size_t n = 0; n < s->n && di < nd; n++) {
 			const nx_insn *in = &s->v[n];
+			if (nx_isa_ctrl_loop(in))
+				continue;
 			if (in->op == NX_I_LOOP)
 				trip[depth++] = in->iarg[0];
 			else if (in->op == NX_I_ENDLOOP)

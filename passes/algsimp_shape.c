@@ -9,8 +9,10 @@
  *   one operand → x; dynamic-slice with constant starts → slice;
  *   dynamic-update-slice with constant starts → the update when it covers
  *   the operand, concatenate(slice, update, slice) when it differs from it
- *   in one dimension (both as unrolled loops leave them). A broadcast of a
- *   scalar constant stays as it is. */
+ *   in one dimension (both as unrolled loops leave them);
+ *   dynamic-slice(convert(x)) → convert(dynamic-slice(x)) (a device loop's
+ *   slice of converted stacked weights). A broadcast of a scalar constant
+ *   stays as it is. */
 #include "passes/rewrite.h"
 
 #include "ir/eval/eval.h"
@@ -161,6 +163,29 @@ static nx_inst *dus_const(nx_rw *rw, nx_inst *in)
 	return cat;
 }
 
+/* dynamic-slice(convert(x)) -> convert(dynamic-slice(x)): a device loop
+ * that reads one layer of converted stacked weights converts that layer,
+ * not the whole stack, each trip. */
+static nx_inst *slice_before_convert(nx_rw *rw, nx_inst *in, nx_inst *cv)
+{
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *src = cv->operands[0];
+	nx_shape *sh = nx_shape_copy(a, in->shape);
+	sh->type = src->shape->type;
+	nx_inst **ops = nx_arena_alloc(a, sizeof *ops * (size_t)in->noperands);
+	ops[0] = src;
+	for (int k = 1; k < in->noperands; k++)
+		ops[k] = in->operands[k];
+	nx_inst *ds = nx_rw_add(rw, NX_OP_DYNAMIC_SLICE, sh, ops, in->noperands, NULL);
+	ds->a.dynamic_slice_sizes = nx_ivec_dup(a, in->a.dynamic_slice_sizes.v, in->a.dynamic_slice_sizes.n);
+	ds->a.metadata = in->a.metadata;
+	ds->a.nmetadata = in->a.nmetadata;
+	nx_inst *c = nx_rw_add(rw, NX_OP_CONVERT, nx_shape_copy(a, in->shape), &ds, 1, NULL);
+	c->a.metadata = cv->a.metadata;
+	c->a.nmetadata = cv->a.nmetadata;
+	return c;
+}
+
 static nx_inst *simplify(nx_rw *rw, nx_inst *in)
 {
 	if (in->noperands < 1 || !nx_shape_is_array(in->shape))
@@ -236,6 +261,8 @@ static nx_inst *simplify(nx_rw *rw, nx_inst *in)
 		return NULL;
 	case NX_OP_DYNAMIC_SLICE: {
 		int64_t st[NX_MAX_RANK], hi[NX_MAX_RANK];
+		if (x->op == NX_OP_CONVERT && x->noperands == 1 && nx_shape_is_array(x->operands[0]->shape))
+			return slice_before_convert(rw, in, x);
 		if (!const_starts(in, 1, x->shape, in->shape, st) || x->shape->type != in->shape->type)
 			return NULL;
 		for (int k = 0; k < x->shape->rank; k++)

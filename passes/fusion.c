@@ -796,9 +796,8 @@ static int64_t kernel_bytes(const nx_inst *i)
 	return b;
 }
 
-nx_status nx_pass_fusion(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
+static nx_status fuse_comp(nx_module *m, nx_comp *c, const nx_pass_ctx *ctx, bool *changed)
 {
-	nx_comp *c = m->entry;
 	if (!c || c->ninsts == 0)
 		return NX_OK;
 	fstate s = {0};
@@ -1137,4 +1136,34 @@ done:
 	free(g->users);
 	free(g->group);
 	return NX_OK;
+}
+
+/* The entry, and the bodies of the while loops it (or such a body) still
+ * runs: the backend lowers those as device loops (backend/lower_while.c),
+ * one kernel per fusion as in the entry. Collected first: fusing appends
+ * computations. */
+nx_status nx_pass_fusion(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
+{
+	if (!m->entry)
+		return NX_OK;
+	nx_comp **cs = malloc(sizeof *cs * ((size_t)m->ncomps + 1));
+	NX_ASSERT(cs);
+	int nc = 0;
+	cs[nc++] = m->entry;
+	for (int k = 0; k < nc; k++)
+		for (int i = 0; i < cs[k]->ninsts; i++) {
+			const nx_inst *w = cs[k]->insts[i];
+			if (w->op != NX_OP_WHILE || w->ncalled < 2)
+				continue;
+			bool seen = false;
+			for (int j = 0; j < nc && !seen; j++)
+				seen = cs[j] == w->called[1];
+			if (!seen && nc < m->ncomps)
+				cs[nc++] = w->called[1];
+		}
+	nx_status rc = NX_OK;
+	for (int k = 0; k < nc && rc == NX_OK; k++)
+		rc = fuse_comp(m, cs[k], ctx, changed);
+	free(cs);
+	return rc;
 }

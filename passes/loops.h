@@ -22,7 +22,9 @@ typedef struct nx_trip_count {
 nx_trip_count nx_while_trip_count(const nx_inst *w);
 
 /* The largest trips x body-instructions the while-unroll pass clones for one
- * loop: code grows with the trip count until device loops are lowered. */
-#define NX_UNROLL_MAX_INSTS 524288
+ * loop; bigger counted loops are lowered as device loops (one copy of the
+ * body, backend/lower_while.c). colabfold's 12-trip attention loops (<= 170
+ * instructions) stay unrolled inside its 4-, 48- and 8-trip device loops. */
+#define NX_UNROLL_MAX_INSTS 4096
 
 #endif

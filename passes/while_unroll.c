@@ -5,9 +5,13 @@
  *
  * Inner loops go first: a loop is unrolled once no loop in its body can
  * still be, so the size test sees the body as it will be cloned. A loop is
- * unrolled when trips x body instructions <= NX_UNROLL_MAX_INSTS (65536);
- * bigger loops and loops whose trip count is not a compile-time constant
- * stay whiles (the backend refuses them, naming the loop and its count).
+ * unrolled when trips x body instructions <= NX_UNROLL_MAX_INSTS (4096):
+ * small loops cost little code and gain constant starts for their slices.
+ * Bigger counted loops stay whiles and become device loops (one copy of the
+ * body's code, backend/lower_while.c); so do all of them under
+ * --disable-pass=while-unroll. Loops whose trip count is not a compile-time
+ * constant stay whiles too (the backend evaluates their condition on the
+ * device).
  * Copies are named <instruction>.<loop>.<trip>. */
 #include "passes/loops.h"
 #include "passes/pass.h"

@@ -397,7 +397,8 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		                (in->op == NX_I_CALL && k >= 1);
 		if (!optional && a[k].space == NX_MEM_NONE)
 			return err(c, "%s: instruction %zu (%s): operand %d missing", sec, i, info->name, k);
-		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC)
+		if (a[k].space == NX_MEM_HBM && info->cost != NX_COST_DMA && info->cost != NX_COST_CC &&
+		    in->op != NX_I_LDREG)
 			return err(c, "%s: instruction %zu (%s): compute engines cannot access HBM", sec, i, info->name);
 	}
 	switch (in->op) {
@@ -427,11 +428,17 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		if (in->iarg[0] < 0 || in->iarg[0] >= n->nsems)
 			return err(c, "%s: instruction %zu: semaphore %d out of range (%d semaphores)", sec, i,
 			           in->iarg[0], n->nsems);
-		if (in->op == NX_I_WAIT && (in->iarg[2] < 0 || in->iarg[2] > NX_NREGS))
+		if (in->op == NX_I_WAIT && (in->iarg[2] < 0 || in->iarg[2] > NX_NREGS || in->iarg[3] < 0 ||
+		                            in->iarg[3] > NX_NREGS))
 			return err(c, "%s: instruction %zu: bad wait register %d", sec, i, in->iarg[2]);
 		if (in->op == NX_I_SIGNAL && (in->iarg[1] < 0 || in->iarg[1] > 65535))
 			return err(c, "%s: instruction %zu: bad signal increment %d", sec, i, in->iarg[1]);
 		break;
+	case NX_I_LDREG:
+		if (in->ap[0].space != NX_MEM_HBM || in->ap[0].part_count != 1 || nx_ap_free_elems(&in->ap[0]) != 1)
+			return err(c, "%s: instruction %zu (ldreg): the operand must be one HBM element", sec, i);
+		/* fall through */
+	case NX_I_BRZ:
 	case NX_I_SETREG:
 	case NX_I_ADDREG:
 		if (in->iarg[0] < 0 || in->iarg[0] >= NX_NREGS)
@@ -522,12 +529,38 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 	n->loop_match[e] = calloc(cnt + 1, sizeof(int32_t));
 	int64_t loop_max[NX_LOOP_DEPTH] = {0};
 	uint64_t trips[NX_LOOP_DEPTH + 1] = {1}; /* product of enclosing static counts */
-	size_t open[NX_LOOP_DEPTH];
-	int depth = 0;
+	size_t open[NX_LOOP_DEPTH], copen[NX_CTRL_DEPTH];
+	int depth = 0, cdepth = 0;
 	if (cnt > (1u << 24))
 		return err(c, "%s: too many instructions (%zu)", sec, cnt);
 	for (size_t i = 0; i < cnt; i++) {
 		const nx_insn *in = &v[i];
+		/* control loops (device while loops) nest around the data loops:
+		 * one may not open or close inside a data loop */
+		if ((in->op == NX_I_LOOP && in->iarg[2] != 0 && in->iarg[2] != 1) ||
+		    (in->op == NX_I_ENDLOOP && in->iarg[0] != 0 && in->iarg[0] != 1))
+			return err(c, "%s: instruction %zu: bad loop kind", sec, i);
+		if (in->op == NX_I_BRZ && (cdepth == 0 || depth))
+			return err(c, "%s: instruction %zu: brz outside a control loop or inside a data loop", sec, i);
+		if (nx_isa_ctrl_loop(in)) {
+			if (depth)
+				return err(c, "%s: instruction %zu: control loop inside a data loop", sec, i);
+			if (in->op == NX_I_LOOP) {
+				if (cdepth == NX_CTRL_DEPTH)
+					return err(c, "%s: instruction %zu: control loops nested deeper than %d", sec, i,
+					           NX_CTRL_DEPTH);
+				if (in->iarg[1] != 0 || in->iarg[0] < 1 || in->iarg[0] > (1 << 24))
+					return err(c, "%s: instruction %zu: loop count %d out of range", sec, i, in->iarg[0]);
+				copen[cdepth++] = i;
+				continue;
+			}
+			if (cdepth == 0)
+				return err(c, "%s: instruction %zu: endloop without loop", sec, i);
+			size_t b = copen[--cdepth];
+			n->loop_match[e][b] = (int32_t)i;
+			n->loop_match[e][i] = (int32_t)b;
+			continue;
+		}
 		if (in->op == NX_I_LOOP) {
 			if (depth == NX_LOOP_DEPTH)
 				return err(c, "%s: instruction %zu: loops nested deeper than %d", sec, i, NX_LOOP_DEPTH);
@@ -564,6 +597,8 @@ static nx_status check_stream(ctx *c, nx_neff *n, int e)
 	}
 	if (depth)
 		return err(c, "%s: loop at instruction %zu is never closed", sec, open[depth - 1]);
+	if (cdepth)
+		return err(c, "%s: loop at instruction %zu is never closed", sec, copen[cdepth - 1]);
 	return NX_OK;
 }
 

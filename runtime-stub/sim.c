@@ -36,6 +36,10 @@ typedef struct {
 	int depth;
 	size_t loop_pc[NX_LOOP_DEPTH];
 	int64_t loop_n[NX_LOOP_DEPTH], loop_i[NX_LOOP_DEPTH];
+	/* control loops (device while loops): no access-pattern level */
+	int cdepth;
+	size_t ctl_pc[NX_CTRL_DEPTH];
+	int64_t ctl_n[NX_CTRL_DEPTH], ctl_i[NX_CTRL_DEPTH];
 	int32_t reg[NX_NREGS];
 } eng;
 
@@ -216,6 +220,13 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 				g->pc = (size_t)n->loop_match[be][g->pc] + 1;
 				continue;
 			}
+			if (nx_isa_ctrl_loop(in)) {
+				g->ctl_pc[g->cdepth] = g->pc;
+				g->ctl_n[g->cdepth] = cnt;
+				g->ctl_i[g->cdepth] = 0;
+				g->cdepth++;
+				break;
+			}
 			g->loop_pc[g->depth] = g->pc;
 			g->loop_n[g->depth] = cnt;
 			g->loop_i[g->depth] = 0;
@@ -225,11 +236,47 @@ static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_prof
 		case NX_I_ENDLOOP: {
 			int d = g->depth - 1;
 			g->clock += ctrl;
+			if (nx_isa_ctrl_loop(in)) {
+				d = g->cdepth - 1;
+				if (++g->ctl_i[d] < g->ctl_n[d]) {
+					g->pc = g->ctl_pc[d] + 1;
+					continue;
+				}
+				g->cdepth--;
+				break;
+			}
 			if (++g->loop_i[d] < g->loop_n[d]) {
 				g->pc = g->loop_pc[d] + 1;
 				continue;
 			}
 			g->depth--;
+			break;
+		}
+		case NX_I_BRZ:
+			g->clock += ctrl;
+			if (g->reg[in->iarg[0]] == 0) { /* leave the control loop */
+				g->pc = (size_t)n->loop_match[be][g->ctl_pc[--g->cdepth]] + 1;
+				continue;
+			}
+			break;
+		case NX_I_LDREG: {
+			g->clock += ctrl;
+			if (s->timing_only) {
+				rc = nx_diag_set(s->d, NX_ERR_INPUT, NULL, 0, 0,
+				                 "sg00/%s.bin instruction %zu: ldreg (a data-dependent loop) needs data: run "
+				                 "without --timing-only",
+				                 nx_engine_names[be], g->pc);
+				goto out;
+			}
+			double *v;
+			uint64_t cnt;
+			s->pc = g->pc;
+			if (race && (rc = nx_race_access(race, s, be, -1, in, g->loop_i, g->depth)) != NX_OK)
+				goto out;
+			if ((rc = nx_sim_get(s, &in->ap[0], g->loop_i, g->depth, &v, &cnt)) != NX_OK)
+				goto out;
+			g->reg[in->iarg[0]] = (int32_t)v[0];
+			free(v);
 			break;
 		}
 		case NX_I_SETREG:

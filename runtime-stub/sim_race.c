@@ -121,6 +121,8 @@ static void hbm_writes(nx_race *r)
 		int depth = 0;
 		for (size_t i = 0; i < r->n->nstream[e]; i++) {
 			const nx_insn *in = &r->n->stream[e][i];
+			if (nx_isa_ctrl_loop(in))
+				continue; /* a device while loop: no access-pattern level */
 			if (in->op == NX_I_LOOP) {
 				trip[depth < NX_LOOP_DEPTH ? depth : NX_LOOP_DEPTH - 1] = in->iarg[1] ? -1 : in->iarg[0];
 				depth++;
@@ -130,7 +132,8 @@ static void hbm_writes(nx_race *r)
 				depth -= depth > 0;
 				continue;
 			}
-			if (in->op >= NX_I_COUNT || nx_isa_table[in->op].nap == 0 || in->ap[0].space != NX_MEM_HBM)
+			if (in->op >= NX_I_COUNT || nx_isa_table[in->op].nap == 0 || in->ap[0].space != NX_MEM_HBM ||
+			    in->op == NX_I_LDREG)
 				continue;
 			const nx_ap *a = &in->ap[0];
 			int64_t no_loops[NX_LOOP_DEPTH] = {0};
@@ -608,7 +611,7 @@ nx_status nx_race_access(nx_race *r, nx_sim *s, int eng, int queue, const nx_ins
 		x.depth = depth < NX_LOOP_DEPTH ? depth : NX_LOOP_DEPTH;
 		for (int d = 0; d < x.depth; d++)
 			x.li[d] = li[d];
-		x.write = a == 0 || (in->op == NX_I_ACTIVATE && a == 3) || (in->op == NX_I_CALL && a < in->iarg[1]);
+		x.write = (a == 0 && in->op != NX_I_LDREG) || (in->op == NX_I_ACTIVATE && a == 3) || (in->op == NX_I_CALL && a < in->iarg[1]);
 		if (in->op == NX_I_CALL && a >= in->iarg[1])
 			x.write = false;
 		if (in->op == NX_I_DMA_GATHER && a == 1) { /* rows chosen by data: all of them */

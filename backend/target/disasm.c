@@ -65,10 +65,12 @@ void nx_isa_disasm(const nx_insn *in, char *buf, size_t n)
 		snprintf(id, sizeof id, " #%u", in->debug_id);
 	switch (in->op) {
 	case NX_I_WAIT:
+		put(&s, "wait s%d >= %d", in->iarg[0], in->iarg[1]);
 		if (in->iarg[2] > 0)
-			put(&s, "wait s%d >= %d+r%d%s", in->iarg[0], in->iarg[1], in->iarg[2] - 1, id);
-		else
-			put(&s, "wait s%d >= %d%s", in->iarg[0], in->iarg[1], id);
+			put(&s, "+r%d", in->iarg[2] - 1);
+		if (in->iarg[3] > 0)
+			put(&s, "+r%d", in->iarg[3] - 1);
+		put(&s, "%s", id);
 		return;
 	case NX_I_SIGNAL:
 		put(&s, "signal s%d += %d%s", in->iarg[0], in->iarg[1], id);

@@ -20,6 +20,7 @@
 #define NX_AP_DIMS 4   /* free-axis (stride, count) pairs */
 #define NX_LOOP_DEPTH 4 /* loop nesting limit */
 #define NX_NREGS 16    /* scalar registers per sequencer */
+#define NX_CTRL_DEPTH 4 /* control (while) loops around the data loops */
 
 typedef enum nx_engine { NX_ENG_PE, NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL, NX_ENG_SP, NX_ENG_COUNT } nx_engine;
 enum {
@@ -65,7 +66,7 @@ typedef enum nx_opcode_isa {
 #undef INSN
 	NX_I_COUNT
 } nx_isa_op;
-_Static_assert(NX_I_COUNT == 31, "isa.def rows: update the opcode count (append only)");
+_Static_assert(NX_I_COUNT == 33, "isa.def rows: update the opcode count (append only)");
 
 typedef enum nx_act_func {
 #define ACT(e, name) NX_ACT_##e,
@@ -292,10 +293,18 @@ static inline const char *nx_isa_check_record(const nx_insn *in, int engine)
 	return NULL;
 }
 
-/* The count a wait blocks for: iarg1, plus register iarg2-1 when iarg2 > 0. */
+/* The count a wait blocks for: iarg1, plus register iarg2-1 when iarg2 > 0,
+ * plus register iarg3-1 when iarg3 > 0. */
 static inline int64_t nx_isa_wait_target(const nx_insn *in, const int32_t *reg)
 {
-	return (int64_t)in->iarg[1] + (in->iarg[2] > 0 && in->iarg[2] <= NX_NREGS ? reg[in->iarg[2] - 1] : 0);
+	return (int64_t)in->iarg[1] + (in->iarg[2] > 0 && in->iarg[2] <= NX_NREGS ? reg[in->iarg[2] - 1] : 0) +
+	       (in->iarg[3] > 0 && in->iarg[3] <= NX_NREGS ? reg[in->iarg[3] - 1] : 0);
+}
+
+/* A control loop / its endloop (isa.def LOOP): no access-pattern level. */
+static inline bool nx_isa_ctrl_loop(const nx_insn *in)
+{
+	return (in->op == NX_I_LOOP && in->iarg[2] == 1) || (in->op == NX_I_ENDLOOP && in->iarg[0] == 1);
 }
 
 /* Number of elements per partition of an access pattern. */

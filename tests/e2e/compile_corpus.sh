@@ -51,23 +51,19 @@ echo "ok: 44 graphs, failures only among the known ones"
 # backend refuses what it does not lower yet, each graph with its known
 # message, which names the op and the user's source (issue 11's table in
 # the closing notes of issue 11). lit, efficientnet, mlp_mixer, resnet50 and
-# vit compile (conv-to-dot, op-expand). The timeout is only a hang guard: the
-# slowest graph, colabfold (11 while loops unrolled into 1.8 M engine
-# instructions), compiles in 14-60 s (by load) and 3.1 GB here.
+# vit compile (conv-to-dot, op-expand); colabfold and stable_diffusion compile
+# with their big counted loops as device loops (backend/lower_while.c). The
+# timeout is only a hang guard.
 J="$NX_CORPUS/hlo/jax"
 [ -d "$J" ] || fail "corpus not found at $J"
 "$NXCC" parallel-compile "$J" --jobs 2 --no-cache --timeout 2400 --report "$T/j.json" > "$T/jlog" 2>&1
-J_DS="vision_diffusion__stable_diffusion_1_5__inference__1gpu__module_0047.jit__fun.hlo"
-# gpt_j, llama3 x4 and mixtral: their parameters alone exceed the core's HBM;
-# stable_diffusion: its denoising while loop, unrolled, exceeds the
-# per-engine instruction limit (no device loops yet).
+# gpt_j, llama3 x4 and mixtral: their parameters alone exceed the core's HBM.
 J_KNOWN="{
  \"large_language_models__gpt_j_6b__inference__1gpu__module_0218.jit_predict_step.hlo\": $HBM,
  \"large_language_models__llama3_8b__inference__1gpu__module_0087.jit__prefill_jit.hlo\": $HBM,
  \"large_language_models__llama3_8b__inference__1gpu__module_2266.jit__generate_jit.hlo\": $HBM,
  \"large_language_models__llama3_8b__inference__8gpu__module_0035.jit__prefill_jit.hlo\": $HBM,
  \"large_language_models__llama3_8b__training__module_0099.jit_train_step.hlo\": $HBM,
- \"large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo\": $HBM,
- \"$J_DS\": [\"the program would need more than 2097152 instructions on one engine\"]}"
+ \"large_language_models__mixtral_8x7b__inference__1gpu__module_0036.jit__prefill_jit.hlo\": $HBM}"
 "$PY" "$T/check.py" "$T/j.json" 13 "$J_KNOWN" || { tail -5 "$T/jlog"; fail "jax report"; }
 echo "ok: 13 jax graphs, failures only among the known ones"

@@ -318,11 +318,124 @@ static void loop_trips_over_budget(void **state)
 	free(s);
 }
 
+/* Control loops (a device while, backend/lower_while.c): LOOP iarg2 = 1 /
+ * ENDLOOP iarg0 = 1 repeat the code but take no access-pattern level; WAIT
+ * iarg3 adds a second register. DVE signals s0 once per iteration of a
+ * 3-trip control loop around a data loop whose copy uses loop level 0;
+ * POOL waits for s0 >= 1 + r15 in its own 3-trip control loop, advancing
+ * r15 by 1: it runs only as DVE progresses. Then the loader's refusals. */
+static void control_loops(void **state)
+{
+	(void)state;
+	tp_streams *s = calloc(1, sizeof *s);
+	nx_insn *l = tp_add(s, NX_ENG_DVE, NX_I_LOOP);
+	l->iarg[0] = 3;
+	l->iarg[2] = 1;
+	tp_add(s, NX_ENG_DVE, NX_I_LOOP)->iarg[0] = 2;
+	nx_insn *cp = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	cp->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	cp->ap[0].loop_stride[0] = 4;
+	cp->ap[1] = tp_sb(NX_DT_F32, 1, 64, 1);
+	tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP);
+	tp_signal(s, NX_ENG_DVE, 0, 1);
+	tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP)->iarg[0] = 1;
+	nx_insn *sr = tp_add(s, NX_ENG_POOL, NX_I_SETREG);
+	sr->iarg[0] = 15;
+	l = tp_add(s, NX_ENG_POOL, NX_I_LOOP);
+	l->iarg[0] = 3;
+	l->iarg[2] = 1;
+	nx_insn *w = tp_add(s, NX_ENG_POOL, NX_I_WAIT);
+	w->iarg[1] = 1;
+	w->iarg[3] = 16;
+	nx_insn *ar = tp_add(s, NX_ENG_POOL, NX_I_ADDREG);
+	ar->iarg[0] = 15;
+	ar->iarg[1] = 1;
+	tp_add(s, NX_ENG_POOL, NX_I_ENDLOOP)->iarg[0] = 1;
+	size_t len;
+	uint8_t *b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	nx_diag d = {0};
+	nx_neff *n = nx_rt_load_bytes(b, len, "x.neff", NULL, &d);
+	assert_non_null(n);
+	nx_rt_opts o = nx_rt_opts_default();
+	nx_rt_stats st;
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &st, &d), NX_OK);
+	/* DVE: the control loop, then 3 x (loop, 2 x (copy, endloop), signal,
+	 * endloop) */
+	assert_int_equal(st.insns[NX_ENG_DVE], 1 + 3 * (1 + 2 * 2 + 1 + 1));
+	/* POOL: setreg, then 3 x (wait, addreg, endloop) plus the loop itself */
+	assert_int_equal(st.insns[NX_ENG_POOL], 1 + 3 * 3 + 1);
+	nx_neff_free(n);
+	free(b);
+	/* a wait for one more than DVE ever signals deadlocks, not hangs */
+	w->iarg[1] = 2;
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	n = nx_rt_load_bytes(b, len, "x.neff", NULL, &d);
+	assert_non_null(n);
+	assert_int_equal(nx_rt_run(n, NULL, NULL, &o, &st, &d), NX_ERR_INPUT);
+	char *msg = nx_diag_format(&d);
+	if (!strstr(msg, "deadlock"))
+		fail_msg("got '%s'", msg);
+	free(msg);
+	nx_diag_clear(&d);
+	nx_neff_free(n);
+	free(b);
+	free(s);
+	/* the loader: a control loop inside a data loop, kinds that do not
+	 * match, a bad kind, a loop level the data loops do not have */
+	s = calloc(1, sizeof *s);
+	tp_add(s, NX_ENG_SP, NX_I_LOOP)->iarg[0] = 2;
+	l = tp_add(s, NX_ENG_SP, NX_I_LOOP);
+	l->iarg[0] = 2;
+	l->iarg[2] = 1;
+	tp_add(s, NX_ENG_SP, NX_I_ENDLOOP)->iarg[0] = 1;
+	tp_add(s, NX_ENG_SP, NX_I_ENDLOOP);
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/sp.bin: instruction 1: control loop inside a data loop");
+	free(b);
+	s->v[NX_ENG_SP][1].op = NX_I_NOP;
+	s->v[NX_ENG_SP][2].iarg[0] = 0;
+	s->v[NX_ENG_SP][3].iarg[0] = 1; /* a data loop closed as a control loop */
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/sp.bin: instruction 3: endloop without loop");
+	free(b);
+	s->v[NX_ENG_SP][0].iarg[2] = 2;
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/sp.bin: instruction 0: bad loop kind");
+	free(b);
+	free(s);
+	s = calloc(1, sizeof *s);
+	l = tp_add(s, NX_ENG_DVE, NX_I_LOOP);
+	l->iarg[0] = 2;
+	l->iarg[2] = 1;
+	cp = tp_add(s, NX_ENG_DVE, NX_I_TENSOR_COPY);
+	cp->ap[0] = tp_sb(NX_DT_F32, 1, 0, 1);
+	cp->ap[0].loop_stride[0] = 4;
+	cp->ap[1] = tp_sb(NX_DT_F32, 1, 64, 1);
+	tp_add(s, NX_ENG_DVE, NX_I_ENDLOOP)->iarg[0] = 1;
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "uses loop level 0 outside 0 enclosing loops");
+	free(b);
+	/* brz outside a control loop; ldreg of more than one element */
+	s->v[NX_ENG_DVE][1] = nx_insn_new(NX_I_BRZ, NX_ENG_DVE);
+	s->v[NX_ENG_DVE][0].op = NX_I_NOP;
+	s->v[NX_ENG_DVE][2].op = NX_I_NOP;
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 1: brz outside a control loop or inside a data loop");
+	free(b);
+	s->v[NX_ENG_DVE][1] = nx_insn_new(NX_I_LDREG, NX_ENG_DVE);
+	s->v[NX_ENG_DVE][1].ap[0] = tp_hbm(NX_DT_F32, 0, 1, 2, 0);
+	b = tp_neff(s, NULL, 0, NULL, 0, 64, 1, &len);
+	expect_error(b, len, "sg00/dve.bin: instruction 1 (ldreg): the operand must be one HBM element");
+	free(b);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(loop_span_overflow),
 		cmocka_unit_test(loop_trips_over_budget),
+		cmocka_unit_test(control_loops),
 		cmocka_unit_test(deterministic_and_tar),
 		cmocka_unit_test(corrupted),
 		cmocka_unit_test(bad_programs),

@@ -37,6 +37,7 @@ int nx_cmd_list_operators(int argc, char **argv)
 	/* 2. what the passes turn into the above (passes/, docs/passes.md) */
 	static const char *const by_passes[] = {
 		"call (inlined)",
+		"conditional (every branch computed, the result selected: conditional-select)",
 		"batch-norm-training (expanded into reduce and elementwise ops)",
 		"batch-norm-inference (expanded into reduce and elementwise ops)",
 		"batch-norm-grad (expanded into reduce and elementwise ops)",
@@ -71,7 +72,7 @@ int nx_cmd_list_operators(int argc, char **argv)
 	 * but a compile refuses it with an error naming the instruction */
 	for (int op = 0; op < NX_OP_COUNT; op++) {
 		const char *name = nx_opcode_name((nx_opcode)op);
-		if (nx_lower_supports((nx_opcode)op) || op == NX_OP_CALL || op == NX_OP_CONVOLUTION || op == NX_OP_IS_FINITE ||
+		if (nx_lower_supports((nx_opcode)op) || op == NX_OP_CALL || op == NX_OP_CONDITIONAL || op == NX_OP_CONVOLUTION || op == NX_OP_IS_FINITE ||
 		    op == NX_OP_BATCH_NORM_TRAINING ||
 		    op == NX_OP_BATCH_NORM_INFERENCE || op == NX_OP_BATCH_NORM_GRAD)
 			continue;

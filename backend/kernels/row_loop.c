@@ -72,6 +72,8 @@ typedef struct rop {
 	int stage;
 } rop;
 
+#define RW_ND 4 /* buffer sets at most */
+
 typedef struct rk {
 	nx_lower *L;
 	int nv, nop;
@@ -82,10 +84,10 @@ typedef struct rk {
 	int nstage;
 	nx_engine seng[RW_MAX * 2];
 	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
-	int idx[3][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
+	int idx[RW_ND][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
 	int64_t loop_tiles;     /* tiles done by the loop (tails number on from here) */
 	bool sep, io_shared;    /* layout: outputs kept off input slots / an output on one */
-	int order[3 * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
+	int order[RW_ND * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
 	nx_lsync tail_last[8], tail_st[8];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
 	nx_lval *const *ext;
@@ -921,8 +923,8 @@ static void schedule(rk *x)
 	for (int l = 0; l < x->nld; l++)
 		lbytes += (double)io_elems(x, x->ld[l], x->kt) * 128.0 / x->kl * nx_dtype_bytes[x->v[x->ld[l]].dt];
 	double ldur = 1300.0 * x->nld + lbytes / 17.0;
-	double efree[NX_ENG_COUNT] = {0}, fin[4][RW_MAX * 2 + 2], qfree = 0;
-	int next[4] = {0};
+	double efree[NX_ENG_COUNT] = {0}, fin[RW_ND][RW_MAX * 2 + 2], qfree = 0;
+	int next[RW_ND] = {0};
 	while (n < ND * nit) {
 		int bb = -1;
 		double best = 0;
@@ -976,7 +978,7 @@ static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
 static void body(rk *x, int64_t r0)
 {
 	int ND = x->nd, nit = x->nstage + 2;
-	tl t[4];
+	tl t[RW_ND];
 	for (int b = 0; b < ND; b++) {
 		memset(&t[b], 0, sizeof t[b]);
 		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b * 128 * x->kt, t[b].b = b, t[b].rel = true;
@@ -1122,11 +1124,15 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
 	/* columns (every partition gets the [C] vector: partition ranges over
-	 * the load queues) and one-element inputs, before the first tile: the
-	 * compute engines wait for them */
+	 * the store queues, idle until the first tile's stores, so the first
+	 * tile's loads start at once) and one-element inputs, before the first
+	 * tile: the compute engines wait for them */
 	nx_lsync colw;
 	memset(&colw, 0, sizeof colw);
 	int cq = 0;
+	int64_t pre_s[NX_LQ]; /* store queue counts before the columns (SP need not wait for them) */
+	for (int o = 0; o < x.nout * x.ks; o++)
+		pre_s[o] = L->qcount[x.qs[o]];
 	for (int k = 0; k < x.nv; k++) {
 		rv *v = &x.v[k];
 		if (v->kind != V_COLIN && v->kind != V_SCIN)
@@ -1134,12 +1140,13 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_lval *src = ops[v->pn];
 		int32_t s1[1] = {1};
 		uint32_t c1[1] = {(uint32_t)(v->kind == V_COLIN ? x.C : 1)};
-		int np = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512 ? nql : 1;
+		int np = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512 ? nqs : 1;
+		nx_l_wait(L, NX_ENG_POOL, &src->buf->written);
 		for (int pc = 0; pc < np; pc++) {
 			int p0 = 128 * pc / np, p1 = 128 * (pc + 1) / np;
 			nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, p1 - p0, 0, 1, s1, c1);
 			nx_ap sb = nx_ap_sbuf(v->dt, p0, p1 - p0, v->off, 1, s1, c1);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[cq++ % nql], sb, hb);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x.qs[cq++ % nqs], sb, hb);
 			nx_l_max(&colw, &y);
 			nx_l_max(&src->buf->war, &y);
 		}
@@ -1177,9 +1184,12 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
 	for (int o = 0; o < x.nout * x.ks; o++)
+		e0.s[x.qs[o]] = pre_s[o];
+	nx_l_wait(L, NX_ENG_SP, &e0);
+	for (int o = 0; o < x.nout * x.ks; o++)
 		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
-		if (used[e])
+		if (used[e] && e != NX_ENG_SP)
 			nx_l_wait(L, (nx_engine)e, &e0);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP && e != NX_ENG_POOL)

@@ -73,6 +73,7 @@ typedef struct rop {
 } rop;
 
 #define RW_ND 4 /* buffer sets at most */
+#define RW_NB 8 /* tiles per loop body at most */
 
 typedef struct rk {
 	nx_lower *L;
@@ -80,22 +81,38 @@ typedef struct rk {
 	rv v[RW_MAX];
 	rop op[RW_MAX * 2];
 	int64_t R, C, kt, bufb, step;
-	int nd;
+	int nd, nb; /* buffer sets; tiles per loop body (a multiple of nd) */
 	int nstage;
 	nx_engine seng[RW_MAX * 2];
 	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
-	int idx[RW_ND][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
+	int idx[RW_NB][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
 	int64_t loop_tiles;     /* tiles done by the loop (tails number on from here) */
 	bool sep, io_shared;    /* layout: outputs kept off input slots / an output on one */
-	int order[RW_ND * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
-	nx_lsync tail_last[8], tail_st[8];
+	int order[RW_NB * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
+	nx_lsync tail_last[RW_NB + 2], tail_st[RW_NB + 2];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
 	nx_lval *const *ext;
 	nx_lval *out[RW_IO];
 	int kl, ks, ql[NX_LQ], qs[NX_LQ], qlc[NX_LQ], qsc[NX_LQ], lv;
 	int64_t base_l[NX_LQ], base_s[NX_LQ], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
+	nx_lsync colw;             /* the columns loaded (and converted) */
+	bool cwait[NX_ENG_COUNT];  /* engine e waited for colw */
 } rk;
+
+/* tiles per loop body for T full tiles and nd buffer sets: the multiple of
+ * nd up to RW_NB leaving the fewest tails (tiles after the loop run each
+ * tile's stages back to back), then the largest (an iteration's last tiles
+ * drain the engines before the next iteration's first; layer norm: 118.4 us
+ * with 4 tiles per iteration, 110.5 with 8) */
+static int body_tiles(int64_t T, int nd)
+{
+	int nb = nd;
+	for (int m = nd; m <= RW_NB; m += nd)
+		if (T % m <= T % nb)
+			nb = m;
+	return nb;
+}
 
 /* registers: producer engine counts, load / store queue counts (queues
  * with c = 1..4 transfers per tile), all advanced once per loop body */
@@ -764,7 +781,8 @@ static int64_t io_elems(const rk *x, int k, int64_t kt)
  * (after the loop, emitted in order) wait for absolute counts. */
 typedef struct tl {
 	int64_t np, kt, r0;
-	int b;      /* buffer set, and position in the body when rel */
+	int b;      /* position in the body when rel */
+	int set;    /* buffer set */
 	bool rel;
 	int64_t u;  /* tails: the tile's number */
 	nx_lsync prev; /* tails: the previous stage's signal */
@@ -780,15 +798,15 @@ static nx_lsync done_of(const rk *x, int64_t u, bool stores)
 		return a;
 	if (u >= x->loop_tiles)
 		return stores ? x->tail_st[u - x->loop_tiles] : x->tail_last[u - x->loop_tiles];
-	int ND = x->nd;
-	int64_t it = u / ND;
-	int b = (int)(u % ND);
+	int NB = x->nb;
+	int64_t it = u / NB;
+	int b = (int)(u % NB);
 	if (stores) {
 		for (int o = 0; o < x->nout * x->ks; o++)
 			a.s[x->qs[o]] = x->base_s[o] + (u + 1) * x->qsc[o];
 	} else {
 		nx_engine last = x->seng[x->nstage - 1];
-		a.s[NX_LSEM_ENG + last] = x->base_e[last] + it * ND * x->per[last] + x->idx[b][x->nstage - 1] + 1;
+		a.s[NX_LSEM_ENG + last] = x->base_e[last] + it * NB * x->per[last] + x->idx[b][x->nstage - 1] + 1;
 	}
 	return a;
 }
@@ -801,8 +819,10 @@ static void t_load(rk *x, tl *t)
 	/* the last stage and the stores of tile u - ND (an input's slot may
 	 * hold an output later in the tile: layout) */
 	if (t->rel) {
+		int pb = t->b - ND, wrap = pb < 0;
+		pb += wrap ? x->nb : 0;
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
-		              x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1 - ND * x->per[last], RF_ENG + last);
+		              x->base_e[last] + x->idx[pb][x->nstage - 1] + 1 - wrap * x->nb * x->per[last], RF_ENG + last);
 		for (int o = 0; o < x->nout * x->ks && x->io_shared; o++)
 			nx_l_wait_rel(L, NX_ENG_SP, x->qs[o], x->base_s[o] + (t->b + 1 - ND) * x->qsc[o],
 			              RF_STX + x->qsc[o] - 1);
@@ -827,7 +847,7 @@ static void t_load(rk *x, tl *t)
 			                    s1, c);
 			if (x->lv >= 0)
 				h.loop_stride[x->lv] = x->step * per1 * esz;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->b * x->bufb, 1, s1, c);
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
@@ -835,6 +855,28 @@ static void t_load(rk *x, tl *t)
 		}
 		k += (int)(x->kl - kp);
 	}
+}
+
+/* stage s reads a column or a one-element input (loaded before the tiles) */
+static bool stage_cols(const rk *x, int s)
+{
+	for (int q = 0; q < x->nop; q++) {
+		const rop *o = &x->op[q];
+		if (o->stage != s)
+			continue;
+		int vs[4] = {o->sc, -1, -1, -1};
+		for (int j = 0; j < o->no; j++)
+			vs[1 + j] = o->o[j];
+		for (int j = 0; j < 4; j++) {
+			int k = vs[j];
+			while (k >= 0 && (x->v[k].kind == V_ALIAS || x->v[k].kind == V_CB || x->v[k].kind == V_RB ||
+			                  x->v[k].kind == V_SBC))
+				k = x->v[k].a;
+			if (k >= 0 && (x->v[k].kind == V_COLIN || x->v[k].kind == V_COL || x->v[k].kind == V_SCIN))
+				return true;
+		}
+	}
+	return false;
 }
 
 static void t_stage(rk *x, tl *t, int s)
@@ -862,9 +904,15 @@ static void t_stage(rk *x, tl *t, int s)
 		else
 			nx_l_wait(L, e, &t->prev);
 	}
+	/* the columns: before the engine's first stage that reads one (the
+	 * first tile's loads and reductions need not wait for them) */
+	if (!x->cwait[e] && stage_cols(x, s)) {
+		nx_l_wait(L, e, &x->colw);
+		x->cwait[e] = true;
+	}
 	for (int q = 0; q < x->nop; q++)
 		if (x->op[q].stage == s)
-			emit_op(x, &x->op[q], t->np, t->kt, t->b);
+			emit_op(x, &x->op[q], t->np, t->kt, t->set);
 	t->prev = nx_l_signal(L, e);
 	nx_l_max(&x->comp, &t->prev);
 }
@@ -894,7 +942,7 @@ static void t_store(rk *x, tl *t)
 			                    c);
 			if (x->lv >= 0)
 				h.loop_stride[x->lv] = x->step * per1 * eo;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->b * x->bufb, 1, s1, c);
+			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
@@ -911,7 +959,7 @@ static void t_store(rk *x, tl *t)
  * works on the next tile while the current one is on another engine. */
 static void schedule(rk *x)
 {
-	int ND = x->nd, nit = x->nstage + 2, n = 0;
+	int ND = x->nd, NB = x->nb, nit = x->nstage + 2, n = 0;
 	double sdur[RW_MAX * 2] = {0};
 	for (int q = 0; q < x->nop; q++) {
 		int only;
@@ -923,20 +971,24 @@ static void schedule(rk *x)
 	for (int l = 0; l < x->nld; l++)
 		lbytes += (double)io_elems(x, x->ld[l], x->kt) * 128.0 / x->kl * nx_dtype_bytes[x->v[x->ld[l]].dt];
 	double ldur = 1300.0 * x->nld + lbytes / 17.0;
-	double efree[NX_ENG_COUNT] = {0}, fin[RW_ND][RW_MAX * 2 + 2], qfree = 0;
-	int next[RW_ND] = {0};
-	while (n < ND * nit) {
+	double efree[NX_ENG_COUNT] = {0}, fin[RW_NB][RW_MAX * 2 + 2], qfree = 0;
+	int next[RW_NB] = {0};
+	while (n < NB * nit) {
 		int bb = -1;
 		double best = 0;
-		for (int b = 0; b < ND; b++) {
+		for (int b = 0; b < NB; b++) {
 			int j = next[b];
-			/* loads and stores in tile order (queue counts per tile) */
-			if (j >= nit || (b > 0 && j == 0 && next[b - 1] < 1) || (b > 0 && j == nit - 1 && next[b - 1] < nit))
+			/* loads and stores in tile order (queue counts per tile); the
+			 * loads into a buffer set after the tile before in it is done */
+			if (j >= nit || (b > 0 && j == 0 && next[b - 1] < 1) || (b > 0 && j == nit - 1 && next[b - 1] < nit) ||
+			    (b >= ND && j == 0 && next[b - ND] < nit))
 				continue;
 			nx_engine e = j == 0 ? NX_ENG_SP : j <= x->nstage ? x->seng[j - 1] : NX_ENG_POOL;
 			double st = efree[e];
 			if (j > 0 && fin[b][j - 1] > st)
 				st = fin[b][j - 1];
+			if (j == 0 && b >= ND && fin[b - ND][x->nstage] > st)
+				st = fin[b - ND][x->nstage];
 			if (bb < 0 || st < best)
 				bb = b, best = st;
 		}
@@ -960,11 +1012,11 @@ static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
 {
 	tl t;
 	memset(&t, 0, sizeof t);
-	t.np = np, t.kt = kt, t.r0 = r0, t.b = b, t.u = u;
+	t.np = np, t.kt = kt, t.r0 = r0, t.b = b, t.set = b, t.u = u;
 	t_load(x, &t);
 	for (int s = 0; s < x->nstage; s++)
 		t_stage(x, &t, s);
-	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < 8);
+	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < RW_NB + 2);
 	x->tail_last[u - x->loop_tiles] = t.prev;
 	t_store(x, &t);
 	nx_lsync a;
@@ -974,16 +1026,18 @@ static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
 	x->tail_st[u - x->loop_tiles] = a;
 }
 
-/* The loop body: ND full tiles, their items in the order of schedule(). */
+/* The loop body: NB full tiles (tile b in buffer set b % ND), their items
+ * in the order of schedule(). */
 static void body(rk *x, int64_t r0)
 {
-	int ND = x->nd, nit = x->nstage + 2;
-	tl t[RW_ND];
-	for (int b = 0; b < ND; b++) {
+	int NB = x->nb, nit = x->nstage + 2;
+	tl t[RW_NB];
+	for (int b = 0; b < NB; b++) {
 		memset(&t[b], 0, sizeof t[b]);
-		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b * 128 * x->kt, t[b].b = b, t[b].rel = true;
+		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b * 128 * x->kt, t[b].b = b, t[b].set = b % x->nd;
+		t[b].rel = true;
 	}
-	for (int k = 0; k < ND * nit; k++) {
+	for (int k = 0; k < NB * nit; k++) {
 		int b = x->order[k][0], j = x->order[k][1];
 		if (j == 0)
 			t_load(x, &t[b]);
@@ -1002,10 +1056,10 @@ static void body(rk *x, int64_t r0)
 			continue;
 		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
 			if (x->per[pe])
-				nx_l_addreg(x->L, (nx_engine)e, RF_ENG + pe, ND * x->per[pe]);
+				nx_l_addreg(x->L, (nx_engine)e, RF_ENG + pe, NB * x->per[pe]);
 		for (int c = 1; c <= 4; c++) {
-			nx_l_addreg(x->L, (nx_engine)e, RF_LDX + c - 1, ND * c);
-			nx_l_addreg(x->L, (nx_engine)e, RF_STX + c - 1, ND * c);
+			nx_l_addreg(x->L, (nx_engine)e, RF_LDX + c - 1, NB * c);
+			nx_l_addreg(x->L, (nx_engine)e, RF_STX + c - 1, NB * c);
 		}
 	}
 }
@@ -1026,8 +1080,11 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	/* tile: kt rows per partition and nd buffer sets within SBUF, by an
 	 * estimate of the time: the loads' time per queue (lq), a transfer's
 	 * fixed cost (1.3 us) per tile, the first load and the last store not
-	 * overlapped (one tile each), and a tile's time for each tile outside
-	 * the loop (tails wait for absolute counts) */
+	 * overlapped (one tile each), nor the first tile's compute before the
+	 * first store and the last's after the last load (comp: its ops back
+	 * to back; layer norm 105.7 us at kt 1 against 109.1 at kt 2), and a
+	 * tile's time for each tile outside the loop (tails wait for absolute
+	 * counts) */
 	x.sep = true;
 	int64_t cols, set1 = layout(&x, 1, &cols);
 	int64_t rpp = (x.R + 127) / 128;
@@ -1042,9 +1099,9 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	lq /= 8.0 * 17.0;
 	int64_t kt = 0;
 	double bestc = 0;
-	/* three buffer sets when a row fits them (layer norm: 120.6 us against
-	 * 139.5 with two at kt 1), else two */
-	for (int nd = 3; nd >= 2 && kt == 0; nd--) {
+	/* four buffer sets when a row fits them (layer norm at kt 1: 105.7 us
+	 * against 110.0 with three, 133.7 with two), else fewer */
+	for (int nd = RW_ND; nd >= 2 && kt == 0; nd--) {
 		int64_t km = room / nd / set1;
 		if (km > 64)
 			km = 64;
@@ -1053,9 +1110,15 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		for (int64_t k = 1; k <= km; k++) {
 			int64_t T0 = x.R / (128 * k), rem = x.R - T0 * 128 * k;
 			int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
-			int64_t tails = ntile - T0 / nd * nd;
-			double per = lq / (double)ntile;
-			double c = lq + 1300.0 * (double)ntile + 2.0 * per + (double)tails * per;
+			int nb = body_tiles(T0, nd);
+			int64_t tails = ntile - T0 / nb * nb;
+			double per = lq / (double)ntile, comp = 0;
+			x.kt = k;
+			for (int q = 0; q < x.nop; q++) {
+				int only;
+				comp += op_cycles(&x, &x.op[q], &only) / clk_act;
+			}
+			double c = lq + 1300.0 * (double)ntile + 2.0 * (per + comp) + (double)tails * per;
 			if (kt == 0 || c < bestc)
 				kt = k, x.nd = nd, bestc = c;
 		}
@@ -1092,13 +1155,14 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	}
 	x.lv = -1;
 	int64_t T = x.R / (128 * kt), rem = x.R - T * 128 * kt, k2 = rem / 128, s = rem % 128;
+	x.nb = body_tiles(T, x.nd);
 	nx_l_plan_kernel(L, "row-loop");
 	nx_l_plan(L, "shape", "%lld rows of %lld, %d values, %d instructions per tile, %d outputs", (long long)x.R,
 	          (long long)x.C, x.nv, x.nop, x.nout);
 	nx_l_plan(L, "tiling", "[128 partitions, %lld rows of %lld] per tile; %lld tiles in a loop, tail [128, %lld] + [%lld, 1]",
 	          (long long)kt, (long long)x.C, (long long)T, (long long)k2, (long long)s);
 	nx_l_plan(L, "loops", "tile %lld (%d buffers, %d tiles per iteration, per-iteration waits)", (long long)T, x.nd,
-	          x.nd);
+	          x.nb);
 	char st[160];
 	size_t len = 0;
 	st[0] = 0;
@@ -1130,9 +1194,13 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	nx_lsync colw;
 	memset(&colw, 0, sizeof colw);
 	int cq = 0;
-	int64_t pre_s[NX_LQ]; /* store queue counts before the columns (SP need not wait for them) */
+	bool cbc = false;
+	int64_t pre_s[NX_LQ]; /* store queue counts before the columns (the tiles need not wait for them) */
+	int64_t pre_e[NX_ENG_COUNT]; /* engine counts before (POOL broadcasts columns) */
 	for (int o = 0; o < x.nout * x.ks; o++)
 		pre_s[o] = L->qcount[x.qs[o]];
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		pre_e[e] = L->ecount[e];
 	for (int k = 0; k < x.nv; k++) {
 		rv *v = &x.v[k];
 		if (v->kind != V_COLIN && v->kind != V_SCIN)
@@ -1140,16 +1208,28 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_lval *src = ops[v->pn];
 		int32_t s1[1] = {1};
 		uint32_t c1[1] = {(uint32_t)(v->kind == V_COLIN ? x.C : 1)};
-		int np = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512 ? nqs : 1;
+		bool big = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512;
 		nx_l_wait(L, NX_ENG_POOL, &src->buf->written);
-		for (int pc = 0; pc < np; pc++) {
-			int p0 = 128 * pc / np, p1 = 128 * (pc + 1) / np;
-			nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, p1 - p0, 0, 1, s1, c1);
-			nx_ap sb = nx_ap_sbuf(v->dt, p0, p1 - p0, v->off, 1, s1, c1);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x.qs[cq++ % nqs], sb, hb);
-			nx_l_max(&colw, &y);
-			nx_l_max(&src->buf->war, &y);
+		nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, big ? 1 : 128, 0, 1, s1, c1);
+		nx_ap sb = nx_ap_sbuf(v->dt, 0, big ? 1 : 128, v->off, 1, s1, c1);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x.qs[cq++ % nqs], sb, hb);
+		nx_l_max(&colw, &y);
+		nx_l_max(&src->buf->war, &y);
+		if (big) {
+			/* partition 0 to the others on POOL (1.5 us for 1024
+			 * elements) rather than 128 copies over the store queues
+			 * (5.4 us on each; the stores are the last to finish) */
+			nx_l_wait(L, NX_ENG_POOL, &y);
+			nx_insn *in = nx_l_emit(L, NX_ENG_POOL, NX_I_PARTITION_BCAST);
+			in->ap[0] = nx_ap_sbuf(v->dt, 1, 127, v->off, 1, s1, c1);
+			in->ap[1] = sb;
+			cbc = true;
 		}
+	}
+	if (cbc) {
+		nx_lsync y = nx_l_signal(L, NX_ENG_POOL);
+		nx_l_max(&colw, &y);
+		nx_l_max(&x.comp, &y);
 	}
 	nx_l_max(&x.loads, &colw);
 	/* converted columns, once, on DVE */
@@ -1182,30 +1262,26 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	memset(&e0, 0, sizeof e0);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
-			e0.s[NX_LSEM_ENG + e] = x.base_e[e];
+			e0.s[NX_LSEM_ENG + e] = pre_e[e];
 	for (int o = 0; o < x.nout * x.ks; o++)
 		e0.s[x.qs[o]] = pre_s[o];
-	nx_l_wait(L, NX_ENG_SP, &e0);
-	for (int o = 0; o < x.nout * x.ks; o++)
-		e0.s[x.qs[o]] = x.base_s[o];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
-		if (used[e] && e != NX_ENG_SP)
+		if (used[e])
 			nx_l_wait(L, (nx_engine)e, &e0);
-	for (int e = 0; e < NX_ENG_COUNT; e++)
-		if (used[e] && e != NX_ENG_SP && e != NX_ENG_POOL)
-			nx_l_wait(L, (nx_engine)e, &colw);
-	nx_l_wait(L, NX_ENG_POOL, &colw);
+	x.colw = colw;
+	memset(x.cwait, 0, sizeof x.cwait);
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
 			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
 	int ND = x.nd;
-	int64_t groups = T / ND;
+	int NB = x.nb;
+	int64_t groups = T / NB;
 	/* signal positions of the body's stages, in the wavefront order */
 	{
 		int cnt[NX_ENG_COUNT] = {0};
 		schedule(&x);
-		for (int k = 0; k < ND * (x.nstage + 2); k++) {
+		for (int k = 0; k < NB * (x.nstage + 2); k++) {
 			int b = x.order[k][0], j = x.order[k][1];
 			if (j >= 1 && j <= x.nstage)
 				x.idx[b][j - 1] = cnt[x.seng[j - 1]]++;
@@ -1219,7 +1295,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 					nx_l_loop(L, (nx_engine)e, groups);
 			x.lv = L->s[NX_ENG_SP].depth - 1;
 		}
-		x.step = ND * 128 * kt;
+		x.step = NB * 128 * kt;
 		body(&x, 0);
 		if (groups > 1) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
@@ -1228,7 +1304,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			x.lv = -1;
 		}
 	}
-	x.loop_tiles = groups * ND;
+	x.loop_tiles = groups * NB;
 	int64_t u = x.loop_tiles;
 	for (; u < T; u++, par = (par + 1) % ND)
 		tail(&x, 128, kt, u * 128 * kt, par, u);

@@ -6,7 +6,9 @@
  * consumers run on chip, every output is stored once.
  *
  * Values of the body: rows (R*C elements), per-row statistics (R), columns
- * ([C] inputs broadcast along the rows: loaded once into every partition),
+ * ([C] inputs broadcast along the rows: loaded once into every partition,
+ * by POOL over the store queues, a large one into partition 0 and copied
+ * by one partition_broadcast),
  * scalars (constants become immediates, one-element inputs a [128, 1]
  * column). A tile is 128 partitions x kt rows, partition p holding rows
  * p*kt .. p*kt+kt-1 of the tile (contiguous in HBM). Instructions:
@@ -15,7 +17,9 @@
  *   row-scalar    row (op) statistic: kt instructions tensor_scalar over
  *                 [np, C], the statistic of row j as the per-partition
  *                 scalar (when C > 60, else one row op with stride 0)
- *   reduce        tensor_reduce over C: [np, kt]
+ *   reduce        tensor_reduce over C: [np, kt]; a sum of f32 rows may
+ *                 run on ACT: an identity activate per row in place, the
+ *                 sum as its accumulator
  *   act-row       ACT f(x + b) per row with the statistic b as the
  *                 per-partition bias (f(x - s) takes -s), and a reduce-add
  *                 of its result as the activate's accumulator
@@ -27,9 +31,9 @@
  * the stages of a tile run in order, tile i's loads wait for the last
  * stage (and, when an output sits on an input's slot, the stores) of tile
  * i-ND, its first stage for its loads and the stores of tile i-ND. The
- * loop body holds ND tiles emitted in a list-schedule order (schedule),
- * with waits per iteration; tiles after the loop wait for absolute
- * counts. docs/lowering.md, "Row kernels". */
+ * loop body holds NB tiles (a multiple of ND, up to RW_NB) emitted in a
+ * list-schedule order (schedule), with waits per iteration; tiles after
+ * the loop wait for absolute counts. docs/lowering.md, "Row kernels". */
 #include "backend/lower.h"
 #include "ir/eval/eval.h"
 
@@ -569,7 +573,12 @@ static double op_cycles(const rk *x, const rop *o, int *only)
 		*only = o->sc >= 0 || o->kind == O_TSC ? 0 : 2;
 		return o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
 	case O_RED:
-		*only = 2;
+		/* a sum of f32 rows also on ACT: identity in place, the sum as
+		 * the accumulator */
+		*only = o->alu == NX_ALU_ADD && !o->combine && x->v[o->v].dt == NX_DT_F32 &&
+		                is_row(x, o->o[0]) && x->v[res(x, o->o[0])].dt == NX_DT_F32
+		            ? 0
+		            : 2;
 		return (n > 64 ? n : 64) + 60;
 	default: {
 		double nn = n * (o->no > 1 ? o->no : 1);
@@ -729,6 +738,20 @@ static void emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		return;
 	}
 	case O_RED: {
+		if (o->e == NX_ENG_ACT) {
+			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);
+			z->fimm[0] = 0.0f;
+			z->ap[0] = vap(x, o->v, np, kt, b, -1, false);
+			for (int j = 0; j < kt; j++) {
+				nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+				in->func = NX_ACT_IDENTITY;
+				in->fimm[0] = 1.0f;
+				in->ap[0] = vap(x, o->o[0], np, kt, b, j, false);
+				in->ap[1] = vap(x, o->o[0], np, kt, b, j, false);
+				in->ap[3] = vap(x, o->v, np, kt, b, j, false);
+			}
+			return;
+		}
 		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_REDUCE);
 		in->func = (uint8_t)o->alu;
 		in->iarg[0] = 1;
@@ -1099,9 +1122,10 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	lq /= 8.0 * 17.0;
 	int64_t kt = 0;
 	double bestc = 0;
-	/* four buffer sets when a row fits them (layer norm at kt 1: 105.7 us
-	 * against 110.0 with three, 133.7 with two), else fewer */
-	for (int nd = RW_ND; nd >= 2 && kt == 0; nd--) {
+	/* buffer sets: four when a row fits them (layer norm at kt 1: 105.7 us
+	 * against 110.0 with three, 128.8 with two), fewer where the estimate
+	 * is lower (larger tiles, fewer tails: bert_layer's softmax) */
+	for (int nd = RW_ND; nd >= 2; nd--) {
 		int64_t km = room / nd / set1;
 		if (km > 64)
 			km = 64;

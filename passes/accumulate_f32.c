@@ -4,6 +4,10 @@
  *   reduce(x: T[...], init: T[]) with an add reducer, T = bf16 | f16 | f8*
  *   → convert(reduce(convert(x, f32), convert(init, f32)) over the same dims
  *             with an f32 add reducer, T)
+ * A constant init becomes an f32 constant (exact: every narrow float is an
+ * f32), not a convert: at -O1 nothing folds that convert, and the backend
+ * splits a reduction too long for one SBUF pass only when it sees that its
+ * init is a neutral constant (llama2_dp1_tp8_pp4's gradient-norm sums).
  * Max/min reductions are exact in any type and stay; variadic reduces stay.
  * batchnorm-expand makes its own reductions in f32 under the same flag, and
  * the softmax / layer-norm sums of bf16 graphs are add-reductions, so they
@@ -11,6 +15,8 @@
  * --disable-mixed-precision-accumulation (ctx->no_mixed_accumulation) the
  * pass changes nothing. docs/numerics.md "Mixed-precision accumulation". */
 #include "passes/rewrite.h"
+
+#include "ir/eval/eval.h"
 
 static bool is_add_reducer(const nx_comp *c)
 {
@@ -30,7 +36,10 @@ static nx_inst *widen_reduce(nx_rw *rw, nx_inst *in)
 	if (!nx_type_is_float(t) || nx_type_bits(t) >= 32 || init->shape->type != t ||
 	    !is_add_reducer(in->called[0]))
 		return NULL;
-	nx_inst *r = nx_rw_reduce(rw, nx_rw_convert(rw, x, NX_F32), nx_rw_convert(rw, init, NX_F32),
+	nx_inst *init32 = init->op == NX_OP_CONSTANT && init->a.literal && nx_shape_elems(init->shape) == 1
+	                          ? nx_rw_scalar(rw, NX_F32, nx_lit_get_f64(init->a.literal, 0))
+	                          : nx_rw_convert(rw, init, NX_F32);
+	nx_inst *r = nx_rw_reduce(rw, nx_rw_convert(rw, x, NX_F32), init32,
 	                          in->a.dimensions.v, in->a.dimensions.n, NX_OP_ADD);
 	return nx_rw_convert(rw, r, t);
 }

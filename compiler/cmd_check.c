@@ -9,6 +9,7 @@
 #include "compiler/rundev.h"
 
 #include "ir/eval/eval.h"
+#include "ir/map.h"
 #include "ir/npy.h"
 
 #include <float.h>
@@ -25,7 +26,9 @@ static void help(void)
 	       "same inputs and compares each output. Tolerance: integers and pred exact;\n"
 	       "f32 |d| <= 1e-5|ref| + 4 eps32 L max|ref| (L: longest reduction or\n"
 	       "contraction, a convolution's window x input features); bf16 results\n"
-	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3.\n"
+	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3. A float output computed through\n"
+	       "a narrower float (bf16 intermediates, reduce-precision) gets that type's\n"
+	       "tolerance (docs/numerics.md \"Check tolerances\").\n"
 	       "With --auto-cast, the device must match the evaluator run on the module the\n"
 	       "passes produced (the same narrow-type program) with those tolerances, and\n"
 	       "each output's relative L2 error against the original f32 module must stay\n"
@@ -107,8 +110,119 @@ static double autocast_bound(const char *type)
 	return 32 * ldexp(1, -3);
 }
 
+/* Tolerance tiers: 0 f32 (and wider), 1 f16 (10 mantissa bits), 2 bf16 and
+ * the 8-bit floats (7 or fewer). Integers and pred do not narrow a float. */
+static int tier_of_type(nx_type t)
+{
+	if (!nx_type_is_float(t))
+		return 0;
+	if (t == NX_BF16 || nx_type_bits(t) <= 8)
+		return 2;
+	return t == NX_F16 ? 1 : 0;
+}
+
+static int tier_of_shape(const nx_shape *s)
+{
+	int t = 0;
+	if (nx_shape_is_tuple(s)) {
+		for (int k = 0; k < s->ntuple; k++) {
+			int u = tier_of_shape(s->tuple[k]);
+			t = u > t ? u : t;
+		}
+		return t;
+	}
+	return tier_of_type(s->type);
+}
+
+/* An instruction's own tier: its shape's, or a reduce-precision's mantissa. */
+static int tier_own(const nx_inst *i)
+{
+	int t = tier_of_shape(i->shape);
+	if (i->op == NX_OP_REDUCE_PRECISION) {
+		int u = i->a.mantissa_bits <= 7 ? 2 : i->a.mantissa_bits <= 10 ? 1 : 0;
+		t = u > t ? u : t;
+	}
+	return t;
+}
+
+static int tier_of_comp(const nx_comp *c, nx_ptrmap *memo);
+
+static int tier_of_called(const nx_inst *i, nx_ptrmap *memo)
+{
+	int t = 0;
+	for (int k = 0; k < i->ncalled; k++) {
+		int u = i->called[k] ? tier_of_comp(i->called[k], memo) : 0;
+		t = u > t ? u : t;
+	}
+	return t;
+}
+
+/* The narrowest tier anywhere in c or what it calls (memoized). */
+static int tier_of_comp(const nx_comp *c, nx_ptrmap *memo)
+{
+	intptr_t t = nx_ptrmap_get(memo, c, -1);
+	if (t >= 0)
+		return (int)t;
+	nx_ptrmap_put(memo, c, 0); /* a call cycle (invalid HLO) stops here */
+	t = 0;
+	for (int k = 0; k < c->ninsts; k++) {
+		int u = tier_own(c->insts[k]), v = tier_of_called(c->insts[k], memo);
+		u = v > u ? v : u;
+		t = u > t ? u : t;
+	}
+	nx_ptrmap_put(memo, c, t);
+	return (int)t;
+}
+
+/* Output leaves depth first (nx_check_leaves' order): a tuple instruction's
+ * operands each with their own tier, any other tuple value's leaves with its
+ * tier (a tuple counts as its narrowest element). */
+static void tier_leaves(const nx_inst *i, const nx_shape *s, int tier, const nx_ptrmap *at, nx_type *out, int *n,
+                        int cap)
+{
+	static const nx_type ty[3] = {NX_F32, NX_F16, NX_BF16};
+	if (i && i->op == NX_OP_TUPLE && nx_shape_is_tuple(s)) {
+		for (int k = 0; k < i->noperands; k++) {
+			const nx_inst *o = i->operands[k];
+			tier_leaves(o, o->shape, (int)nx_ptrmap_get(at, o, 0), at, out, n, cap);
+		}
+		return;
+	}
+	if (nx_shape_is_tuple(s)) {
+		for (int k = 0; k < s->ntuple; k++)
+			tier_leaves(NULL, s->tuple[k], tier, at, out, n, cap);
+		return;
+	}
+	if (*n < cap)
+		out[*n] = ty[tier];
+	(*n)++;
+}
+
+int nx_check_through_types(const nx_module *m, nx_type *out, int cap)
+{
+	const nx_comp *e = m->entry;
+	nx_ptrmap memo = {0}, at = {0};
+	int n = 0;
+	if (!e || !e->root)
+		return 0;
+	for (int k = 0; k < e->ninsts; k++) {
+		const nx_inst *i = e->insts[k];
+		int t = tier_own(i), u = tier_of_called(i, &memo);
+		t = u > t ? u : t;
+		for (int j = 0; j < i->noperands; j++) {
+			u = (int)nx_ptrmap_get(&at, i->operands[j], 0);
+			t = u > t ? u : t;
+		}
+		nx_ptrmap_put(&at, i, t);
+	}
+	tier_leaves(e->root, e->root->shape, (int)nx_ptrmap_get(&at, e->root, 0), &at, out, &n, cap);
+	nx_ptrmap_free(&memo);
+	nx_ptrmap_free(&at);
+	return n;
+}
+
 int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
-                     nx_report_output *rows)
+                     const nx_type *through, nx_report_output *rows)
 {
 	int bad = 0;
 	for (int k = 0; k < nref; k++) {
@@ -116,10 +230,15 @@ int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const
 		nx_type t = r->shape->type;
 		int64_t ne = nx_shape_elems(r->shape);
 		bool exact = !nx_type_is_float(t);
+		/* a float output computed through a narrower float is held to that
+		 * type's tolerance (docs/numerics.md) */
+		nx_type tt = t;
+		if (!exact && through && tier_of_type(through[k]) > tier_of_type(t))
+			tt = through[k];
 		double rtol, atolf;
-		if (t == NX_BF16 || nx_type_bits(t) == 8)
+		if (tt == NX_BF16 || nx_type_bits(tt) == 8)
 			rtol = 2e-2, atolf = 2e-2;
-		else if (t == NX_F16)
+		else if (tt == NX_F16)
 			rtol = 2e-3, atolf = 2e-3;
 		else
 			rtol = 1e-5, atolf = 4 * FLT_EPSILON * (double)Lr;
@@ -153,8 +272,13 @@ int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const
 		}
 		char shp[256];
 		nx_shape_print(shp, sizeof shp, r->shape, false);
+		char via[64] = "";
+		if (exact)
+			snprintf(via, sizeof via, " (exact)");
+		else if (tt != t)
+			snprintf(via, sizeof via, " (computed through %s: its tolerance)", nx_type_name(tt));
 		fprintf(out, "out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
-		       worst_rel, (long long)where, exact ? " (exact)" : "");
+		        worst_rel, (long long)where, via);
 		if (rows) {
 			nx_report_output *o = &rows[k];
 			snprintf(o->name, sizeof o->name, "out%d", k);
@@ -238,6 +362,11 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 		nx_diag_set(&d, NX_ERR_INTERNAL, file, 0, 0, "the .neff has %d outputs, the module %d", n->noutputs, nref);
 		goto fail;
 	}
+	/* the narrowest float each output was computed through, in the program
+	 * the device ran (the auto-cast module, else the original) */
+	nx_type *through = nx_arena_alloc(&a, sizeof *through * (size_t)(nref + 1));
+	if (nx_check_through_types(opt ? opt : m, through, nref) != nref)
+		through = NULL;
 	nx_type *types = nx_arena_alloc(&a, sizeof *types * (size_t)(nref + 1));
 	for (int k = 0; k < nref; k++)
 		types[k] = refs[k]->shape->type;
@@ -258,7 +387,8 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 			printf("rank %d:\n", r);
 		nref = 0;
 		nx_check_leaves(ref[r], refs, &nref, 4096);
-		bad += nx_check_compare(stdout, refs, outs[r], nref, nx_check_longest_reduction(m), r == 0 ? rows : NULL);
+		bad += nx_check_compare(stdout, refs, outs[r], nref, nx_check_longest_reduction(m), through,
+		                        r == 0 ? rows : NULL);
 		if (opt) {
 			/* Auto-cast: the device ran the narrow-type program; the original f32
 			 * module measures how far auto-cast moved the results. */

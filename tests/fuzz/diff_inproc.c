@@ -132,7 +132,7 @@ static bool device(campaign *c, int t, int o, nx_literal *const *args, const nx_
 		diag_fail(log, "run", &d);
 		goto done;
 	}
-	ok = nx_check_compare(log, refs, outs, nref, L, NULL) == 0;
+	ok = nx_check_compare(log, refs, outs, nref, L, NULL, NULL) == 0;
 done:
 	nx_neff_free(n);
 	return ok;

@@ -52,6 +52,18 @@ for cfg in "bert__bert_dp_graph_2 trn1 -O1" "bert__bert_dp_graph_3 trn2 -O2" "gp
 	fi
 done
 
+# bf16 auto-cast of a tensor-parallel Llama (2 simulated ranks): its f32
+# outputs are computed through bf16 values and held to the bf16 tolerance
+# (docs/numerics.md "Check tolerances"; under the f32 one, one element of
+# out0, 22.474 against 22.762, failed). ~25 s.
+f="$corpus/llama__tp_2.hlo"
+if [ -f "$f" ]; then
+	out=$("$NXCC" check "$f" --framework XLA --target trn1 -O2 --auto-cast all --auto-cast-type bf16 --random-inputs 1 2>&1) ||
+		fail "llama__tp_2 bf16: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+	echo "$out" | grep -q '^out0 f32\[16000,1,4\]: ok .*(computed through bf16: its tolerance)' ||
+		fail "llama__tp_2 bf16: out0 not checked with the bf16 tolerance: $(echo "$out" | grep '^out0' | head -1)"
+fi
+
 # byte-identical output; the payload is a tar archive with the sections
 f="$NX_ROOT/examples/mlp_step.hlo"
 "$NXCC" compile "$f" --framework XLA --target trn1 --output "$tmp/a.neff" || fail "compile a"

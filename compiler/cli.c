@@ -2,6 +2,7 @@
 #include "compiler/cli.h"
 
 #include "ir/file_atomic.h"
+#include "passes/pass.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,4 +106,15 @@ nx_module *nx_cli_read_verified(const char *path, nx_diag *d)
 		return NULL;
 	}
 	return m;
+}
+
+bool nx_cli_flatten_params(nx_module *m, nx_diag *d)
+{
+	bool tuple = false, changed = false;
+	for (int k = 0; m && m->entry && k < m->entry->nparams; k++)
+		tuple = tuple || (m->entry->params[k] && nx_shape_is_tuple(m->entry->params[k]->shape));
+	if (!tuple)
+		return false;
+	nx_pass_ctx ctx = {.opt_level = 1, .diag = d};
+	return nx_pass_flatten_params(m, &ctx, &changed) == NX_OK && changed;
 }

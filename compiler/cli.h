@@ -35,6 +35,12 @@ nx_status nx_parse_param_dtype(const char *v, struct nx_pass_ctx *ctx, nx_diag *
 /* Reads an HLO module (text or proto) and verifies it; NULL with *d set
  * when either fails. */
 nx_module *nx_cli_read_verified(const char *path, nx_diag *d);
+/* When m's entry takes a tuple parameter: flattens it as the compiler does
+ * (passes/flatten_params.c), so its parameters are the .neff's inputs, in
+ * number, order and name (<param>.<i>...), with the same random data;
+ * returns whether it changed. `nxcc eval` and `nxcc train` call this so
+ * that --input, --save-inputs and DIR/<name>.npy address leaves. */
+bool nx_cli_flatten_params(nx_module *m, nx_diag *d);
 /* When m had elided constants ({...}, filled by the reader): a warning on
  * stderr that the numbers of this command are not the model's. */
 void nx_cli_warn_elided(const nx_module *m);

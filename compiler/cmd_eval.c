@@ -20,14 +20,16 @@ static void help(void)
 	       "Evaluates the entry computation on the host, op by op in the module's own\n"
 	       "types (the reference for every other test). KEY is a parameter number, a\n"
 	       "parameter name or a neff_input_names value; 'rI:KEY=f.npy' gives replica I\n"
-	       "its own input. Parameters without --input get deterministic random data\n"
+	       "its own input. A tuple parameter counts as its array leaves, numbered and\n"
+	       "named as the .neff's inputs (<param>.<i>..., passes/flatten_params.c).\n"
+	       "Parameters without --input get deterministic random data\n"
 	       "from --random-inputs SEED. Prints shape, dtype and summary per output and\n"
 	       "writes DIR/out<k>.npy (DIR/replica<i>/out<k>.npy with several replicas),\n"
 	       "one per leaf of the result. Without --replicas, the module's replica_count,\n"
 	       "else one more than the largest replica id its replica_groups name.\n"
 	       "bf16 is stored as '<u2' words, f8 as '|u1'.\n"
 	       "--save-inputs also writes the inputs used (given or random) as DIR/in<k>.npy\n"
-	       "(k = parameter number; array parameters only).\n"
+	       "(k = parameter number, a tuple parameter's leaves numbered as above).\n"
 	       "--trace-nonfinite reports (on stderr) the first instruction that creates a\n"
 	       "NaN from NaN-free operands or an Inf from finite ones, with its opcode, name\n"
 	       "and the range of each operand (constants are not reported).\n"
@@ -223,6 +225,10 @@ int nx_cmd_eval(int argc, char **argv)
 		nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "module has no entry computation");
 		goto fail;
 	}
+	/* tuple parameters become their leaves, as the .neff's inputs */
+	nx_cli_flatten_params(m, &d);
+	if (d.status != NX_OK)
+		goto fail;
 	if (!replicas)
 		replicas = m->replica_count > 0 ? (int)m->replica_count : implied_replicas(m);
 	if (maxmem <= 0) {
@@ -286,8 +292,18 @@ int nx_cmd_eval(int argc, char **argv)
 					continue;
 				int p = find_param(e, in->key);
 				if (p < 0) {
-					nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: no parameter with that "
-					            "number, name or neff_input_names", in->key);
+					/* a tuple parameter's name: its leaves are the inputs */
+					const char *leaf = NULL;
+					size_t kl = strlen(in->key);
+					for (int j = 0; j < np && !leaf; j++)
+						if (!strncmp(e->params[j]->name, in->key, kl) && e->params[j]->name[kl] == '.')
+							leaf = e->params[j]->name;
+					if (leaf)
+						nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: a tuple parameter; give "
+						            "each array leaf its own --input (%s, ...)", in->key, leaf);
+					else
+						nx_diag_set(&d, NX_ERR_INPUT, file, 0, 0, "--input %s: no parameter with that "
+						            "number, name or neff_input_names", in->key);
 					goto fail;
 				}
 				const nx_shape *ps = e->params[p]->shape;

@@ -614,6 +614,10 @@ static int train(train_args *A, train_config *cf, int nc, nx_log *log)
 		m = nx_cli_read_verified(A->file, &d);
 		if (!m)
 			goto fail;
+		/* a tuple parameter: its leaves, as the .neff's inputs (names, data) */
+		nx_cli_flatten_params(m, &d);
+		if (d.status != NX_OK)
+			goto fail;
 	} else if (A->baseline) {
 		nx_diag_set(&d, NX_ERR_INPUT, A->file, 0, 0, "--baseline f32 needs the HLO module, not a .neff");
 		goto fail;

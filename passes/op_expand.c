@@ -12,14 +12,12 @@
  *   stride), folded in the evaluator's order: op(...op(op(init, w0), w1)...).
  *   Larger windows (cumulative sums: one long axis) stay for the GpSimd
  *   kernels.
- *   gather with operand_batching_dims, single-element slices and one indexed
- *   operand dim (jnp.take_along_axis, optax's cross-entropy with integer
- *   labels) -> a one-hot selection: clamp the index, compare it with an iota
- *   over the indexed dim, select the operand or 0, reduce-add that dim
- *   (reduce-or for pred). Exact: one term is not 0.
- *   scatter with an add combiner of the same form (its transpose) -> operand
- *   + the one-hot select of the updates, summed over the non-batching index
- *   dims; out-of-bounds indices match nothing and are dropped, as in XLA.
+ *   scatter-add with input_batching_dims, single-element updates into one
+ *   operand dim (the transpose of jnp.take_along_axis; the gather itself is
+ *   passes/gather_batching.c's) -> operand + a one-hot select of the
+ *   updates (compare the index with an iota over that dim), summed over the
+ *   non-batching index dims; out-of-bounds indices match nothing and are
+ *   dropped, as in XLA.
  *   gather with offset dims not last -> offset dims last + transpose.
  *   scatter assigning one window (<= 64 rows, full in the other dims) at one
  *   runtime index along one dim -> select(in bounds, one size-1
@@ -147,82 +145,8 @@ static nx_inst *reduce_window(nx_rw *rw, nx_inst *in)
 }
 
 
-/* gather with batching dims whose slices are single elements and index one
- * operand dim (take_along_axis: logits[b, label[b]]): a one-hot selection,
- * out[i] = sum_c select(c == clamp(idx[i], 0, C-1), X[batch(i), c], 0). */
-static nx_inst *gather_batched(nx_rw *rw, nx_inst *in)
-{
-	const nx_gather_dnums *g = &in->a.gather;
-	nx_inst *x = in->operands[0], *ix = in->operands[1];
-	int xr = x->shape->rank, ir = ix->shape->rank, q = in->shape->rank;
-	nx_type_kind ik = nx_type_kind_of(ix->shape->type);
-	if (in->noperands != 2 || !g->operand_batching_dims.n || g->offset_dims.n || g->start_index_map.n != 1 ||
-	    g->collapsed_slice_dims.n != 1 || g->collapsed_slice_dims.v[0] != g->start_index_map.v[0] ||
-	    g->operand_batching_dims.n + 1 != xr || g->slice_sizes.n != xr || x->shape->dynamic ||
-	    ix->shape->dynamic || in->shape->dynamic || (ik != NX_KIND_SINT && ik != NX_KIND_UINT) ||
-	    nx_type_kind_of(x->shape->type) == NX_KIND_COMPLEX)
-		return NULL;
-	for (int d = 0; d < xr; d++)
-		if (g->slice_sizes.v[d] != 1)
-			return NULL;
-	int64_t ivd = g->index_vector_dim, c = g->start_index_map.v[0];
-	if (ivd < ir && ix->shape->dims[ivd] != 1)
-		return NULL;
-	int ns = ivd < ir ? ir - 1 : ir; /* index dims without the vector dim */
-	if (q != ns || q + 1 > NX_MAX_RANK)
-		return NULL;
-	/* output dim of each operand dim: batching dims via the index dims,
-	 * the indexed dim c last (q) */
-	int64_t omap[NX_MAX_RANK];
-	for (int d = 0; d < xr; d++)
-		omap[d] = -1;
-	omap[c] = q;
-	for (int j = 0; j < g->operand_batching_dims.n; j++) {
-		int64_t id = g->start_indices_batching_dims.v[j];
-		omap[g->operand_batching_dims.v[j]] = id - (ivd < ir && id > ivd ? 1 : 0);
-	}
-	for (int d = 0; d < xr; d++)
-		if (omap[d] < 0)
-			return NULL;
-	int64_t C = x->shape->dims[c], sd[NX_MAX_RANK], perm[NX_MAX_RANK], bdims[NX_MAX_RANK];
-	for (int d = 0; d < q; d++)
-		sd[d] = in->shape->dims[d];
-	sd[q] = C;
-	/* x transposed into the order of its output dims, then broadcast */
-	int np = 0;
-	for (int o = 0; o <= q; o++)
-		for (int d = 0; d < xr; d++)
-			if (omap[d] == o)
-				bdims[np] = o, perm[np++] = d;
-	bool ident = true;
-	for (int d = 0; d < xr; d++)
-		ident = ident && perm[d] == d;
-	nx_inst *xt = ident ? x : nx_rw_transpose(rw, x, perm);
-	nx_type t = x->shape->type, it = ix->shape->type;
-	nx_inst *xb = nx_rw_broadcast(rw, xt, t, q + 1, sd, bdims);
-	nx_inst *idx = nx_rw_reshape(rw, ix, q, sd);
-	nx_arena *a = nx_rw_arena(rw);
-	nx_inst *cl[3] = {nx_rw_scalar(rw, it, 0), idx, nx_rw_scalar(rw, it, (double)(C - 1))};
-	idx = nx_rw_add(rw, NX_OP_CLAMP, nx_shape_copy(a, idx->shape), cl, 3, NULL);
-	int64_t seq[NX_MAX_RANK];
-	for (int d = 0; d < q; d++)
-		seq[d] = d;
-	nx_inst *ib = nx_rw_broadcast(rw, idx, it, q + 1, sd, seq);
-	nx_inst *io = nx_rw_add(rw, NX_OP_IOTA, nx_shape_array(a, it, q + 1, sd), NULL, 0, NULL);
-	io->a.iota_dimension = q;
-	nx_inst *eq = nx_rw_binary(rw, NX_OP_COMPARE, ib, io);
-	eq->a.direction = NX_CMP_EQ;
-	nx_inst *sel[3] = {eq, xb, nx_rw_splat(rw, xb->shape, t, 0)};
-	nx_inst *s = nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(a, xb->shape), sel, 3, NULL);
-	int64_t rd = q;
-	nx_inst *r = nx_rw_reduce(rw, s, nx_rw_scalar(rw, t, 0), &rd, 1,
-	                          nx_type_kind_of(t) == NX_KIND_PRED ? NX_OP_OR : NX_OP_ADD);
-	r->shape = nx_shape_copy(a, in->shape);
-	return r;
-}
-
 /* scatter-add with batching dims of single elements into one operand dim
- * (the transpose of gather_batched): out = X + the one-hot sum over the
+ * (the transpose of gather-batching's one-hot gather): out = X + the one-hot sum over the
  * index dims that are not batching dims of select(c == idx[i], u[i], 0).
  * Out-of-bounds indices match no c: dropped, as scatter does. */
 static nx_inst *scatter_batched(nx_rw *rw, nx_inst *in)
@@ -564,10 +488,7 @@ static nx_inst *expand(nx_rw *rw, nx_inst *in)
 	switch (in->op) {
 	case NX_OP_IS_FINITE: return in->noperands == 1 ? is_finite(rw, in) : NULL;
 	case NX_OP_REDUCE_WINDOW: return reduce_window(rw, in);
-	case NX_OP_GATHER: {
-		nx_inst *r = gather_batched(rw, in);
-		return r ? r : gather_offset_last(rw, in);
-	}
+	case NX_OP_GATHER: return gather_offset_last(rw, in);
 	case NX_OP_SCATTER: {
 		nx_inst *r = scatter_batched(rw, in);
 		return r ? r : scatter_window(rw, in);

@@ -156,6 +156,22 @@ static nx_status reduce_group(nx_eval *ev, const nx_inst *i, nx_literal *const *
 		int64_t n = nx_shape_elems(first->shape);
 		if (first->nbytes)
 			memcpy(r->data, first->data, (size_t)first->nbytes);
+		if ((fast == NX_OP_ADD || fast == NX_OP_MULTIPLY) && r->shape->type == NX_F32 &&
+		    f->root->shape->type == NX_F32) {
+			/* f32 add/multiply in float: the same bits as nx_evop_apply's
+			 * double operation rounded once to f32 (53 >= 2 x 24 + 2) */
+			float *rp = r->data;
+			for (int m = 1; m < gsize; m++) {
+				const float *xp = operand_of(all, members[m], nops, k)->data;
+				if (fast == NX_OP_ADD)
+					for (int64_t e = 0; e < n; e++)
+						rp[e] = rp[e] + xp[e];
+				else
+					for (int64_t e = 0; e < n; e++)
+						rp[e] = rp[e] * xp[e];
+			}
+			continue;
+		}
 		if (fast != NX_OP_COUNT && f->root->shape->type == r->shape->type) {
 			for (int m = 1; m < gsize; m++) {
 				const nx_literal *x = operand_of(all, members[m], nops, k);
@@ -183,9 +199,41 @@ static nx_status reduce_group(nx_eval *ev, const nx_inst *i, nx_literal *const *
 	return NX_OK;
 }
 
+/* Copies the slab along dim d between `big` (from offset `at` along d) and
+ * `small` (whole) with one memcpy per index of the dims before d (literals
+ * are row-major); false, copying nothing, unless the two have one type and
+ * rank and the same extent in every dim but d. to_big: small into big, else
+ * big into small. */
+static bool slab(nx_literal *big, nx_literal *small, int d, int64_t at, bool to_big)
+{
+	const nx_shape *bs = big->shape, *ss = small->shape;
+	if (bs->type != ss->type || bs->rank != ss->rank || d < 0 || d >= ss->rank || !big->data || !small->data)
+		return false;
+	for (int q = 0; q < ss->rank; q++)
+		if (q != d && bs->dims[q] != ss->dims[q])
+			return false;
+	int64_t outer = 1, inner = 1, esz = nx_type_bytes(ss->type);
+	for (int q = 0; q < d; q++)
+		outer *= ss->dims[q];
+	for (int q = d + 1; q < ss->rank; q++)
+		inner *= ss->dims[q];
+	size_t blk = (size_t)(ss->dims[d] * inner * esz);
+	for (int64_t o = 0; blk && o < outer; o++) {
+		uint8_t *pb = (uint8_t *)big->data + ((o * bs->dims[d] + at) * inner) * esz;
+		uint8_t *ps = (uint8_t *)small->data + o * (int64_t)blk;
+		if (to_big)
+			memcpy(pb, ps, blk);
+		else
+			memcpy(ps, pb, blk);
+	}
+	return true;
+}
+
 /* Copies src (an array) into dst at offset `at` along dim d. */
 static void place(nx_literal *dst, const nx_literal *src, int d, int64_t at)
 {
+	if (slab(dst, (nx_literal *)src, d, at, true))
+		return;
 	int64_t n = nx_shape_elems(src->shape), dst_st[NX_MAX_RANK], idx[NX_MAX_RANK];
 	nx_evop_strides(dst->shape, dst_st);
 	memset(idx, 0, sizeof idx);
@@ -200,6 +248,8 @@ static void place(nx_literal *dst, const nx_literal *src, int d, int64_t at)
 /* dst = the slice of src starting at `at` along dim d, dst's extent. */
 static void take(nx_literal *dst, const nx_literal *src, int d, int64_t at)
 {
+	if (slab((nx_literal *)src, dst, d, at, false))
+		return;
 	int64_t n = nx_shape_elems(dst->shape), src_st[NX_MAX_RANK], idx[NX_MAX_RANK];
 	nx_evop_strides(src->shape, src_st);
 	memset(idx, 0, sizeof idx);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir/eval/eval.h"
+#include "ir/eval/eval_impl.h" /* nx_round_to_type: the format-table reference */
 
 static nx_literal *run_seed(nx_arena *a, const char *text, uint64_t seed)
 {
@@ -239,6 +240,50 @@ static void test_bf16_rounding(void **s)
 	nx_arena_free(&a);
 }
 
+/* bf16 stores take a bit-level rounding (eval_lit.c bf16_fast) where the
+ * value is a bf16 normal: the same value as the format-table encoder
+ * (nx_round_to_type) for random doubles over the whole exponent range,
+ * ties, the edges of the normal range, overflow, zeros, inf and NaN. */
+static void test_bf16_store_fast_path(void **s)
+{
+	(void)s;
+	nx_arena a;
+	nx_arena_init(&a);
+	int64_t one = 1;
+	nx_literal *l = nx_literal_new(&a, nx_shape_array(&a, NX_BF16, 1, &one));
+	uint64_t st = 12345;
+	double edge[] = {0.0, -0.0, 1.0, -1.0, 1.00390625, 1.005859375, 1.0078125 + 0x1p-9, 0x1p-126, -0x1p-126,
+	                 0x1p-126 * (1 - 0x1p-9), 0x1p-127, 0x1p-133, 0x1p-134, 0x1.fep127, 0x1.ffp127, 0x1.fefffffp127,
+	                 -0x1.ffp127, 0x1p128, INFINITY, -INFINITY, 3.0e38, 65504.0, 1e-40};
+	int ne = (int)(sizeof edge / sizeof edge[0]);
+	for (int k = 0; k < ne + 2000000; k++) {
+		double v;
+		if (k < ne) {
+			v = edge[k];
+		} else {
+			st += UINT64_C(0x9e3779b97f4a7c15);
+			uint64_t z = st;
+			z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+			z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+			z ^= z >> 31;
+			/* exponents 2^-140 .. 2^130 and every mantissa; every 4th a tie */
+			uint64_t bits = (z & UINT64_C(0x800fffffffffffff)) | ((uint64_t)(1023 - 140 + (int)((z >> 52) % 271)) << 52);
+			if (k % 4 == 0)
+				bits = (bits & ~((UINT64_C(1) << 45) - 1)) | (UINT64_C(1) << 44);
+			memcpy(&v, &bits, 8);
+		}
+		nx_lit_set_f64(l, 0, v);
+		double got = nx_lit_get_f64(l, 0), want = nx_round_to_type(NX_BF16, v);
+		if (!(got == want && signbit(got) == signbit(want))) {
+			print_error("bf16 store of %a: got %a, want %a\n", v, got, want);
+			fail();
+		}
+	}
+	nx_lit_set_f64(l, 0, NAN);
+	assert_true(isnan(nx_lit_get_f64(l, 0)));
+	nx_arena_free(&a);
+}
+
 static void test_f8e4m3fn_convert(void **s)
 {
 	(void)s;
@@ -443,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_int_wrap),
 		cmocka_unit_test(test_dynamic_slice_clamp),
 		cmocka_unit_test(test_bf16_rounding),
+		cmocka_unit_test(test_bf16_store_fast_path),
 		cmocka_unit_test(test_f8e4m3fn_convert),
 		cmocka_unit_test(test_empty_arrays),
 		cmocka_unit_test(test_convert_saturation),

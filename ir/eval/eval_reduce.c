@@ -134,7 +134,13 @@ static nx_status fast_reduce(nx_eval *ev, const nx_inst *i, nx_opcode op, const 
 	/* an empty input has no data pointer: take the buffer path */
 	void *xs = n > 0 && (t == NX_F32 || t == NX_F64 || t == NX_S64 || t == NX_U64) ? x->data
 	         : malloc(esz * (size_t)(n ? n : 1));
-	NX_ASSERT(acc && xs);
+	if (!acc || !xs) {
+		free(acc);
+		if (xs != x->data)
+			free(xs);
+		return nx_eval_error(ev, i, "out of memory allocating the reduction's %lld-element buffers",
+		                     (long long)(n > m ? n : m));
+	}
 	if ((op == NX_OP_AND || op == NX_OP_OR) && dom != NX_DOM_INT) {
 		free(acc);
 		if (xs != x->data)

@@ -36,7 +36,8 @@ J="$NX_CORPUS/hlo/jax"
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 FULL=${NX_CORPUS_MATRIX:-}
 # The report check: python3 check.py REPORT COUNT KNOWN_JSON, KNOWN_JSON
-# mapping a graph's file name to the strings its refusal must all contain.
+# mapping a graph's file name to its known refusals, each a list of strings
+# the message must all contain (any one refusal will do).
 cat > "$T/check.py" <<'PYEOF'
 import json, sys, os
 r = json.load(open(sys.argv[1]))
@@ -51,7 +52,7 @@ for g in gs:
     if name in known:
         if ok:
             bad.append((name, "now compiles: remove it from the known list"))
-        elif not all(k in (g.get("error") or "") for k in known[name]):
+        elif not any(all(k in (g.get("error") or "") for k in alt) for alt in known[name]):
             bad.append((name, g.get("error")))
     elif not ok:
         bad.append((name, g.get("error") or st))
@@ -67,7 +68,7 @@ n=0
 for t in trn1 trn2; do
 	# too large for one core's HBM (16 GiB trn1, 12 GiB trn2): refused
 	# before emitting, the message naming the target
-	HBM="[\"HBM plan needs\", \" $t \"]"
+	HBM="[[\"HBM plan needs\", \" $t \"]]"
 	for o in -O1 -O2 -O3; do
 		# llama2_dp1_tp1_pp1: a fused pred[1024,4096,32000] value of 134 GB.
 		"$NXCC" parallel-compile "$C" --target $t $o --jobs 2 --no-cache --timeout 900 \
@@ -82,11 +83,11 @@ for t in trn1 trn2; do
 		# mlp_mixer, resnet50, vit and colabfold compile. gpt_j, llama3 x4
 		# and mixtral: their parameters alone exceed the core's HBM.
 		# stable_diffusion: its denoising while loop, unrolled, exceeds the
-		# per-engine instruction limit at -O2/-O3 (no device loops yet); at
-		# -O1 (no buffer sharing across the unrolled trips) its HBM plan,
-		# 95 GB, is refused first.
-		if [ $o = -O1 ]; then DS=$HBM; else
-			DS='["the program would need more than 2097152 instructions on one engine"]'; fi
+		# per-engine instruction limit (no device loops yet), or at -O1
+		# (no buffer sharing across the unrolled trips) its HBM plan, 95 GB,
+		# is refused first: which one comes first moves with the backend's
+		# kernels (main at 9dd8c3a: HBM at -O1; at ab3b317: the limit).
+		DS="[[\"HBM plan needs\", \" $t \"], [\"the program would need more than 2097152 instructions on one engine\"]]"
 		files=$(ls "$J"/*.hlo)
 		count=13
 		case "$FULL $t$o" in

@@ -5,6 +5,7 @@
 #define NX_CHECK_H
 
 #include "compiler/report.h"
+#include "ir/eval/eval.h"
 #include "ir/ir.h"
 
 #include <stdio.h>
@@ -31,5 +32,40 @@ int nx_check_through_types(const nx_module *m, nx_type *out, int cap);
  * out, fills rows (may be NULL); returns the number that differ. */
 int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
                      const nx_type *through, nx_report_output *rows);
+
+/* The second, cancellation-aware bound of one output (docs/numerics.md
+ * "Check tolerances"): an element outside the normal tolerance is accepted
+ * when |d| <= NX_CHECK_CANCEL_C * eps * (sqrt(nterms) + sqrt(Lr)) * abssum[i],
+ * abssum the sum of the absolute values of the terms of the sum that produced
+ * it (Higham & Mary's probabilistic bound with lambda = 8, both sides). */
+#define NX_CHECK_CANCEL_C 8
+typedef struct nx_check_cancel {
+	const nx_literal *abssum; /* per element of the output; NULL: no second bound */
+	int64_t nterms;           /* terms per element of the sum */
+	const char *op;           /* "reduce" or "dot", for the message */
+} nx_check_cancel;
+
+/* nx_check_compare with cancel[k] (cancel may be NULL, and cancel[k].abssum
+ * NULL) as output k's second bound; the line says when it was used. */
+int nx_check_compare_cancel(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
+                            const nx_type *through, nx_report_output *rows, const nx_check_cancel *cancel);
+
+/* Whether output ref/got fails the normal tolerance (through as
+ * nx_check_compare's through[k]: NX_F32 for the output's own type). */
+bool nx_check_output_fails(const nx_literal *ref, const nx_literal *got, int64_t Lr, nx_type through);
+
+/* compiler/check_cancel.c. The reduce with an add reducer (one operand) or
+ * the dot whose value i is, through shape-only ops (convert from a float,
+ * reshape, bitcast, copy, transpose, broadcast, slice, get-tuple-element of a
+ * tuple, identity custom calls); *nterms: the terms of each of its sums.
+ * NULL when i is not such a value. */
+const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms);
+/* The same for array leaf `leaf` (nx_check_leaves' order) of m's entry result. */
+const nx_inst *nx_check_output_sum(const nx_module *m, int leaf, int64_t *nterms);
+/* Sum |terms| for every element of output leaf `leaf` of m (which must have a
+ * sum source): evaluates a copy of m whose root is that output and whose sum
+ * takes the absolute values of its operands. out[r]: replica r's literal, in a. */
+nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo, nx_literal *const *const *args,
+                            nx_arena *a, nx_literal **out, nx_diag *d);
 
 #endif

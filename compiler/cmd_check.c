@@ -28,7 +28,10 @@ static void help(void)
 	       "contraction, a convolution's window x input features); bf16 results\n"
 	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3. A float output computed through\n"
 	       "a narrower float (bf16 intermediates, reduce-precision) gets that type's\n"
-	       "tolerance (docs/numerics.md \"Check tolerances\").\n"
+	       "tolerance (docs/numerics.md \"Check tolerances\"). An output outside it that\n"
+	       "is a sum (an add reduce or a dot, through shape-only ops) is accepted element\n"
+	       "by element within 8 eps (sqrt n + sqrt L) sum|terms| (n terms; sum|terms| from\n"
+	       "the evaluator): the rounding of sums whose terms cancel.\n"
 	       "With --auto-cast, the device must match the evaluator run on the module the\n"
 	       "passes produced (the same narrow-type program) with those tolerances, and\n"
 	       "each output's relative L2 error against the original f32 module must stay\n"
@@ -221,80 +224,170 @@ int nx_check_through_types(const nx_module *m, nx_type *out, int cap)
 	return n;
 }
 
+/* Unit roundoff x 2 (the machine epsilon) of a tolerance type. */
+static double eps_of(nx_type t)
+{
+	if (t == NX_BF16)
+		return ldexp(1, -7);
+	if (t == NX_F16)
+		return ldexp(1, -10);
+	if (t == NX_F64)
+		return DBL_EPSILON;
+	return FLT_EPSILON;
+}
+
+/* Compares output k (ref r, got g); prints its line to out when out is not
+ * NULL, fills row when not NULL. Returns 1 when it differs. */
+static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *g, int64_t Lr, nx_type through,
+                       nx_report_output *row, const nx_check_cancel *cancel)
+{
+	nx_type t = r->shape->type;
+	int64_t ne = nx_shape_elems(r->shape);
+	bool exact = !nx_type_is_float(t);
+	/* a float output computed through a narrower float is held to that
+	 * type's tolerance (docs/numerics.md) */
+	nx_type tt = t;
+	if (!exact && tier_of_type(through) > tier_of_type(t))
+		tt = through;
+	double rtol, atolf;
+	if (tt == NX_BF16 || nx_type_bits(tt) == 8)
+		rtol = 2e-2, atolf = 2e-2;
+	else if (tt == NX_F16)
+		rtol = 2e-3, atolf = 2e-3;
+	else
+		rtol = 1e-5, atolf = 4 * FLT_EPSILON * (double)Lr;
+	const nx_literal *abssum = cancel && !exact ? cancel->abssum : NULL;
+	/* the cancellation bound's factor: c eps (sqrt n + sqrt L) (docs/numerics.md) */
+	double cfac = abssum ? NX_CHECK_CANCEL_C * eps_of(tt) * (sqrt((double)cancel->nterms) + sqrt((double)Lr)) : 0;
+	double maxabs = 0;
+	for (int64_t i = 0; i < ne; i++) {
+		double x = fabs(nx_lit_get_f64(r, i));
+		if (isfinite(x) && x > maxabs)
+			maxabs = x;
+	}
+	double worst = 0, worst_rel = 0, worst_ratio = 0;
+	int64_t where = -1, nbad = 0, ncancel = 0;
+	for (int64_t i = 0; i < ne; i++) {
+		double x = nx_lit_get_f64(r, i), y = nx_lit_get_f64(g, i);
+		bool ok;
+		double diff = fabs(x - y);
+		if (isnan(x) || isnan(y))
+			ok = isnan(x) && isnan(y), diff = ok ? 0 : INFINITY;
+		else if (isinf(x) || isinf(y))
+			ok = x == y, diff = ok ? 0 : INFINITY;
+		else if (exact)
+			ok = x == y;
+		else {
+			ok = diff <= rtol * fabs(x) + atolf * maxabs;
+			if (!ok && abssum) {
+				double b = cfac * fabs(nx_lit_get_f64(abssum, i));
+				ok = diff <= b;
+				ncancel += ok;
+				if (ok && b > 0 && diff / b > worst_ratio)
+					worst_ratio = diff / b;
+			}
+		}
+		if (!ok)
+			nbad++;
+		if (diff > worst || (where < 0 && !ok)) {
+			worst = diff;
+			worst_rel = x != 0 ? diff / fabs(x) : diff;
+			where = i;
+		}
+	}
+	char shp[256];
+	nx_shape_print(shp, sizeof shp, r->shape, false);
+	char via[256] = "";
+	int w = 0;
+	if (exact)
+		w = snprintf(via, sizeof via, " (exact)");
+	else if (tt != t)
+		w = snprintf(via, sizeof via, " (computed through %s: its tolerance)", nx_type_name(tt));
+	if (ncancel && w >= 0 && (size_t)w < sizeof via)
+		snprintf(via + w, sizeof via - (size_t)w,
+		         " (%lld elements by the cancellation bound: %s of %lld terms, |d| <= %d eps (sqrt n + sqrt L) sum|terms|, "
+		         "at most %.2g of it)",
+		         (long long)ncancel, cancel->op, (long long)cancel->nterms, NX_CHECK_CANCEL_C, worst_ratio);
+	if (out)
+		fprintf(out, "out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok",
+		        worst, worst_rel, (long long)where, via);
+	if (row) {
+		snprintf(row->name, sizeof row->name, "out%d", k);
+		snprintf(row->shape, sizeof row->shape, "%s", shp);
+		row->ok = !nbad, row->exact = exact, row->worst = worst, row->worst_rel = worst_rel;
+		row->where = where, row->nbad = nbad, row->n = ne;
+		row->expected = where >= 0 ? nx_lit_get_f64(r, where) : 0;
+		row->got = where >= 0 ? nx_lit_get_f64(g, where) : 0;
+	}
+	if (nbad && out)
+		fprintf(out, "  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
+		        (long long)ne, (long long)where, nx_lit_get_f64(r, where), nx_lit_get_f64(g, where));
+	return nbad ? 1 : 0;
+}
+
+bool nx_check_output_fails(const nx_literal *ref, const nx_literal *got, int64_t Lr, nx_type through)
+{
+	return compare_one(NULL, 0, ref, got, Lr, through, NULL, NULL) != 0;
+}
+
+int nx_check_compare_cancel(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
+                            const nx_type *through, nx_report_output *rows, const nx_check_cancel *cancel)
+{
+	int bad = 0;
+	for (int k = 0; k < nref; k++)
+		bad += compare_one(out, k, refs[k], outs[k], Lr, through ? through[k] : NX_F32, rows ? &rows[k] : NULL,
+		                   cancel ? &cancel[k] : NULL);
+	return bad;
+}
+
 int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const *outs, int nref, int64_t Lr,
                      const nx_type *through, nx_report_output *rows)
 {
-	int bad = 0;
-	for (int k = 0; k < nref; k++) {
-		const nx_literal *r = refs[k], *g = outs[k];
-		nx_type t = r->shape->type;
-		int64_t ne = nx_shape_elems(r->shape);
-		bool exact = !nx_type_is_float(t);
-		/* a float output computed through a narrower float is held to that
-		 * type's tolerance (docs/numerics.md) */
-		nx_type tt = t;
-		if (!exact && through && tier_of_type(through[k]) > tier_of_type(t))
-			tt = through[k];
-		double rtol, atolf;
-		if (tt == NX_BF16 || nx_type_bits(tt) == 8)
-			rtol = 2e-2, atolf = 2e-2;
-		else if (tt == NX_F16)
-			rtol = 2e-3, atolf = 2e-3;
-		else
-			rtol = 1e-5, atolf = 4 * FLT_EPSILON * (double)Lr;
-		double maxabs = 0;
-		for (int64_t i = 0; i < ne; i++) {
-			double x = fabs(nx_lit_get_f64(r, i));
-			if (isfinite(x) && x > maxabs)
-				maxabs = x;
-		}
-		double worst = 0, worst_rel = 0;
-		int64_t where = -1, nbad = 0;
-		for (int64_t i = 0; i < ne; i++) {
-			double x = nx_lit_get_f64(r, i), y = nx_lit_get_f64(g, i);
-			bool ok;
-			double diff = fabs(x - y);
-			if (isnan(x) || isnan(y))
-				ok = isnan(x) && isnan(y), diff = ok ? 0 : INFINITY;
-			else if (isinf(x) || isinf(y))
-				ok = x == y, diff = ok ? 0 : INFINITY;
-			else if (exact)
-				ok = x == y;
-			else
-				ok = diff <= rtol * fabs(x) + atolf * maxabs;
-			if (!ok)
-				nbad++;
-			if (diff > worst || (where < 0 && !ok)) {
-				worst = diff;
-				worst_rel = x != 0 ? diff / fabs(x) : diff;
-				where = i;
-			}
-		}
-		char shp[256];
-		nx_shape_print(shp, sizeof shp, r->shape, false);
-		char via[64] = "";
-		if (exact)
-			snprintf(via, sizeof via, " (exact)");
-		else if (tt != t)
-			snprintf(via, sizeof via, " (computed through %s: its tolerance)", nx_type_name(tt));
-		fprintf(out, "out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok", worst,
-		        worst_rel, (long long)where, via);
-		if (rows) {
-			nx_report_output *o = &rows[k];
-			snprintf(o->name, sizeof o->name, "out%d", k);
-			snprintf(o->shape, sizeof o->shape, "%s", shp);
-			o->ok = !nbad, o->exact = exact, o->worst = worst, o->worst_rel = worst_rel;
-			o->where = where, o->nbad = nbad, o->n = ne;
-			o->expected = where >= 0 ? nx_lit_get_f64(r, where) : 0;
-			o->got = where >= 0 ? nx_lit_get_f64(g, where) : 0;
-		}
-		if (nbad) {
-			fprintf(out, "  %lld of %lld elements outside tolerance; at %lld: expected %.9g, got %.9g\n", (long long)nbad,
-			       (long long)ne, (long long)where, nx_lit_get_f64(r, where), nx_lit_get_f64(g, where));
-			bad++;
-		}
+	return nx_check_compare_cancel(out, refs, outs, nref, Lr, through, rows, NULL);
+}
+
+/* The cancellation bounds (docs/numerics.md "Check tolerances"): for each
+ * float output that fails the normal tolerance on some rank and is a sum
+ * (nx_check_output_sum) of rm, the module the references came from, sum
+ * |terms| per element from one more evaluation. cancel[r * nref + k]; NULL
+ * when no output needs one. A copy that cannot be evaluated leaves that
+ * output to the normal tolerance, with a note. */
+static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_literal ***outs, int nref, int nranks,
+                                      int64_t Lr, const nx_type *through, const nx_eval_opts *eo,
+                                      nx_literal *const *const *argv, nx_arena *a)
+{
+	nx_check_cancel *cancel = NULL;
+	const nx_literal **refs = nx_arena_alloc(a, sizeof *refs * (size_t)(nref + 1) * (size_t)nranks);
+	for (int r = 0; r < nranks; r++) {
+		int n = 0;
+		nx_check_leaves(ref[r], refs + (size_t)r * (size_t)nref, &n, nref);
 	}
-	return bad;
+	for (int k = 0; k < nref; k++) {
+		bool fails = false;
+		int64_t nterms = 0;
+		for (int r = 0; r < nranks && !fails; r++)
+			fails = nx_check_output_fails(refs[(size_t)r * (size_t)nref + (size_t)k], outs[r][k], Lr,
+			                              through ? through[k] : NX_F32);
+		const nx_inst *s = fails && nx_type_is_float(outs[0][k]->shape->type) ? nx_check_output_sum(rm, k, &nterms)
+		                                                                      : NULL;
+		if (!s)
+			continue;
+		nx_literal **abs = nx_arena_alloc(a, sizeof *abs * (size_t)nranks);
+		nx_diag d = {0};
+		if (nx_check_abs_sums(rm, k, eo, argv, a, abs, &d) != NX_OK) {
+			printf("out%d: no cancellation bound (%s)\n", k, d.msg ? d.msg : "evaluation failed");
+			nx_diag_clear(&d);
+			continue;
+		}
+		if (!cancel) {
+			cancel = nx_arena_alloc(a, sizeof *cancel * (size_t)nref * (size_t)nranks);
+			memset(cancel, 0, sizeof *cancel * (size_t)nref * (size_t)nranks);
+		}
+		for (int r = 0; r < nranks; r++)
+			cancel[(size_t)r * (size_t)nref + (size_t)k] =
+			        (nx_check_cancel){abs[r], nterms, s->op == NX_OP_DOT ? "dot" : "reduce"};
+	}
+	return cancel;
 }
 
 static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int nranks, const char *report,
@@ -381,14 +474,17 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)dargv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
+	int64_t Lr = nx_check_longest_reduction(m);
+	nx_check_cancel *cancel = cancel_bounds(opt ? opt : m, ref, outs, nref, nranks, Lr, through, &eo,
+	                                        !opt || opt->entry->nparams == e->nparams ? argv_r : dargv_r, &a);
 	int bad = 0;
 	for (int r = 0; r < nranks; r++) {
 		if (nranks > 1)
 			printf("rank %d:\n", r);
 		nref = 0;
 		nx_check_leaves(ref[r], refs, &nref, 4096);
-		bad += nx_check_compare(stdout, refs, outs[r], nref, nx_check_longest_reduction(m), through,
-		                        r == 0 ? rows : NULL);
+		bad += nx_check_compare_cancel(stdout, refs, outs[r], nref, Lr, through, r == 0 ? rows : NULL,
+		                               cancel ? cancel + (size_t)r * (size_t)nref : NULL);
 		if (opt) {
 			/* Auto-cast: the device ran the narrow-type program; the original f32
 			 * module measures how far auto-cast moved the results. */

@@ -119,6 +119,10 @@ nx_status nx_eval_collective(nx_eval *, const nx_inst *, nx_literal *const *, nx
 typedef nx_status (*nx_eval_custom_fn)(nx_eval *ev, const nx_inst *i, nx_literal *const *ops, nx_literal **out,
                                        bool *handled);
 extern nx_eval_custom_fn nx_eval_custom_hook;
+/* A custom call the evaluator computes as the identity (one device):
+ * AwsNeuronTransferWithStaticRing, Sharding, SPMDFullToShardShape,
+ * SPMDShardToFullShape, xla.sdy.* (ir/eval/eval_custom.c). */
+bool nx_eval_custom_is_identity(const nx_inst *i);
 
 /* Host JIT of elementwise clusters (docs/gpsimd.md, "The JIT in the
  * evaluator"). When a hook is installed (compiler/ installs the GpSimd

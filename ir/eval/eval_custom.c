@@ -26,6 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool nx_eval_custom_is_identity(const nx_inst *i)
+{
+	const char *t = i->op == NX_OP_CUSTOM_CALL && i->a.custom_call_target ? i->a.custom_call_target : "";
+	return !strcmp(t, "AwsNeuronTransferWithStaticRing") || !strcmp(t, "Sharding") ||
+	       !strcmp(t, "SPMDFullToShardShape") || !strcmp(t, "SPMDShardToFullShape") || !strncmp(t, "xla.sdy.", 8);
+}
+
 static double gelu_grad(double x)
 {
 	return 0.5 * (1 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
@@ -88,9 +95,7 @@ nx_status nx_eval_custom_call(nx_eval *ev, const nx_inst *i, nx_literal *const *
 	bool tanhf_ = !strcmp(t, "AwsNeuronGeluApprxTanh"), erf_ = !strcmp(t, "AwsNeuronErf");
 	bool silu = !strcmp(t, "AwsNeuronSilu"), silub = !strcmp(t, "AwsNeuronSiluBackward");
 	bool rms = !strcmp(t, "AwsNeuronRmsNorm");
-	if (!strcmp(t, "AwsNeuronTransferWithStaticRing") || !strcmp(t, "Sharding") ||
-	    !strcmp(t, "SPMDFullToShardShape") || !strcmp(t, "SPMDShardToFullShape") ||
-	    !strncmp(t, "xla.sdy.", 8)) {
+	if (nx_eval_custom_is_identity(i)) {
 		if (i->noperands != 1 || !nx_shape_compatible(ops[0]->shape, i->shape))
 			return nx_eval_error(ev, i, "%s needs one operand of the result's shape (one device)", t);
 		*out = ops[0];

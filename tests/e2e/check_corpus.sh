@@ -64,6 +64,19 @@ if [ -f "$f" ]; then
 		fail "llama__tp_2 bf16: out0 not checked with the bf16 tolerance: $(echo "$out" | grep '^out0' | head -1)"
 fi
 
+# A BERT forward+backward graph whose out27 (an attention key-bias gradient)
+# is analytically zero: every element is f32 rounding noise of a sum whose
+# terms cancel, outside the f32 tolerance (from max|ref|, itself noise) and
+# accepted by the cancellation bound from sum |terms| (docs/numerics.md
+# "Check tolerances"). ~30 s.
+f="$corpus/bert__bert_dp_graph_4.hlo"
+if [ -f "$f" ]; then
+	out=$("$NXCC" check "$f" --framework XLA --target trn1 -O2 --auto-cast none --random-inputs 1 2>&1) ||
+		fail "bert__bert_dp_graph_4: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+	echo "$out" | grep -q '^out27 f32\[16\]: ok .*by the cancellation bound: reduce of 2048 terms' ||
+		fail "bert__bert_dp_graph_4: out27 not accepted by the cancellation bound: $(echo "$out" | grep '^out27' | head -1)"
+fi
+
 # byte-identical output; the payload is a tar archive with the sections
 f="$NX_ROOT/examples/mlp_step.hlo"
 "$NXCC" compile "$f" --framework XLA --target trn1 --output "$tmp/a.neff" || fail "compile a"

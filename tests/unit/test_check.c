@@ -1,11 +1,15 @@
 /* tests/unit/test_check.c — nxcc check's tolerance (compiler/cmd_check.c):
  * an f32 output computed through bf16 values is held to the bf16 tolerance
  * (docs/numerics.md "Check tolerances"), integers stay exact, and a wrong
- * result still fails. */
+ * result still fails; a sum whose terms cancel is accepted by the bound from
+ * sum |terms| (compiler/check_cancel.c) where the max|ref| one fails, and a
+ * missing or sign-flipped term is still rejected. */
 #include "testutil.h"
 
 #include "compiler/check.h"
 #include "ir/eval/eval.h"
+
+#include <math.h>
 
 /* out0: f32 through bf16 (auto-cast's converts around an add); out1: pure
  * f32; out2: s32 computed from a bf16 value (exact whatever it passed
@@ -89,11 +93,133 @@ static void test_tolerance(void **state)
 	nx_arena_free(&a);
 }
 
+/* out0: a sum over 64 terms seen through an identity custom call and a
+ * reshape (a cancellation candidate); out1: a product (not a sum); out2: a
+ * reduce with a max reducer (not a sum); out3: a dot through a transpose. */
+static const char *SUM = "HloModule s\n"
+                         "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+                         "max { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] maximum(a, b) }\n"
+                         "ENTRY e {\n"
+                         "  p = f32[16,64] parameter(0)\n"
+                         "  z = f32[] constant(0)\n"
+                         "  r = f32[16] reduce(p, z), dimensions={1}, to_apply=add\n"
+                         "  c = f32[16] custom-call(r), custom_call_target=\"AwsNeuronTransferWithStaticRing\"\n"
+                         "  o0 = f32[4,4] reshape(c)\n"
+                         "  o1 = f32[16] multiply(r, r)\n"
+                         "  o2 = f32[16] reduce(p, z), dimensions={1}, to_apply=max\n"
+                         "  d = f32[16,16] dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+                         "  o3 = f32[16,16] transpose(d), dimensions={1,0}\n"
+                         "  ROOT t = (f32[4,4], f32[16], f32[16], f32[16,16]) tuple(o0, o1, o2, o3)\n"
+                         "}\n";
+
+static void test_sum_source(void **state)
+{
+	(void)state;
+	nx_module *m = tu_parse(SUM);
+	int64_t n = 0;
+	const nx_inst *s = nx_check_output_sum(m, 0, &n);
+	assert_non_null(s);
+	assert_string_equal(s->name, "r");
+	assert_int_equal(n, 64);
+	assert_null(nx_check_output_sum(m, 1, &n));
+	assert_null(nx_check_output_sum(m, 2, &n));
+	s = nx_check_output_sum(m, 3, &n);
+	assert_non_null(s);
+	assert_string_equal(s->name, "d");
+	assert_int_equal(n, 64);
+	assert_null(nx_check_output_sum(m, 4, &n));
+	nx_module_free(m);
+}
+
+/* Row i of p: 63 values in [-1, 1) and minus their sum (rounded to f32):
+ * each row sums to rounding noise, like a gradient that is analytically
+ * zero (bert__bert_dp_graph_4 out27). The "device" sums the terms in the
+ * reverse order, minus term `skip` (-1: none), with term `flip` negated. */
+static void device_sums(const nx_literal *p, nx_literal *got, int skip, int flip)
+{
+	for (int i = 0; i < 16; i++) {
+		float s = 0;
+		for (int j = 63; j >= 0; j--)
+			if (j != skip)
+				s += (j == flip ? -1.0f : 1.0f) * (float)nx_lit_get_f64(p, i * 64 + j);
+		nx_lit_set_f64(got, i, s);
+	}
+}
+
+static void test_cancellation(void **state)
+{
+	(void)state;
+	nx_module *m = tu_parse(SUM);
+	nx_arena a;
+	nx_arena_init(&a);
+	int64_t dims[2] = {16, 64};
+	nx_literal *p = nx_literal_new(&a, nx_shape_array(&a, NX_F32, 2, dims));
+	uint32_t x = 12345;
+	for (int i = 0; i < 16; i++) {
+		double sum = 0;
+		for (int j = 0; j < 63; j++) {
+			x = x * 1664525u + 1013904223u;
+			float v = (float)((double)(x >> 8) / (1 << 24) * 2 - 1);
+			nx_lit_set_f64(p, i * 64 + j, v);
+			sum += v;
+		}
+		nx_lit_set_f64(p, i * 64 + 63, -sum);
+	}
+	nx_literal *args1[1] = {p};
+	nx_literal *const *argv[1] = {args1};
+	nx_eval_opts eo = {.replicas = 1};
+	nx_diag d = {0};
+	nx_literal *ref = NULL, *abs = NULL;
+	assert_int_equal(nx_eval_module(m, &eo, 1, argv, &a, &ref, &d), NX_OK);
+	assert_int_equal(nx_check_abs_sums(m, 0, &eo, argv, &a, &abs, &d), NX_OK);
+	const nx_literal *refs[1] = {ref->tuple[0]};
+	assert_int_equal(nx_shape_elems(abs->shape), 16);
+	for (int i = 0; i < 16; i++) { /* sum |terms| of row i */
+		double s = 0;
+		for (int j = 0; j < 64; j++)
+			s += fabs(nx_lit_get_f64(p, i * 64 + j));
+		assert_true(fabs(nx_lit_get_f64(abs, i) - s) <= 1e-5 * s);
+	}
+	int64_t Lr = nx_check_longest_reduction(m);
+	assert_int_equal(Lr, 64);
+	nx_literal *got = nx_literal_new(&a, nx_shape_copy(&a, refs[0]->shape));
+	nx_literal *outs[1] = {got};
+	nx_check_cancel cancel[1] = {{abs, 64, "reduce"}};
+	FILE *devnull = fopen("/dev/null", "w");
+	assert_non_null(devnull);
+	/* another summation order: the old bound (from max|ref|, itself noise)
+	 * rejects it, the cancellation bound accepts it */
+	device_sums(p, got, -1, -1);
+	assert_true(nx_check_output_fails(refs[0], got, Lr, NX_F32));
+	assert_int_equal(nx_check_compare_cancel(devnull, refs, outs, 1, Lr, NULL, NULL, NULL), 1);
+	assert_int_equal(nx_check_compare_cancel(devnull, refs, outs, 1, Lr, NULL, NULL, cancel), 0);
+	/* a missing term, or one with the wrong sign, is still rejected */
+	device_sums(p, got, 5, -1);
+	assert_int_equal(nx_check_compare_cancel(devnull, refs, outs, 1, Lr, NULL, NULL, cancel), 1);
+	device_sums(p, got, -1, 5);
+	assert_int_equal(nx_check_compare_cancel(devnull, refs, outs, 1, Lr, NULL, NULL, cancel), 1);
+	/* so is a wrong value where the sum is not noise: the element of the
+	 * largest sum |terms| one part in 1e3 off its sum |terms| */
+	device_sums(p, got, -1, -1);
+	int big = 0;
+	for (int i = 1; i < 16; i++)
+		if (nx_lit_get_f64(abs, i) > nx_lit_get_f64(abs, big))
+			big = i;
+	nx_lit_set_f64(got, big, nx_lit_get_f64(got, big) + 1e-3 * nx_lit_get_f64(abs, big));
+	assert_int_equal(nx_check_compare_cancel(devnull, refs, outs, 1, Lr, NULL, NULL, cancel), 1);
+	fclose(devnull);
+	nx_diag_clear(&d);
+	nx_arena_free(&a);
+	nx_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_through_types),
 		cmocka_unit_test(test_tolerance),
+		cmocka_unit_test(test_sum_source),
+		cmocka_unit_test(test_cancellation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,188 @@
+/* compiler/check_cancel.c — nxcc check's cancellation-aware bound: for an
+ * output that fails the normal tolerance and is a sum (a reduce with an add
+ * reducer, or a dot) seen through shape-only ops, sum |terms| per element
+ * from the evaluator, to bound the rounding of any summation order
+ * (docs/numerics.md "Check tolerances"). */
+#include "compiler/check.h"
+
+#include "ir/eval/eval.h"
+#include "ir/map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The instruction that produces array leaf *k (depth first) of i's value;
+ * NULL when that leaf is inside a tuple value that is not a tuple
+ * instruction (no single producer). */
+static int count_leaves(const nx_shape *s)
+{
+	if (!nx_shape_is_tuple(s))
+		return 1;
+	int n = 0;
+	for (int j = 0; j < s->ntuple; j++)
+		n += count_leaves(s->tuple[j]);
+	return n;
+}
+
+/* The instruction that produces array leaf *k (depth first) of i's value,
+ * counting *k down past the leaves before it; NULL when that leaf lies in a
+ * tuple value that is not a tuple instruction (no single producer). */
+static const nx_inst *leaf_inst(const nx_inst *i, int *k)
+{
+	if (!nx_shape_is_tuple(i->shape))
+		return (*k)-- == 0 ? i : NULL;
+	if (i->op != NX_OP_TUPLE) {
+		*k -= count_leaves(i->shape);
+		return NULL;
+	}
+	for (int j = 0; j < i->noperands && *k >= 0; j++) {
+		const nx_inst *r = leaf_inst(i->operands[j], k);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* The computation is the add of its two parameters. */
+static bool is_add_reducer(const nx_comp *c)
+{
+	const nx_inst *r = c ? c->root : NULL;
+	return r && c->nparams == 2 && r->op == NX_OP_ADD && r->noperands == 2 &&
+	       r->operands[0]->op == NX_OP_PARAMETER && r->operands[1]->op == NX_OP_PARAMETER &&
+	       r->operands[0] != r->operands[1];
+}
+
+const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
+{
+	for (int guard = 0; i && guard < 100000; guard++) {
+		switch (i->op) {
+		case NX_OP_CONVERT:
+			if (!nx_shape_is_array(i->operands[0]->shape) || !nx_type_is_float(i->operands[0]->shape->type))
+				return NULL;
+			/* fall through */
+		case NX_OP_RESHAPE:
+		case NX_OP_BITCAST:
+		case NX_OP_COPY:
+		case NX_OP_TRANSPOSE:
+		case NX_OP_BROADCAST:
+		case NX_OP_SLICE:
+			i = i->operands[0];
+			continue;
+		case NX_OP_CUSTOM_CALL:
+			if (i->noperands != 1 || !nx_eval_custom_is_identity(i))
+				return NULL;
+			i = i->operands[0];
+			continue;
+		case NX_OP_GET_TUPLE_ELEMENT: {
+			const nx_inst *t = i->operands[0];
+			if (t->op != NX_OP_TUPLE || i->a.tuple_index < 0 || i->a.tuple_index >= t->noperands)
+				return NULL;
+			i = t->operands[i->a.tuple_index];
+			continue;
+		}
+		case NX_OP_REDUCE:
+			if (i->noperands != 2 || i->ncalled != 1 || !is_add_reducer(i->called[0]) ||
+			    !nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type))
+				return NULL;
+			*nterms = 1;
+			for (int j = 0; j < i->a.dimensions.n; j++)
+				*nterms *= i->operands[0]->shape->dims[i->a.dimensions.v[j]];
+			return i;
+		case NX_OP_DOT:
+			if (i->noperands != 2 || !nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type))
+				return NULL;
+			*nterms = 1;
+			for (int j = 0; j < i->a.dot.lhs_contracting.n; j++)
+				*nterms *= i->operands[0]->shape->dims[i->a.dot.lhs_contracting.v[j]];
+			return i;
+		default:
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+const nx_inst *nx_check_output_sum(const nx_module *m, int leaf, int64_t *nterms)
+{
+	if (!m->entry || !m->entry->root)
+		return NULL;
+	int k = leaf;
+	const nx_inst *i = leaf_inst(m->entry->root, &k);
+	return i ? nx_check_sum_source(i, nterms) : NULL;
+}
+
+static nx_inst *new_abs(nx_module *m, nx_comp *c, nx_inst *x)
+{
+	return nx_inst_new(c, NX_OP_ABS, x->shape, &x, 1, nx_module_unique_name(m, "abs"));
+}
+
+/* Rewrites m (a private copy) so that its entry returns output leaf `leaf`
+ * with the sum's operands replaced by their absolute values: the result is
+ * sum |terms| for each element of that output, carried through the same
+ * shape-only ops. Only what the new root needs stays. false: not such an
+ * output. */
+static bool abs_module(nx_module *m, int leaf)
+{
+	int64_t n;
+	nx_comp *e = m->entry;
+	int k = leaf;
+	nx_inst *out = (nx_inst *)leaf_inst(e->root, &k);
+	nx_inst *s = out ? (nx_inst *)nx_check_sum_source(out, &n) : NULL;
+	if (!s)
+		return false;
+	int before = e->ninsts;
+	for (int j = 0; j < s->noperands; j++)
+		s->operands[j] = new_abs(m, e, s->operands[j]);
+	/* the new abs instructions (appended) go just before the sum */
+	int nnew = e->ninsts - before;
+	nx_inst **order = malloc(sizeof *order * (size_t)e->ninsts);
+	bool *keep = calloc((size_t)e->ninsts, sizeof *keep);
+	NX_ASSERT(order && keep);
+	int w = 0;
+	for (int j = 0; j < before; j++) {
+		if (e->insts[j] == s)
+			for (int q = 0; q < nnew; q++)
+				order[w++] = e->insts[before + q];
+		order[w++] = e->insts[j];
+	}
+	memcpy(e->insts, order, sizeof *order * (size_t)w);
+	/* keep what the new root needs, and the parameters */
+	nx_ptrmap live = {0};
+	nx_ptrmap_put(&live, out, 1);
+	for (int j = e->ninsts - 1; j >= 0; j--) {
+		nx_inst *i = e->insts[j];
+		if (!nx_ptrmap_get(&live, i, 0) && i->op != NX_OP_PARAMETER)
+			continue;
+		keep[j] = true;
+		for (int q = 0; q < i->noperands; q++)
+			nx_ptrmap_put(&live, i->operands[q], 1);
+	}
+	nx_ptrmap_free(&live);
+	nx_comp_compact(e, keep);
+	e->root = out;
+	m->entry_layout = NULL;
+	m->naliases = 0;
+	free(order);
+	free(keep);
+	return true;
+}
+
+nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo, nx_literal *const *const *args,
+                            nx_arena *a, nx_literal **out, nx_diag *d)
+{
+	nx_print_opts po = {.no_metadata = true};
+	char *text = nx_print_module(m, &po);
+	if (!text)
+		return nx_diag_set(d, NX_ERR_INTERNAL, NULL, 0, 0, "cannot print the module");
+	nx_module *c = nx_read_text(text, strlen(text), m->file ? m->file : "(check copy)", d);
+	free(text);
+	if (!c)
+		return d->status ? d->status : NX_ERR_INTERNAL;
+	nx_status st;
+	if (!abs_module(c, leaf))
+		st = nx_diag_set(d, NX_ERR_INTERNAL, NULL, 0, 0, "output %d is not a sum", leaf);
+	else
+		st = nx_eval_module(c, eo, c->entry->nparams, args, a, out, d);
+	nx_module_free(c);
+	return st;
+}

@@ -691,7 +691,7 @@ static const char *fattr(const nx_inst *i, const char *key, int k, nx_arena *a)
 	return NULL;
 }
 
-/* the array leaves of an HLO shape, in the order of leaves() */
+/* the array leaves of an HLO shape, in the order of nx_l_leaves() */
 static void shape_leaves(const nx_shape *s, const nx_shape **out, int *n, int max)
 {
 	if (nx_shape_is_tuple(s)) {
@@ -704,11 +704,11 @@ static void shape_leaves(const nx_shape *s, const nx_shape **out, int *n, int ma
 	(*n)++;
 }
 
-static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
+void nx_l_leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
 {
 	if (v->tuple) {
 		for (int k = 0; k < v->ntuple; k++)
-			leaves(v->tuple[k], out, n, cap);
+			nx_l_leaves(v->tuple[k], out, n, cap);
 		return;
 	}
 	if (*n == *cap) {
@@ -966,7 +966,7 @@ static nx_status lower_all(nx_lower *L, nx_neff_program *p)
 	/* outputs: copy into aliased parameter buffers or fresh output buffers */
 	nx_lval *root = val(L, e->root), **lv = NULL;
 	int nl = 0, capl = 0;
-	leaves(root, &lv, &nl, &capl);
+	nx_l_leaves(root, &lv, &nl, &capl);
 	nx_neff_tensor *out = nx_arena_alloc(&L->a, sizeof *out * (size_t)(nl + 1));
 	bool *taken = calloc((size_t)nl + 1, 1);
 	nx_lval *srcv = calloc((size_t)nl + 1, sizeof *srcv);

@@ -219,6 +219,8 @@ void nx_l_signal_sem(nx_lower *L, nx_engine e, int sem, int64_t inc);
  * parameter bound to param; *root is its root's value (not released) */
 nx_status nx_l_lower_comp(nx_lower *L, const nx_comp *c, nx_lval *param, nx_lval **root);
 void nx_l_release_val(nx_lower *L, nx_lval *v);
+/* Appends v's array leaves, depth first, to the growable *out (*n of *cap). */
+void nx_l_leaves(nx_lval *v, nx_lval ***out, int *n, int *cap);
 /* lower_while.c: a counted while loop as a device loop; refusal otherwise.
  * init_dies: the loop is the init's last reader (its buffers may be taken). */
 nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_dies, nx_lval **out);

@@ -66,20 +66,6 @@ static void ctrl_end(nx_lower *L, int64_t D)
 	}
 }
 
-static void leaves(nx_lval *v, nx_lval ***out, int *n, int *cap)
-{
-	if (v->tuple) {
-		for (int k = 0; k < v->ntuple; k++)
-			leaves(v->tuple[k], out, n, cap);
-		return;
-	}
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*out = nx_xrealloc(*out, (size_t)*cap * sizeof **out);
-	}
-	(*out)[(*n)++] = v;
-}
-
 /* Leaf k of the state that the body passes through unchanged (its root
  * tuple's operand k is get-tuple-element k of the parameter): read-only,
  * so the state leaf is the init leaf itself, never copied. */
@@ -177,8 +163,8 @@ static nx_status copy_back(nx_lower *L, nx_lval *root, nx_lval *state)
 	nx_lval **rl = NULL, **sl = NULL, **tmp = NULL;
 	int nr = 0, ns = 0, cr = 0, cs = 0;
 	nx_status rc = NX_OK;
-	leaves(root, &rl, &nr, &cr);
-	leaves(state, &sl, &ns, &cs);
+	nx_l_leaves(root, &rl, &nr, &cr);
+	nx_l_leaves(state, &sl, &ns, &cs);
 	if (nr != ns) {
 		rc = nx_l_err(L, "while body returns %d arrays for a state of %d", nr, ns);
 		goto out;

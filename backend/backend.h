@@ -13,6 +13,8 @@ enum { NX_DUMP_PLAN = 1, NX_DUMP_MEMORY = 2, NX_DUMP_STREAMS = 4 };
 
 typedef struct nx_lower_stats {
 	unsigned dump;                /* in: NX_DUMP_* wanted */
+	int opt_level;                /* in: -O level; 3 = cost-model search per kernel (O3),
+	                                 anything else the -O2 plans */
 	char *dump_text;              /* out: malloc'd text of the dumps asked for (caller frees), NULL none */
 	/* seconds per lowering stage: HBM plan check, kernels (plan, memory,
 	 * schedule and emit interleave per kernel), checks and dead stores,

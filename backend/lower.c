@@ -1215,6 +1215,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	L.d = d;
 	nx_arena_init(&L.a);
 	L.sbuf_half = t->sbuf_partition_bytes / 2;
+	L.o3 = st && st->opt_level >= 3;
 	L.nreplicas = nx_lower_replicas(m);
 	*neff = NULL;
 	*len = 0;

@@ -142,6 +142,7 @@ typedef struct nx_lower {
 	int64_t chk_trip[NX_ENG_COUNT][NX_LOOP_DEPTH];
 	int kidx, pidx;
 	int64_t sbuf_half, sbuf_peak;
+	bool o3;           /* -O3: kernels search a wider plan space by their cost estimates */
 	int node;          /* current node (program order) */
 	const nx_inst *cur;
 	uint32_t cur_debug;

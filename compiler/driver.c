@@ -129,6 +129,7 @@ nx_status nx_driver_compile(const char *path, const nx_compile_opts *o, bool kee
 	r->t_verify += now() - t;
 	t = now();
 	r->st.dump = o->dump_lower;
+	r->st.opt_level = o->opt_level;
 	if (st == NX_OK)
 		st = nx_check_device_types(m, d);
 	if (st == NX_OK)

@@ -559,6 +559,40 @@ static double assign(const nx_lower *L, fl *x)
 			else
 				lev[v] = bk, ld[eng[seq[bk]]] += bc;
 		}
+		/* -O3: then move single values between levels (operands at or
+		 * before, readers at or after) while the busiest resource drops */
+		for (int pass = 0; L->o3 && ok && pass < 8; pass++) {
+			bool moved = false;
+			for (int v = 0; v < x->nv; v++) {
+				if (x->stage[v] < 0)
+					continue;
+				int lo = 0, up = hi[v];
+				for (int j = 0; j < x->nops[v]; j++)
+					if (x->stage[x->ops[v][j]] >= 0 && lev[x->ops[v][j]] > lo)
+						lo = lev[x->ops[v][j]];
+				for (int u = v + 1; u < x->nv; u++)
+					for (int j = 0; j < x->nops[u]; j++)
+						if (x->ops[u][j] == v && x->stage[u] >= 0 && lev[u] < up)
+							up = lev[u];
+				nx_engine e0 = eng[seq[lev[v]]];
+				double c0 = cost(L, x, v, e0), m0 = makespan(L, ld);
+				for (int k = lo; k <= up; k++) {
+					nx_engine e = eng[seq[k]];
+					if (k == lev[v] || !(x->em[v] & (1u << e)))
+						continue;
+					double cc = cost(L, x, v, e);
+					ld[e0] -= c0, ld[e] += cc;
+					double mk = makespan(L, ld);
+					if (mk < m0 - 1e-9) {
+						lev[v] = k, e0 = e, c0 = cc, m0 = mk, moved = true;
+						continue;
+					}
+					ld[e] -= cc, ld[e0] += c0;
+				}
+			}
+			if (!moved)
+				break;
+		}
 		double mk = makespan(L, ld);
 		if (ok && (best < 0 || mk < best - 1e-9)) {
 			best = mk, bn = n;

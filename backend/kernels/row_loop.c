@@ -1087,6 +1087,66 @@ static void body(rk *x, int64_t r0)
 	}
 }
 
+/* -O3 tile estimate (ns) for kt rows per partition and nd buffer sets, by
+ * the target's cost model (nx_target_ns of each transfer: fixed cost,
+ * payload per partition): a tile's loads per load queue (lt), its compute
+ * on the busier side (ct: ACT-only, DVE/POOL-only, the flexible ops split),
+ * its stores per store queue (st). Tiles stream at the slowest of the three
+ * or, with nd buffer sets each held from load to store, at that time / nd;
+ * the first tile's load and compute and the last tile's store are exposed,
+ * and each tile outside the loop body runs its stages back to back. */
+static double dma_ns(const nx_lower *L, int dt, int64_t parts, int64_t elems)
+{
+	nx_insn in;
+	memset(&in, 0, sizeof in);
+	in.op = NX_I_DMA;
+	in.ap[0].space = NX_MEM_SBUF, in.ap[1].space = NX_MEM_HBM;
+	for (int a = 0; a < 2; a++) {
+		in.ap[a].dtype = (uint8_t)dt, in.ap[a].ndims = 1;
+		in.ap[a].part_count = (uint16_t)parts, in.ap[a].stride[0] = 1;
+		in.ap[a].count[0] = (uint32_t)elems;
+		in.ap[a].part_stride = elems;
+	}
+	return nx_target_ns(L->t, &in);
+}
+
+static double o3_cost(rk *x, int nd, int64_t k)
+{
+	int64_t T0 = x->R / (128 * k), rem = x->R - T0 * 128 * k;
+	int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
+	int64_t tails = ntile - T0 / body_tiles(T0, nd) * body_tiles(T0, nd);
+	int kl = x->nld <= 8 ? 8 / x->nld : 1, ks = x->nout <= 8 ? 8 / x->nout : 1;
+	double lt = 0, st = 0, act = 0, port = 0, flex = 0;
+	for (int l = 0; l < x->nld; l++)
+		lt += kl * dma_ns(x->L, x->v[x->ld[l]].dt, 128 / kl, io_elems(x, x->ld[l], k));
+	for (int o = 0; o < x->nout; o++)
+		st += ks * dma_ns(x->L, x->v[x->outs[o]].dt, 128 / ks, io_elems(x, x->outs[o], k));
+	lt /= x->nld * kl < 8 ? x->nld * kl : 8;
+	st /= x->nout * ks < 8 ? x->nout * ks : 8;
+	x->kt = k;
+	for (int q = 0; q < x->nop; q++) {
+		int only;
+		double c = op_cycles(x, &x->op[q], &only);
+		if (only == 1)
+			act += c / clk_act;
+		else if (only == 2)
+			port += c / clk_dve;
+		else
+			flex += c / clk_act;
+	}
+	double ct = (act + port + flex) / 2;
+	ct = ct > act ? ct : act;
+	ct = ct > port ? ct : port;
+	/* a buffer set is held from its load to its store; with outputs on
+	 * slots of their own (sep) inputs free after the compute */
+	double hold = x->sep ? (lt > st ? lt : st) + ct : lt + ct + st;
+	double per = hold / nd;
+	per = per > lt ? per : lt;
+	per = per > ct ? per : ct;
+	per = per > st ? per : st;
+	return (double)ntile * per + lt + ct + st + (double)tails * (lt + ct + st);
+}
+
 nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	rk x;
@@ -1131,6 +1191,17 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			km = 64;
 		if (km > rpp)
 			km = rpp;
+		if (L->o3) { /* -O3: up to 128 rows per partition, by o3_cost */
+			km = room / nd / set1;
+			km = km < 128 ? km : 128;
+			km = km < rpp ? km : rpp;
+			for (int64_t k = 1; k <= km; k++) {
+				double c = o3_cost(&x, nd, k);
+				if (kt == 0 || c < bestc)
+					kt = k, x.nd = nd, bestc = c;
+			}
+			continue;
+		}
 		for (int64_t k = 1; k <= km; k++) {
 			int64_t T0 = x.R / (128 * k), rem = x.R - T0 * 128 * k;
 			int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);

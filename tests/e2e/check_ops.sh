@@ -6,7 +6,7 @@
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
-# take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2, auto-cast none and
+# take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
 # bf16 for the float-only families (custom, dot_batch, dot_shapes, data, conv_*).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
@@ -27,7 +27,15 @@ for f in "$NX_ROOT"/tests/e2e/ops/*.hlo; do
 		done
 	done
 done
-# an op outside the supported patterns is a clear compile error
+# -O3 (the backend's plan search: row-loop tiles, fused-loop engine split)
+# on the kernels it changes, on both targets
+for b in row_softmax row_layernorm row_bcast_out row_fallback alias_inplace bcast_big dot_shapes dot_batch; do
+	for t in trn1 trn2; do
+		out=$("$NXCC" check "$NX_ROOT/tests/e2e/ops/$b.hlo" --framework XLA --target $t -O3 --auto-cast none --random-inputs 3 2>&1) ||
+			fail "$b $t -O3: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+		n=$((n + 1))
+	done
+done
 printf 'HloModule g\nENTRY m {\n  t = f32[8,4] parameter(0)\n  i = s32[3,2] parameter(1)\n  ROOT g = f32[3] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}\n}\n' > "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
 out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo" 2>&1)
 rc=$?

@@ -245,6 +245,11 @@ nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(prin
  * completion there. */
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half);
 void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done);
+/* A loop kernel's end: its nout outputs are written (and their buffers free
+ * of its accesses) once its stores are done; its SBUF half once its loads,
+ * stores and compute are. */
+void nx_l_kernel_end(nx_lower *L, int half, nx_lval *const *out, int nout, const nx_lsync *loads,
+                     const nx_lsync *stores, const nx_lsync *comp);
 /* Residency: v's SBUF copy (region slot, address, flat [P, F], ready after
  * `ready`). nx_l_resident: the copy exists, is intact and has this layout
  * (P, F <= 0: any). A kernel that reads it calls nx_l_resident_read with its

@@ -329,6 +329,19 @@ void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done)
 	L->sbuf_free[half] = *done;
 }
 
+void nx_l_kernel_end(nx_lower *L, int half, nx_lval *const *out, int nout, const nx_lsync *loads,
+                     const nx_lsync *stores, const nx_lsync *comp)
+{
+	for (int o = 0; o < nout; o++) {
+		nx_l_max(&out[o]->buf->written, stores);
+		nx_l_max(&out[o]->buf->war, stores);
+	}
+	nx_lsync done = *stores;
+	nx_l_max(&done, loads);
+	nx_l_max(&done, comp);
+	nx_l_sbuf_end(L, half, &done);
+}
+
 void nx_l_set_resident(nx_lower *L, nx_lval *v, int slot, int64_t off, int64_t P, int64_t F,
                        const nx_lsync *ready)
 {

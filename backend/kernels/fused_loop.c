@@ -900,13 +900,6 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0)
 			nx_l_max(&ops[x.param[v]]->buf->war, &x.loads);
-	for (int o = 0; o < x.nout; o++) {
-		nx_l_max(&x.out[o]->buf->written, &x.stores);
-		nx_l_max(&x.out[o]->buf->war, &x.stores);
-	}
-	nx_lsync done = x.stores;
-	nx_l_max(&done, &x.loads);
-	nx_l_max(&done, &x.comp);
-	nx_l_sbuf_end(L, h, &done);
+	nx_l_kernel_end(L, h, x.out, x.nout, &x.loads, &x.stores, &x.comp);
 	return NX_OK;
 }

@@ -1411,13 +1411,6 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		tail(&x, s, 1, T * 128 * kt + k2 * 128, par, u);
 	for (int l = 0; l < x.nld; l++)
 		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
-	for (int o = 0; o < x.nout; o++) {
-		nx_l_max(&x.out[o]->buf->written, &x.stores);
-		nx_l_max(&x.out[o]->buf->war, &x.stores);
-	}
-	nx_lsync done = x.stores;
-	nx_l_max(&done, &x.loads);
-	nx_l_max(&done, &x.comp);
-	nx_l_sbuf_end(L, h, &done);
+	nx_l_kernel_end(L, h, x.out, x.nout, &x.loads, &x.stores, &x.comp);
 	return NX_OK;
 }

@@ -51,41 +51,19 @@ static bool has_token(const nx_shape *s)
 	return false;
 }
 
-/* The branch body cloned before the conditional; returns its root's clone. */
-static nx_inst *clone_branch(nx_rw *rw, const nx_comp *b, nx_inst *arg)
+/* Branch b's body cloned before the conditional (names <name>.<cond>.b<b>);
+ * returns its root's clone. */
+static nx_inst *clone_branch(nx_rw *rw, const nx_inst *cond, int b, nx_inst *arg)
 {
-	nx_inst **map = calloc((size_t)(b->ninsts ? b->ninsts : 1), sizeof *map);
-	NX_ASSERT(map);
-	for (int i = 0; i < b->ninsts; i++)
-		b->insts[i]->aux = (void *)(intptr_t)i;
-	for (int i = 0; i < b->ninsts; i++) {
-		const nx_inst *src = b->insts[i];
-		if (src->op == NX_OP_PARAMETER) {
-			map[i] = arg;
-			continue;
-		}
-		nx_inst *ops[src->noperands ? src->noperands : 1];
-		for (int k = 0; k < src->noperands; k++)
-			ops[k] = map[(intptr_t)src->operands[k]->aux];
-		nx_inst *c = nx_rw_add(rw, src->op, src->shape, ops, src->noperands, src->name);
-		c->a = src->a;
-		c->a.control_predecessors = NULL;
-		c->a.ncontrol_predecessors = 0;
-		if (src->a.ncontrol_predecessors) {
-			c->a.control_predecessors = nx_arena_alloc(
-				nx_rw_arena(rw), sizeof(nx_inst *) * (size_t)src->a.ncontrol_predecessors);
-			for (int k = 0; k < src->a.ncontrol_predecessors; k++)
-				c->a.control_predecessors[k] = map[(intptr_t)src->a.control_predecessors[k]->aux];
-			c->a.ncontrol_predecessors = src->a.ncontrol_predecessors;
-		}
-		c->called = src->called;
-		c->ncalled = src->ncalled;
-		c->line = src->line;
-		c->col = src->col;
-		map[i] = c;
-	}
-	nx_inst *root = map[(intptr_t)b->root->aux];
-	free(map);
+	const nx_comp *body = cond->called[b];
+	nx_inst **cl = malloc(sizeof(nx_inst *) * (size_t)(body->ninsts + 1));
+	NX_ASSERT(cl);
+	int n = 0;
+	nx_inst *root = nx_pass_clone_body(rw->m, rw->c, body, &arg,
+	                                   nx_arena_printf(nx_rw_arena(rw), "%s.b%d", cond->name, b), cl, &n);
+	for (int k = 0; k < n; k++)
+		nx_rw_place(rw, cl[k]);
+	free(cl);
 	return root;
 }
 
@@ -134,9 +112,9 @@ static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 	st->cloned += size;
 	nx_pass_log(rw->ctx, 2, "conditional-select: %s (%d branches, %lld instructions)", in->name, nb,
 	            (long long)size);
-	nx_inst *res = clone_branch(rw, in->called[nb - 1], in->operands[nb]);
+	nx_inst *res = clone_branch(rw, in, nb - 1, in->operands[nb]);
 	for (int b = nb - 2; b >= 0; b--) {
-		nx_inst *r = clone_branch(rw, in->called[b], in->operands[b + 1]);
+		nx_inst *r = clone_branch(rw, in, b, in->operands[b + 1]);
 		nx_inst *p = sel;
 		if (!is_pred) {
 			p = nx_rw_binary(rw, NX_OP_COMPARE, sel, nx_rw_scalar(rw, sel->shape->type, (double)b));

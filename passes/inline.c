@@ -12,44 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Clones callee's instructions into a fresh array of the caller's arena. */
-static nx_inst *inline_call(nx_module *m, nx_comp *caller, nx_inst *call, nx_inst ***out,
-                            int *nout)
-{
-	nx_comp *callee = call->called[0];
-	nx_inst **map = calloc((size_t)(callee->ninsts ? callee->ninsts : 1), sizeof(nx_inst *));
-	for (int i = 0; i < callee->ninsts; i++)
-		callee->insts[i]->aux = (void *)(intptr_t)i;
-	for (int i = 0; i < callee->ninsts; i++) {
-		nx_inst *src = callee->insts[i];
-		if (src->op == NX_OP_PARAMETER) {
-			map[i] = call->operands[src->a.parameter_number];
-			continue;
-		}
-		nx_inst *c = nx_arena_dup(&m->arena, src, sizeof(*src));
-		c->id = m->next_id++;
-		c->parent = caller;
-		/* callee.call names; past a few levels of nesting the call's own
-		 * name is long: the clone's id keeps it unique and short */
-		c->name = strlen(call->name) <= 48 ? nx_arena_printf(&m->arena, "%s.%s", src->name, call->name)
-		                                   : nx_arena_printf(&m->arena, "%s.i%lld", src->name, (long long)c->id);
-		c->operands = nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)(src->noperands ? src->noperands : 1));
-		for (int k = 0; k < src->noperands; k++)
-			c->operands[k] = map[(intptr_t)src->operands[k]->aux];
-		if (src->a.ncontrol_predecessors) {
-			c->a.control_predecessors = nx_arena_alloc(
-				&m->arena, sizeof(nx_inst *) * (size_t)src->a.ncontrol_predecessors);
-			for (int k = 0; k < src->a.ncontrol_predecessors; k++)
-				c->a.control_predecessors[k] = map[(intptr_t)src->a.control_predecessors[k]->aux];
-		}
-		map[i] = c;
-		(*out)[(*nout)++] = c;
-	}
-	nx_inst *root = map[(intptr_t)callee->root->aux];
-	free(map);
-	return root;
-}
-
 /* One sweep over comp: every call replaced by its callee's body. */
 static void sweep(nx_module *m, const nx_pass_ctx *ctx, nx_comp *comp, int64_t extra)
 {
@@ -65,7 +27,10 @@ static void sweep(nx_module *m, const nx_pass_ctx *ctx, nx_comp *comp, int64_t e
 			continue;
 		}
 		nx_pass_log(ctx, 2, "inline: %s calls %s", in->name, in->called[0]->name);
-		nx_inst *root = inline_call(m, comp, in, &insts, &n);
+		/* callee.call names; past a few levels of nesting the call's own
+		 * name is long: the clone's id keeps it unique and short */
+		nx_inst *root = nx_pass_clone_body(m, comp, in->called[0], in->operands,
+		                                   strlen(in->name) <= 48 ? in->name : NULL, insts, &n);
 		/* Users later in the array get the inlined root. */
 		comp->insts = old + i + 1;
 		comp->ninsts = nold - i - 1;

@@ -117,6 +117,13 @@ bool nx_pass_is_pure(const nx_inst *i);
  * computation c applies to its two parameters, in either order, with nothing
  * else in it; NX_OP_COUNT otherwise. */
 nx_opcode nx_pass_reducer_op(const nx_comp *c);
+/* Clones the instructions of body other than its parameters into `into`,
+ * appending them (in body order) to out[*nout], with parameter k replaced by
+ * args[k]; each clone gets a fresh id and the name <name>.<suffix>, or
+ * <name>.i<id> when suffix is NULL. Returns the clone of body's root (or the
+ * argument it is). Used by inline, while-unroll and conditional-select. */
+nx_inst *nx_pass_clone_body(nx_module *m, nx_comp *into, const nx_comp *body, nx_inst *const *args,
+                            const char *suffix, nx_inst **out, int *nout);
 /* Logs at the given verbosity level. */
 void nx_pass_log(const nx_pass_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

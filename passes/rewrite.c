@@ -31,6 +31,12 @@ static nx_inst *final(nx_inst *x)
 	return x;
 }
 
+void nx_rw_place(nx_rw *rw, nx_inst *i)
+{
+	i->aux = NULL;
+	push(rw, i);
+}
+
 nx_inst *nx_rw_add(nx_rw *rw, nx_opcode op, nx_shape *shape, nx_inst *const *ops, int n,
                    const char *base)
 {

@@ -49,6 +49,9 @@ nx_status nx_rw_run(nx_module *m, const nx_pass_ctx *ctx, const char *pass, nx_r
 nx_inst *nx_rw_add(nx_rw *rw, nx_opcode op, nx_shape *shape, nx_inst *const *ops, int n,
                    const char *base);
 nx_arena *nx_rw_arena(nx_rw *rw);
+/* Places an instruction made elsewhere in rw->c (e.g. by nx_pass_clone_body)
+ * before the one being rewritten; its name must already be unique. */
+void nx_rw_place(nx_rw *rw, nx_inst *i);
 
 /* Builders (shape computed here; layout default). */
 nx_inst *nx_rw_unary(nx_rw *rw, nx_opcode op, nx_inst *x);

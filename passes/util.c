@@ -65,3 +65,38 @@ nx_opcode nx_pass_reducer_op(const nx_comp *c)
 		return NX_OP_COUNT;
 	}
 }
+
+nx_inst *nx_pass_clone_body(nx_module *m, nx_comp *into, const nx_comp *body, nx_inst *const *args,
+                            const char *suffix, nx_inst **out, int *nout)
+{
+	nx_inst **map = calloc((size_t)body->ninsts + 1, sizeof *map);
+	NX_ASSERT(map);
+	for (int i = 0; i < body->ninsts; i++)
+		body->insts[i]->aux = (void *)(intptr_t)i;
+	for (int i = 0; i < body->ninsts; i++) {
+		const nx_inst *src = body->insts[i];
+		if (src->op == NX_OP_PARAMETER) {
+			map[i] = args[src->a.parameter_number];
+			continue;
+		}
+		nx_inst *c = nx_arena_dup(&m->arena, src, sizeof *src);
+		c->id = m->next_id++;
+		c->parent = into;
+		c->name = suffix ? nx_arena_printf(&m->arena, "%s.%s", src->name, suffix)
+		                 : nx_arena_printf(&m->arena, "%s.i%lld", src->name, (long long)c->id);
+		c->operands = nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)(src->noperands + 1));
+		for (int k = 0; k < src->noperands; k++)
+			c->operands[k] = map[(intptr_t)src->operands[k]->aux];
+		if (src->a.ncontrol_predecessors) {
+			c->a.control_predecessors =
+				nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)src->a.ncontrol_predecessors);
+			for (int k = 0; k < src->a.ncontrol_predecessors; k++)
+				c->a.control_predecessors[k] = map[(intptr_t)src->a.control_predecessors[k]->aux];
+		}
+		map[i] = c;
+		out[(*nout)++] = c;
+	}
+	nx_inst *root = map[(intptr_t)body->root->aux];
+	free(map);
+	return root;
+}

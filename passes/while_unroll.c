@@ -42,38 +42,10 @@ static bool has_unrollable(const nx_comp *c)
 /* Appends trips copies of w's body to out; returns the last state. */
 static nx_inst *unroll(nx_module *m, nx_comp *into, nx_inst *w, int64_t trips, nx_inst **out, int *nout)
 {
-	nx_comp *body = w->called[1];
-	nx_inst **map = calloc((size_t)body->ninsts + 1, sizeof *map);
-	NX_ASSERT(map);
-	for (int i = 0; i < body->ninsts; i++)
-		body->insts[i]->aux = (void *)(intptr_t)i;
 	nx_inst *cur = w->operands[0];
-	for (int64_t t = 0; t < trips; t++) {
-		for (int i = 0; i < body->ninsts; i++) {
-			nx_inst *src = body->insts[i];
-			if (src->op == NX_OP_PARAMETER) {
-				map[i] = cur;
-				continue;
-			}
-			nx_inst *c = nx_arena_dup(&m->arena, src, sizeof *src);
-			c->id = m->next_id++;
-			c->parent = into;
-			c->name = nx_arena_printf(&m->arena, "%s.%s.%lld", src->name, w->name, (long long)t);
-			c->operands = nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)(src->noperands + 1));
-			for (int k = 0; k < src->noperands; k++)
-				c->operands[k] = map[(intptr_t)src->operands[k]->aux];
-			if (src->a.ncontrol_predecessors) {
-				c->a.control_predecessors =
-					nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)src->a.ncontrol_predecessors);
-				for (int k = 0; k < src->a.ncontrol_predecessors; k++)
-					c->a.control_predecessors[k] = map[(intptr_t)src->a.control_predecessors[k]->aux];
-			}
-			map[i] = c;
-			out[(*nout)++] = c;
-		}
-		cur = map[(intptr_t)body->root->aux];
-	}
-	free(map);
+	for (int64_t t = 0; t < trips; t++)
+		cur = nx_pass_clone_body(m, into, w->called[1], &cur,
+		                         nx_arena_printf(&m->arena, "%s.%lld", w->name, (long long)t), out, nout);
 	return cur;
 }
 

@@ -56,6 +56,8 @@ static void ctrl_loop(nx_lower *L, int64_t trips)
 	}
 }
 
+/* Closes the control loop on every engine (iterations advance by D) and
+ * records it in the plan. */
 static void ctrl_end(nx_lower *L, int64_t D)
 {
 	for (int e = 0; e < NX_ENG_COUNT; e++) {
@@ -64,6 +66,10 @@ static void ctrl_end(nx_lower *L, int64_t D)
 		in->iarg[0] = 1;
 		nx_l_addreg(L, (nx_engine)e, NX_LREG_ITER, -D);
 	}
+	L->dloop_depth--;
+	nx_l_plan_kernel(L, "while-end");
+	nx_l_plan(L, "sync", "every semaphore padded to +%lld per iteration, then a barrier on all engines",
+	          (long long)D);
 }
 
 /* Leaf k of the state that the body passes through unchanged (its root
@@ -104,6 +110,14 @@ static void pin(pins *p, nx_lbuf *b)
 	}
 	b->pinned = true;
 	p->v[p->n++] = b;
+}
+
+/* The loop is lowered: its buffers may be reused again. */
+static void unpin(pins *p)
+{
+	for (int k = 0; k < p->n; k++)
+		p->v[k]->pinned = false;
+	free(p->v);
 }
 
 static nx_status state_leaf(nx_lower *L, nx_lval *init, bool inv, bool adopt, pins *p, nx_lval **out)
@@ -359,14 +373,8 @@ static nx_status dd_loop(nx_lower *L, const nx_inst *i, nx_lval *init, bool init
 	 * wait targets (docs/lowering.md) */
 	L->dloop_adv = adv0 + D;
 	ctrl_end(L, D);
-	L->dloop_depth--;
-	nx_l_plan_kernel(L, "while-end");
-	nx_l_plan(L, "sync", "every semaphore padded to +%lld per iteration, then a barrier on all engines",
-	          (long long)D);
 out:
-	for (int k = 0; k < p.n; k++)
-		p.v[k]->pinned = false;
-	free(p.v);
+	unpin(&p);
 	*out = st;
 	return rc;
 }
@@ -431,14 +439,8 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 		goto out;
 	}
 	ctrl_end(L, D);
-	L->dloop_depth--;
-	nx_l_plan_kernel(L, "while-end");
-	nx_l_plan(L, "sync", "every semaphore padded to +%lld per iteration, then a barrier on all engines",
-	          (long long)D);
 out:
-	for (int k = 0; k < p.n; k++)
-		p.v[k]->pinned = false;
-	free(p.v);
+	unpin(&p);
 	*out = st;
 	return rc;
 }

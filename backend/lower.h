@@ -245,6 +245,11 @@ nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(prin
  * completion there. */
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half);
 void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done);
+/* The engines a loop kernel with these compute stages uses: SP (loads), POOL
+ * (stores) and each stage's engine. */
+void nx_l_kernel_engines(const nx_engine *stage, int nstage, bool used[NX_ENG_COUNT]);
+/* A loop kernel's start: each engine it uses waits for SBUF half `half`. */
+void nx_l_kernel_begin(nx_lower *L, int half, const bool used[NX_ENG_COUNT]);
 /* A loop kernel's end: its nout outputs are written (and their buffers free
  * of its accesses) once its stores are done; its SBUF half once its loads,
  * stores and compute are. */

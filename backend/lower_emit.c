@@ -329,6 +329,21 @@ void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done)
 	L->sbuf_free[half] = *done;
 }
 
+void nx_l_kernel_engines(const nx_engine *stage, int nstage, bool used[NX_ENG_COUNT])
+{
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		used[e] = e == NX_ENG_SP || e == NX_ENG_POOL;
+	for (int k = 0; k < nstage; k++)
+		used[stage[k]] = true;
+}
+
+void nx_l_kernel_begin(nx_lower *L, int half, const bool used[NX_ENG_COUNT])
+{
+	for (int e = 0; e < NX_ENG_COUNT; e++)
+		if (used[e])
+			nx_l_wait(L, (nx_engine)e, &L->sbuf_free[half]);
+}
+
 void nx_l_kernel_end(nx_lower *L, int half, nx_lval *const *out, int nout, const nx_lsync *loads,
                      const nx_lsync *stores, const nx_lsync *comp)
 {

@@ -808,13 +808,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
 	nx_l_plan(L, "resident", "none");
 
-	bool used[NX_ENG_COUNT] = {false};
-	used[NX_ENG_SP] = used[NX_ENG_POOL] = true;
-	for (int k = 0; k < x.nstage; k++)
-		used[x.seng[k]] = true;
-	for (int e = 0; e < NX_ENG_COUNT; e++)
-		if (used[e])
-			nx_l_wait(L, (nx_engine)e, &L->sbuf_free[h]);
+	bool used[NX_ENG_COUNT];
+	nx_l_kernel_engines(x.seng, x.nstage, used);
+	nx_l_kernel_begin(L, h, used);
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0 || x.one[v] >= 0)
 			nx_l_wait(L, NX_ENG_SP, &ops[x.one[v] >= 0 ? x.one[v] : x.param[v]]->buf->written);

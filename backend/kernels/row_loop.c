@@ -1070,10 +1070,8 @@ static void body(rk *x, int64_t r0)
 			t_store(x, &t[b]);
 	}
 	/* registers: one body further */
-	bool used[NX_ENG_COUNT] = {false};
-	used[NX_ENG_SP] = used[NX_ENG_POOL] = true;
-	for (int s = 0; s < x->nstage; s++)
-		used[x->seng[s]] = true;
+	bool used[NX_ENG_COUNT];
+	nx_l_kernel_engines(x->seng, x->nstage, used);
 	for (int e = 0; e < NX_ENG_COUNT; e++) {
 		if (!used[e])
 			continue;
@@ -1270,13 +1268,9 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	nx_l_plan(L, "body", "%s", st);
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), %d stages, store pool q%d (%d queues)", x.ql[0], x.nld * x.kl,
 	          x.nstage, x.qs[0], x.nout * x.ks);
-	bool used[NX_ENG_COUNT] = {false};
-	used[NX_ENG_SP] = used[NX_ENG_POOL] = true;
-	for (int k = 0; k < x.nstage; k++)
-		used[x.seng[k]] = true;
-	for (int e = 0; e < NX_ENG_COUNT; e++)
-		if (used[e])
-			nx_l_wait(L, (nx_engine)e, &L->sbuf_free[h]);
+	bool used[NX_ENG_COUNT];
+	nx_l_kernel_engines(x.seng, x.nstage, used);
+	nx_l_kernel_begin(L, h, used);
 	for (int k = 0; k < x.nv; k++)
 		if (x.v[k].pn >= 0)
 			nx_l_wait(L, NX_ENG_SP, &ops[x.v[k].pn]->buf->written);

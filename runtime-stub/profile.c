@@ -343,7 +343,10 @@ nx_status nx_prof_write_chrome(const nx_rt_profile *p, const char *path, nx_diag
 				jstr(f, src);
 			}
 		}
-		fprintf(f, ", \"bytes\": %llu, \"flops\": %.0f}},\n", (unsigned long long)insn_bytes(in), insn_flops(in, &dummy));
+		fprintf(f, ", \"bytes\": %llu, \"flops\": %.0f", (unsigned long long)insn_bytes(in), insn_flops(in, &dummy));
+		if (nx_isa_table[in->op].cost == NX_COST_DMA) /* partition rows: the on-chip side's, else the source's */
+			fprintf(f, ", \"rows\": %u", (unsigned)(in->ap[0].space != NX_MEM_HBM ? in->ap[0].part_count : in->ap[1].part_count));
+		fprintf(f, "}},\n");
 	}
 	for (int c = 0; c < NX_PROF_NCOUNTERS; c++) {
 		const nx_prof_counter *k = &p->counters[c];

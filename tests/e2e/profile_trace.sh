@@ -79,6 +79,8 @@ pe_us = sum(e["dur"] for e in sl if e["pid"] == 1 and e["tid"] == 0)
 assert abs(100 * pe_us / total_us - s["tensor_engine_active_time_percent"]) < 0.05, "TensorE % disagrees with the trace"
 rd = sum(e["args"]["bytes"] for e in sl if e["name"] == "dma")
 assert s["hbm_read_bytes"] > 0 and s["hbm_write_bytes"] > 0 and s["hbm_read_bytes"] <= rd, (s["hbm_read_bytes"], rd)
+assert all(isinstance(e["args"].get("rows"), int) and 1 <= e["args"]["rows"] <= 128 for e in sl if e["name"] == "dma"), \
+    "DMA slices without partition rows in 1..128"
 assert s["tensor_engine_flops"] == sum(e["args"]["flops"] for e in sl if e["name"] == "matmul")
 print(f"{len(ev)} events ok: {kinds}; summary ok")
 PY

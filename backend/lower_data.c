@@ -11,17 +11,22 @@
 #include <string.h>
 
 /* ----------------------------------------------------------- DMA views */
-/* One DMA (in loops on SP when more than 5 axes remain after merging)
- * copying view src to view dst, element for element in row-major order of
- * src's dims (dst has the same dims). Waits for src written and for *dwait
- * (the destination's readers/writers that must finish first); returns the
- * completion. The caller records it on the buffers. */
-nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, const nx_lsync *dwait,
-                      nx_lsync *done)
+/* One DMA issued by engine e (in loops when more than 5 axes remain after
+ * merging) copying view src to view dst, element for element in row-major
+ * order of src's dims (dst has the same dims). Waits for src written and for
+ * *dwait (the destination's readers/writers that must finish first); returns
+ * the completion. The caller records it on the buffers. With fits non-NULL,
+ * a merged axis over 2^24 elements or a stride beyond int32 emits nothing
+ * and clears *fits (the caller splits the copy); else such an axis becomes
+ * two. */
+static nx_status dma_vv(nx_lower *L, nx_engine e, const nx_lview *src, const nx_lview *dst, const nx_lsync *dwait,
+                       nx_lsync *done, bool *fits)
 {
 	int64_t d[NX_MAX_RANK + 1], s[NX_MAX_RANK + 1], t[NX_MAX_RANK + 1];
 	int r = 0;
 	memset(done, 0, sizeof *done);
+	if (fits)
+		*fits = true;
 	NX_ASSERT(src->rank == dst->rank);
 	for (int k = 0; k < src->rank; k++) {
 		NX_ASSERT(src->dims[k] == dst->dims[k]);
@@ -44,6 +49,13 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, con
 		d[0] = 1, s[0] = 1, t[0] = 1;
 		r = 1;
 	}
+	if (fits) { /* the caller splits what one DMA cannot hold */
+		for (int k = 0; k < r; k++)
+			if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN || t[k] > INT32_MAX || t[k] < INT32_MIN)
+				*fits = false;
+		if (!*fits)
+			return NX_OK;
+	}
 	/* a dim beyond one DMA axis (2^24) becomes two axes */
 	for (int k = 0; k < r; k++) {
 		if (d[k] <= (1 << 24) || r == NX_MAX_RANK)
@@ -65,7 +77,9 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, con
 	if (r <= 4) {
 		for (int k = r; k > 0; k--)
 			d[k] = d[k - 1], s[k] = s[k - 1], t[k] = t[k - 1];
-		d[0] = 1, s[0] = 0, t[0] = 0;
+		/* one row: its stride is never used; a contiguous destination
+		 * (copy_view) records the whole length, as it always has */
+		d[0] = 1, s[0] = 0, t[0] = fits ? t[1] * d[1] : 0;
 		r++;
 	}
 	int nloop = r > 5 ? r - 5 : 0, nfree = r - nloop - 1;
@@ -91,20 +105,25 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, con
 		a.loop_stride[k] = s[k] * es;
 		b.loop_stride[k] = t[k] * ed;
 	}
-	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
-	nx_l_wait(L, NX_ENG_SP, dwait);
+	nx_l_wait(L, e, &src->buf->written);
+	nx_l_wait(L, e, dwait);
 	for (int k = 0; k < nloop; k++)
-		nx_l_loop(L, NX_ENG_SP, d[k]);
-	*done = nx_l_dma(L, NX_ENG_SP, b, a);
+		nx_l_loop(L, e, d[k]);
+	*done = nx_l_dma(L, e, b, a);
 	for (int k = 0; k < nloop; k++)
-		nx_l_endloop(L, NX_ENG_SP);
+		nx_l_endloop(L, e);
 	nx_l_max(&src->buf->war, done);
 	return NX_OK;
 }
 
-/* DMA from an arbitrary strided view into a contiguous buffer: dims of size 1
- * dropped, mergeable neighbours merged, the outermost as the partition axis,
- * 4 free axes, anything beyond in counted loops on SP. */
+nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, const nx_lsync *dwait,
+                      nx_lsync *done)
+{
+	return dma_vv(L, NX_ENG_SP, src, dst, dwait, done, NULL);
+}
+
+/* DMA from an arbitrary strided view into a contiguous buffer (dma_vv onto
+ * a row-major view of dst) on engine e's queues. */
 static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e);
 
 /* A copy of 1 MiB or more: its outermost axis cut into up to 8 pieces,
@@ -147,80 +166,21 @@ nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 
 static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e)
 {
-	int64_t d[NX_MAX_RANK], s[NX_MAX_RANK];
-	int r = 0;
-	for (int k = 0; k < src->rank; k++) {
-		if (src->dims[k] == 1)
-			continue;
-		if (r > 0 && s[r - 1] == src->stride[k] * src->dims[k]) {
-			d[r - 1] *= src->dims[k];
-			s[r - 1] = src->stride[k];
-			continue;
-		}
-		d[r] = src->dims[k];
-		s[r] = src->stride[k];
-		r++;
+	/* dst as a contiguous row-major view with src's dims */
+	nx_lview dv = {.buf = dst->buf, .dt = dst->dt, .rank = src->rank, .off = 0};
+	int64_t acc = 1;
+	for (int k = src->rank - 1; k >= 0; k--) {
+		dv.dims[k] = src->dims[k];
+		dv.stride[k] = acc;
+		acc *= src->dims[k];
 	}
-	if (r == 0) {
-		d[0] = 1, s[0] = 1;
-		r = 1;
-	}
-	int64_t n = 1;
-	for (int k = 0; k < r; k++)
-		n *= d[k];
-	if (n == 0)
-		return NX_OK;
-	if (r > 5 + NX_LOOP_DEPTH)
-		return nx_l_err(L, "view of rank %d after merging is not supported", r);
-	for (int k = 0; k < r; k++)
-		if (d[k] > (1 << 24) || s[k] > INT32_MAX || s[k] < INT32_MIN)
-			return nx_l_copy_view_split(L, src, dst); /* lower_data.c: dims split */
-	/* up to 4 axes: all free with one "partition" row (HBM rows are not
-	 * limited to 128 and a free count may be 2^24, a partition count 65535) */
-	if (r <= 4) {
-		for (int k = r; k > 0; k--)
-			d[k] = d[k - 1], s[k] = s[k - 1];
-		d[0] = 1, s[0] = 0;
-		r++;
-	}
-	int nloop = r > 5 ? r - 5 : 0;
-	int esz = nx_dtype_bytes[src->dt], dsz = nx_dtype_bytes[dst->dt];
-	/* destination strides (contiguous) */
-	int64_t ds[NX_MAX_RANK], acc = 1;
-	for (int k = r - 1; k >= 0; k--) {
-		ds[k] = acc;
-		acc *= d[k];
-	}
-	int nfree = r - nloop - 1;
-	int32_t sst[4], dst_st[4];
-	uint32_t cnt[4];
-	for (int k = 0; k < nfree; k++) {
-		sst[k] = (int32_t)s[nloop + 1 + k];
-		dst_st[k] = (int32_t)ds[nloop + 1 + k];
-		cnt[k] = (uint32_t)d[nloop + 1 + k];
-	}
-	int64_t P = d[nloop];
-	if (P > 65535)
-		return nx_l_err(L, "dimension of %lld elements too large for one DMA", (long long)P);
-	nx_ap a = nx_ap_hbm(src->dt, src->buf->off + src->off * esz, (int)P, s[nloop], nfree, sst, cnt);
-	nx_ap b = nx_ap_hbm(dst->dt, dst->buf->off, (int)P, ds[nloop], nfree, dst_st, cnt);
-	if (nfree == 0) {
-		a.ndims = b.ndims = 1;
-		a.stride[0] = b.stride[0] = 1;
-		a.count[0] = b.count[0] = 1;
-	}
-	for (int k = 0; k < nloop; k++) {
-		a.loop_stride[k] = s[k] * esz;
-		b.loop_stride[k] = ds[k] * dsz;
-	}
-	nx_l_wait(L, e, &src->buf->written);
-	nx_l_wait(L, e, &dst->buf->war);
-	for (int k = 0; k < nloop; k++)
-		nx_l_loop(L, e, d[k]);
-	nx_lsync y = nx_l_dma(L, e, b, a);
-	for (int k = 0; k < nloop; k++)
-		nx_l_endloop(L, e);
-	nx_l_max(&src->buf->war, &y);
+	nx_lsync y;
+	bool fits;
+	nx_status rc = dma_vv(L, e, src, &dv, &dst->buf->war, &y, &fits);
+	if (rc)
+		return rc;
+	if (!fits) /* a merged axis over 2^24 elements or a stride beyond int32 */
+		return nx_l_copy_view_split(L, src, dst);
 	nx_l_max(&dst->buf->written, &y);
 	nx_l_max(&dst->buf->war, &y);
 	return NX_OK;

@@ -167,8 +167,11 @@ int nx_cmd_run(int argc, char **argv)
 	if (timing_only) {
 		nx_rt_opts o = nx_rt_opts_default();
 		o.profile_path = profile;
+		o.profile_format = profile_format;
 		o.timing_only = true;
 		o.check_races = check_races;
+		if (report)
+			o.profile_out = &prof;
 		nx_rt_stats *st = nx_arena_alloc(&a, sizeof *st * (size_t)nranks);
 		const nx_neff **ns = nx_arena_alloc(&a, sizeof *ns * (size_t)nranks);
 		for (int r = 0; r < nranks; r++)
@@ -177,6 +180,8 @@ int nx_cmd_run(int argc, char **argv)
 			goto fail;
 		nx_rundev_print_ranks(n, nranks, st);
 		if (stats_json && nx_rundev_write_stats_json(stats_json, n, nranks, st, true, &d) != NX_OK)
+			goto fail;
+		if (report && nx_report_write(report, &(nx_report){.n = n, .prof = prof, .source = file}, &d) != NX_OK)
 			goto fail;
 		goto done;
 	}

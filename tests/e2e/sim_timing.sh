@@ -1,7 +1,8 @@
 #!/bin/sh
 # The simulator's two speed-ups keep their promises:
 # - `nxcc run --timing-only` (no data) gives the same simulated time, engine
-#   lines and --stats-json statistics as a full run, on examples/*.hlo, the
+#   lines and --stats-json statistics as a full run (and the same --report
+#   page and summary-json profile on the quick ones), on examples/*.hlo, the
 #   tiny benchmark kernels and the torch-neuronx corpus graphs that compile
 #   (one that does not is skipped with a note: compile coverage is
 #   compile_corpus.sh's business; SIM_TIMING_ALL=1 adds the heavy ones);
@@ -62,6 +63,14 @@ compare() {
 	sed 's/"timing_only": [a-z]*/T/' "$tmp/t.json" >"$tmp/b.j"
 	cmp -s "$tmp/a.j" "$tmp/b.j" || fail "$name: --stats-json differs between full and --timing-only"
 	if [ "$3" = 1 ]; then
+		# --report and the summary profile: the same page and summary without data
+		"$NXCC" run "$tmp/a.neff" --random-inputs 1 --report "$tmp/full.html" \
+			--profile "$tmp/full.sum" --profile-format summary-json >/dev/null 2>&1 || fail "$name: run --report"
+		"$NXCC" run "$tmp/a.neff" --timing-only --report "$tmp/t.html" \
+			--profile "$tmp/t.sum" --profile-format summary-json >/dev/null 2>&1 || fail "$name: --timing-only --report"
+		cmp -s "$tmp/full.html" "$tmp/t.html" || fail "$name: --timing-only --report differs from a full run's"
+		grep -q '"total_time_ns"' "$tmp/t.sum" && cmp -s "$tmp/full.sum" "$tmp/t.sum" ||
+			fail "$name: --timing-only --profile-format summary-json differs from a full run's"
 		NXCC_SIM_GENERIC=1 "$NXCC" run "$tmp/a.neff" --random-inputs 1 --output-dir "$tmp/gen" >"$tmp/gen.txt" 2>&1 ||
 			fail "$name: generic run: $(tail -n 2 "$tmp/gen.txt")"
 		cmp -s "$tmp/full.txt" "$tmp/gen.txt" || fail "$name: summaries differ: $(diff "$tmp/full.txt" "$tmp/gen.txt" | head -4)"

@@ -535,6 +535,17 @@ static bool rattrs(rctx *r, const Xla__HloInstructionProto *p, nx_inst *i)
 		a->nunknown = (int)p->n_nxcc_unknown_attributes;
 		a->unknown = rkvs(r, p->nxcc_unknown_attributes, p->n_nxcc_unknown_attributes);
 	}
+	if (i->op == NX_OP_TOPK) {
+		/* XLA's k and largest fields; the IR keeps them as the text
+		 * attributes "k=5, largest=true", first. */
+		nx_kv *kv = nx_arena_alloc(r->a, sizeof(nx_kv) * (size_t)(a->nunknown + 3));
+		kv[0] = (nx_kv){"k", nx_arena_printf(r->a, "%lld", (long long)p->k)};
+		kv[1] = (nx_kv){"largest", p->largest ? "true" : "false"};
+		for (int k = 0; k < a->nunknown; k++)
+			kv[k + 2] = a->unknown[k];
+		a->unknown = kv;
+		a->nunknown += 2;
+	}
 	return true;
 }
 
@@ -694,6 +705,13 @@ static bool rcomp_body(rctx *r, const Xla__HloComputationProto *p, nx_comp *c,
 				          (long long)ip->called_computation_ids[o]);
 			else
 				in->called[o] = r->m->comps[j];
+		}
+		/* XLA keeps a while's body first (kBodyComputationIndex = 0); the IR
+		 * keeps the condition first, as the text lists it. */
+		if (ok && in->op == NX_OP_WHILE && in->ncalled == 2) {
+			nx_comp *body = in->called[0];
+			in->called[0] = in->called[1];
+			in->called[1] = body;
 		}
 		if (ok)
 			ok = rattrs(r, ip, in);

@@ -425,7 +425,25 @@ static void wattrs(wctx *w, const nx_inst *i, Xla__HloInstructionProto *p)
 		for (int k = 0; k < a->ncontrol_predecessors; k++)
 			p->control_predecessor_ids[k] = a->control_predecessors[k]->id;
 	}
-	if (a->nunknown) {
+	if (i->op == NX_OP_TOPK) {
+		/* k and largest have XLA fields (81, 85): write them there, not
+		 * among the verbatim attributes. largest defaults to true. */
+		nx_kv *rest = nx_arena_alloc(ar, sizeof(nx_kv) * (size_t)(a->nunknown + 1));
+		int nrest = 0;
+		p->largest = true;
+		for (int k = 0; k < a->nunknown; k++) {
+			if (!strcmp(a->unknown[k].key, "k"))
+				p->k = strtoll(a->unknown[k].value, NULL, 10);
+			else if (!strcmp(a->unknown[k].key, "largest"))
+				p->largest = strcmp(a->unknown[k].value, "false") != 0;
+			else
+				rest[nrest++] = a->unknown[k];
+		}
+		if (nrest) {
+			p->n_nxcc_unknown_attributes = (size_t)nrest;
+			p->nxcc_unknown_attributes = wkvs(w, rest, nrest);
+		}
+	} else if (a->nunknown) {
 		p->n_nxcc_unknown_attributes = (size_t)a->nunknown;
 		p->nxcc_unknown_attributes = wkvs(w, a->unknown, a->nunknown);
 	}
@@ -447,6 +465,10 @@ static Xla__HloInstructionProto *winst(wctx *w, const nx_inst *i)
 	p->called_computation_ids = nx_arena_alloc(&w->a, sizeof(int64_t) * (size_t)(i->ncalled + 1));
 	for (int k = 0; k < i->ncalled; k++)
 		p->called_computation_ids[k] = i->called[k]->id;
+	if (i->op == NX_OP_WHILE && i->ncalled == 2) { /* XLA: body first */
+		p->called_computation_ids[0] = i->called[1]->id;
+		p->called_computation_ids[1] = i->called[0]->id;
+	}
 	wattrs(w, i, p);
 	return p;
 }

@@ -81,6 +81,9 @@ typedef struct rd_ref {
 	size_t pos;        /* the name */
 	size_t spos;       /* the written shape */
 	nx_shape *written; /* shape written before the operand, or NULL */
+	bool has_index;    /* "%t#k": element k of tuple t (an implicit GTE) */
+	int64_t index;
+	size_t ipos;       /* the '#' */
 } rd_ref;
 
 /* Per-instruction state the reader resolves after the computation is read. */

@@ -120,6 +120,14 @@ static bool parse_operands(parser *P, nx_comp *c, rd_pending *pd)
 			ref.written = NULL;
 		} else {
 			ref.name = nx_arena_strndup(&r->scratch, nm, nn);
+			if (!rd_eof(r) && rd_peek(r) == '#') {
+				/* newer XLA prints a use of tuple element k as "%t#k"
+				 * instead of a get-tuple-element instruction */
+				ref.ipos = r->pos++;
+				ref.has_index = true;
+				if (!rd_int(r, &ref.index, "as tuple index after '#'") || !rd_ws(r))
+					return false;
+			}
 		}
 		op_push(r, pd, ref);
 		if (rd_accept(r, ')'))
@@ -290,6 +298,44 @@ static bool parse_inst(parser *P, nx_comp *c)
 	return true;
 }
 
+/* "%t#k": the get-tuple-element of element k of t, one per (t, k) in a
+ * computation, added to it (topo_order places it before its first user).
+ * Its name is t's with ".k" appended, made unique if taken. */
+static nx_inst *element_of(parser *P, nx_comp *c, nx_inst *t, const rd_ref *ref)
+{
+	nx_rd *r = &P->r;
+	if (!nx_shape_is_tuple(t->shape) || ref->index < 0 || ref->index >= t->shape->ntuple) {
+		if (!nx_shape_is_tuple(t->shape))
+			rd_err(r, ref->ipos, "'%s#%lld': '%s' has shape %s, not a tuple", ref->name,
+			       (long long)ref->index, ref->name, nx_shape_str(&r->scratch, t->shape, false));
+		else
+			rd_err(r, ref->ipos, "'%s#%lld': tuple index out of range ('%s' has %d element%s)",
+			       ref->name, (long long)ref->index, ref->name, t->shape->ntuple,
+			       t->shape->ntuple == 1 ? "" : "s");
+		return NULL;
+	}
+	const char *key = nx_arena_printf(&r->scratch, "%s#%lld", t->name, (long long)ref->index);
+	nx_inst *g = ht_get(&P->insts, key, strlen(key));
+	if (g)
+		return g;
+	const char *name = nx_arena_printf(&r->scratch, "%s.%lld", t->name, (long long)ref->index);
+	for (int n = 1; ht_get(&P->insts, name, strlen(name)); n++)
+		name = nx_arena_printf(&r->scratch, "%s.%lld.%d", t->name, (long long)ref->index, n);
+	nx_inst *tp = t;
+	g = nx_inst_new(c, NX_OP_GET_TUPLE_ELEMENT,
+	                nx_shape_copy(r->a, t->shape->tuple[ref->index]), &tp, 1, name);
+	g->a.tuple_index = ref->index;
+	rd_linecol(r, ref->pos, &g->line, &g->col);
+	rd_pending *gp = nx_arena_alloc(&r->scratch, sizeof(*gp));
+	memset(gp, 0, sizeof(*gp));
+	gp->pos = ref->pos;
+	gp->index = c->ninsts - 1;
+	g->aux = gp;
+	ht_put(&P->insts, g->name, strlen(g->name), g);
+	ht_put(&P->insts, key, strlen(key), g);
+	return g;
+}
+
 static bool resolve_refs(parser *P, nx_comp *c)
 {
 	nx_rd *r = &P->r;
@@ -308,6 +354,8 @@ static bool resolve_refs(parser *P, nx_comp *c)
 			if (!d)
 				return rd_err(r, ref->pos, "operand '%s' is not defined in computation '%s'",
 				              ref->name, c->name);
+			if (ref->has_index && !(d = element_of(P, c, d, ref)))
+				return false;
 			if (ref->written && !nx_shape_compatible(ref->written, d->shape))
 				return rd_err(r, ref->spos,
 				              "operand '%s' is written with shape %s but defined with shape %s",

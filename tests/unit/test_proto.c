@@ -310,6 +310,59 @@ static void test_xla_fields(void **state)
 	nx_module_free(m);
 }
 
+/* A while's computations and topk's k/largest as XLA writes them: body
+ * first in called_computation_ids (kBodyComputationIndex = 0), k and largest
+ * in fields 81 and 85. */
+static void test_xla_while_topk(void **state)
+{
+	(void)state;
+	nx_module *m = tu_parse(
+		"HloModule w\n"
+		"%cond (c: (s32[], f32[8])) -> pred[] {\n"
+		"  %c = (s32[], f32[8]) parameter(0)\n  %i = s32[] get-tuple-element(%c), index=0\n"
+		"  %n = s32[] constant(3)\n  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n"
+		"%body (b: (s32[], f32[8])) -> (s32[], f32[8]) {\n"
+		"  %b = (s32[], f32[8]) parameter(0)\n  %j = s32[] get-tuple-element(%b), index=0\n"
+		"  %one = s32[] constant(1)\n  %j1 = s32[] add(%j, %one)\n"
+		"  %v = f32[8] get-tuple-element(%b), index=1\n  %v2 = f32[8] negate(%v)\n"
+		"  ROOT %r = (s32[], f32[8]) tuple(%j1, %v2)\n}\n"
+		"ENTRY %e (x: f32[8]) -> (f32[3], s32[3]) {\n"
+		"  %x = f32[8] parameter(0)\n  %z = s32[] constant(0)\n"
+		"  %t = (s32[], f32[8]) tuple(%z, %x)\n"
+		"  %w = (s32[], f32[8]) while(%t), condition=%cond, body=%body\n"
+		"  %y = f32[8] get-tuple-element(%w), index=1\n"
+		"  ROOT %k = (f32[3], s32[3]) topk(%y), k=3, largest=false\n}\n");
+	nx_diag d = {0};
+	size_t len;
+	uint8_t *buf = nx_write_proto(m, &len, &d);
+	assert_non_null(buf);
+	Xla__HloModuleProto *p = xla__hlo_module_proto__unpack(NULL, len, buf);
+	assert_non_null(p);
+	Xla__HloComputationProto *e = p->computations[2];
+	Xla__HloInstructionProto *w = e->instructions[3], *k = e->instructions[5];
+	assert_string_equal(w->opcode, "while");
+	assert_int_equal(w->called_computation_ids[0], m->comps[1]->id); /* body */
+	assert_int_equal(w->called_computation_ids[1], m->comps[0]->id); /* condition */
+	assert_string_equal(k->opcode, "topk");
+	assert_int_equal(k->k, 3);
+	assert_false(k->largest);
+	assert_int_equal(k->n_nxcc_unknown_attributes, 0);
+	xla__hlo_module_proto__free_unpacked(p, NULL);
+	nx_module *r = nx_read_proto(buf, len, "w.pb", &d);
+	assert_non_null(r);
+	nx_inst *rw = nx_comp_find_inst(r->entry, "w"), *rk = r->entry->root;
+	assert_string_equal(rw->called[0]->name, "cond");
+	assert_string_equal(rw->called[1]->name, "body");
+	assert_int_equal(rk->a.nunknown, 2);
+	assert_string_equal(rk->a.unknown[0].key, "k");
+	assert_string_equal(rk->a.unknown[0].value, "3");
+	assert_string_equal(rk->a.unknown[1].key, "largest");
+	assert_string_equal(rk->a.unknown[1].value, "false");
+	nx_module_free(r);
+	free(buf);
+	nx_module_free(m);
+}
+
 /* Literals of every storage class survive, including sub-byte and 16-bit. */
 static void test_literals(void **state)
 {
@@ -683,6 +736,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_xla_fields),
+		cmocka_unit_test(test_xla_while_topk),
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_bad_bytes),
 		cmocka_unit_test(test_bad_content),

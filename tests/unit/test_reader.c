@@ -440,6 +440,67 @@ static void test_async_and_structure(void **state)
 	nx_module_free(m);
 }
 
+static const char *read_error(const char *text)
+{
+	static char msg[512];
+	nx_diag d = {0};
+	nx_module *m = nx_read_text(text, strlen(text), "t.hlo", &d);
+	assert_null(m);
+	char *f = nx_diag_format(&d);
+	snprintf(msg, sizeof msg, "%s", f);
+	free(f);
+	nx_diag_clear(&d);
+	return msg;
+}
+
+/* Newer XLA prints a use of tuple element k as "%t#k" (no get-tuple-element
+ * instruction): the reader adds one get-tuple-element per (t, k), before its
+ * first user, also for a forward reference. */
+static void test_tuple_element_operands(void **state)
+{
+	(void)state;
+	nx_module *m = tu_parse(
+		"HloModule t\n"
+		"ENTRY e {\n"
+		"  %p = f32[4]{0} parameter(0)\n"
+		"  %s = f32[4]{0} add(%t#0, f32[4]{0} %t#1)\n"
+		"  %t = (f32[4]{0}, f32[4]{0}) tuple(%p, %p)\n"
+		"  %t.1 = f32[4]{0} negate(%t#1)\n"
+		"  ROOT %r = (f32[4]{0}, f32[4]{0}) tuple(%s, %t#1)\n"
+		"}\n");
+	nx_comp *e = m->entry;
+	assert_int_equal(e->ninsts, 7);
+	nx_inst *s = find(m, "s"), *t = find(m, "t");
+	assert_int_equal(s->operands[0]->op, NX_OP_GET_TUPLE_ELEMENT);
+	assert_int_equal(s->operands[0]->a.tuple_index, 0);
+	assert_ptr_equal(s->operands[0]->operands[0], t);
+	assert_string_equal(s->operands[0]->name, "t.0");
+	/* one instruction per element; "t.1" is taken, so t#1 is "t.1.1" */
+	nx_inst *g1 = s->operands[1];
+	assert_string_equal(g1->name, "t.1.1");
+	assert_ptr_equal(find(m, "t.1")->operands[0], g1);
+	assert_ptr_equal(e->root->operands[1], g1);
+	/* operands come before their users */
+	for (int k = 0; k < e->ninsts; k++)
+		for (int o = 0; o < e->insts[k]->noperands; o++) {
+			int j = 0;
+			while (e->insts[j] != e->insts[k]->operands[o])
+				j++;
+			assert_true(j < k);
+		}
+	nx_module_free(m);
+
+	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = f32[4] parameter(0)\n"
+	                                  "  ROOT %r = f32[4] negate(%p#0)\n}\n"),
+	                       "'p#0': 'p' has shape f32[4], not a tuple"));
+	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = (f32[4]) parameter(0)\n"
+	                                  "  ROOT %r = f32[4] negate(%p#1)\n}\n"),
+	                       "t.hlo:4:29: error: 'p#1': tuple index out of range ('p' has 1 element)"));
+	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = (f32[4]) parameter(0)\n"
+	                                  "  ROOT %r = f32[4] negate(%p#x)\n}\n"),
+	                       "as tuple index after '#'"));
+}
+
 static int parse_file(const char *path)
 {
 	size_t len;
@@ -555,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_attrs),
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_async_and_structure),
+		cmocka_unit_test(test_tuple_element_operands),
 		cmocka_unit_test(test_corpus_torch),
 		cmocka_unit_test(test_corpus_evaluator),
 	};

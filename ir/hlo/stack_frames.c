@@ -15,11 +15,13 @@
  *   1 {file_location_id=1 parent_frame_id=1}
  *
  * Entries are numbered 1..n in order. An instruction names its innermost frame
- * with metadata={... stack_frame_id=N}; a frame's parent is the caller. XLA
- * prints a frame without a caller with parent_frame_id equal to its own id
- * (seen in every JAX dump of the corpus), and the proto uses 0: both end the
- * chain. Reading, printing (print -> read -> print is a fixed point) and the
- * lookup used by diagnostics live here. */
+ * with metadata={... stack_frame_id=N}; a frame's parent is the caller. The
+ * proto (and the IR) give the parent's id, 0 for none; XLA's text printer
+ * writes that id + 1 and its parser subtracts 1 (hlo_parser.cc,
+ * ParseStackFramesList), so "parent_frame_id=1" is a frame without a caller.
+ * Checked on JAX 0.11.2's dumps (tests/data/jax): every frame's text value is
+ * its proto value + 1. Reading, printing (print -> read -> print is a fixed
+ * point) and the lookup used by diagnostics live here. */
 #include "ir/hlo/print_internal.h"
 #include "ir/hlo/proto.h"
 #include "ir/hlo/read_internal.h"
@@ -140,9 +142,15 @@ static bool read_table(nx_rd *r, nx_module *m, int t)
 			s->locations[k] = (nx_file_location){v[0], v[1], v[2], v[3], v[4], v[5]};
 		} else {
 			int64_t v[2] = {0};
+			size_t fp = r->pos;
 			if (!read_fields(r, frame_keys, v, 2, table_names[t]))
 				return false;
-			s->frames[k] = (nx_stack_frame){v[0], v[1]};
+			/* the text writes the parent's id + 1 (1: no caller); XLA's
+			 * parser subtracts 1, giving the proto's 0-is-none id */
+			if (v[1] < 1)
+				return rd_err(r, fp, "StackFrames entry %d: parent_frame_id %lld, expected >= 1 (the text writes the parent's id + 1; 1 = no caller)",
+				              k + 1, (long long)v[1]);
+			s->frames[k] = (nx_stack_frame){v[0], v[1] - 1};
 		}
 	}
 }
@@ -309,7 +317,7 @@ void nx_buf_stack_frames(nx_buf *b, const nx_stack_frames *s)
 		for (int k = 0; k < s->nframes; k++)
 			nx_buf_printf(b, "%d {file_location_id=%lld parent_frame_id=%lld}\n", k + 1,
 			              (long long)s->frames[k].file_location_id,
-			              (long long)s->frames[k].parent_frame_id);
+			              (long long)s->frames[k].parent_frame_id + 1); /* as XLA prints */
 		nx_buf_putc(b, '\n');
 	}
 	if (s->nfile_names || s->nfunction_names || s->nlocations || s->nframes)
@@ -345,7 +353,7 @@ static long long user_frame(const nx_stack_frames *s, long long id)
 		}
 		long long parent = s->frames[f - 1].parent_frame_id;
 		if (parent == f)
-			break; /* XLA prints a frame without a caller as its own parent */
+			break; /* a frame that is its own caller: no further */
 		f = parent;
 	}
 	return id;

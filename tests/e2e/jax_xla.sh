@@ -2,6 +2,8 @@
 # Real JAX 0.11.2 modules (tests/data/jax, README there) against XLA:CPU's own
 # outputs. For every model, in both forms (XLA's text dump and its
 # HloModuleProto):
+#  - the FileNames/FunctionNames/FileLocations/StackFrames tables read from
+#    either form print back exactly as XLA's text has them;
 #  - nxcc eval with the model's inputs: the text and the proto form give the
 #    same bytes, and every output matches XLA's (out<k>.npy): integers and
 #    pred exact, NaN where XLA has NaN, infinities equal, floats within the
@@ -33,6 +35,16 @@ for m in mlp_train vit_train cnn_train llama_bf16 ops_misc; do
 	for f in model.hlo model.hlo.pb; do
 		if ! "$NXCC" eval "$D/$m/$f" "$@" --output-dir "$T/$m/$f" >"$T/eval.log" 2>&1; then
 			echo "FAIL: $m/$f: eval failed"; head -5 "$T/eval.log"; fail=1; continue
+		fi
+	done
+	# the source-location tables read the same from both forms and print
+	# back as XLA wrote them (parent_frame_id: the text's is the proto's + 1)
+	tables='/^(ENTRY|%)/{exit} /^(FileNames|FunctionNames|FileLocations|StackFrames)$/{t=1} t'
+	awk "$tables" "$D/$m/model.hlo" >"$T/tab.xla"
+	for f in model.hlo model.hlo.pb; do
+		"$NXCC" print "$D/$m/$f" | awk "$tables" >"$T/tab.$f"
+		if [ ! -s "$T/tab.xla" ] || ! cmp -s "$T/tab.xla" "$T/tab.$f"; then
+			echo "FAIL: $m/$f: stack-frame tables differ from XLA's text"; fail=1
 		fi
 	done
 	"$PY" - "$D/$m" "$T/$m" <<'PY' || fail=1

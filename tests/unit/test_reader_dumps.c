@@ -64,7 +64,8 @@ static void test_tables_read_print(void **state)
 	assert_int_equal(m->stack.nframes, 2);
 	assert_int_equal(m->stack.locations[1].line, 42);
 	assert_int_equal(m->stack.locations[1].end_column, 20);
-	assert_int_equal(m->stack.frames[1].parent_frame_id, 1);
+	/* the text writes the parent's id + 1: "parent_frame_id=1" is no caller */
+	assert_int_equal(m->stack.frames[1].parent_frame_id, 0);
 	/* the printer writes the tables back exactly as XLA does */
 	char *p = nx_print_module(m, NULL);
 	assert_string_equal(p, tables);
@@ -113,8 +114,11 @@ static void test_tables_errors(void **state)
 	char *s = read_err("HloModule m\nFileNames\n1 \"a\"\n3 \"b\"\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
 	assert_non_null(strstr(s, "t.hlo:4:1: error: FileNames entry 3 out of order (expected 2)"));
 	free(s);
-	s = read_err("HloModule m\nStackFrames\n1 {file_location_id=4 parent_frame_id=0}\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+	s = read_err("HloModule m\nStackFrames\n1 {file_location_id=4 parent_frame_id=1}\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
 	assert_non_null(strstr(s, "StackFrames entry 1 names location 4"));
+	free(s);
+	s = read_err("HloModule m\nStackFrames\n1 {file_location_id=0 parent_frame_id=0}\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+	assert_non_null(strstr(s, "StackFrames entry 1: parent_frame_id 0, expected >= 1"));
 	free(s);
 	s = read_err("HloModule m\nFileLocations\n1 {file_name_id=0 colour=3}\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
 	assert_non_null(strstr(s, "unknown field 'colour' in a FileLocations entry"));

@@ -510,6 +510,22 @@ bool rd_attrs(nx_rd *r, nx_inst *i, rd_pending *pd)
 			a->compare_type = (nx_cmp_type)pick(cmp_types, 5, w, wn);
 			if (!a->compare_type)
 				return rd_err(r, at, "unknown comparison type '%.*s'", (int)wn, w);
+		} else if (K("order") && i->op == NX_OP_COMPARE) {
+			/* newer XLA prints a float total-order compare as
+			 * "order=TOTAL" instead of "type=TOTALORDER" (the proto's
+			 * comparison_type is still "TOTALORDER") */
+			if (!word_value(r, &w, &wn, &at, "order"))
+				return false;
+			if (key_is(w, wn, "TOTAL")) {
+				if (a->compare_type == NX_CMPT_DEFAULT || a->compare_type == NX_CMPT_FLOAT)
+					a->compare_type = NX_CMPT_TOTALORDER;
+			} else if (key_is(w, wn, "PARTIAL")) {
+				if (a->compare_type == NX_CMPT_TOTALORDER)
+					return rd_err(r, at, "order=PARTIAL contradicts type=TOTALORDER");
+			} else {
+				return rd_err(r, at, "unknown comparison order '%.*s' (expected TOTAL or PARTIAL)",
+				              (int)wn, w);
+			}
 		} else if (K("slice")) {
 			ok = slice_attr(r, a);
 		} else if (K("dynamic_slice_sizes")) {

@@ -453,10 +453,11 @@ static const char *read_error(const char *text)
 	return msg;
 }
 
-/* Newer XLA prints a use of tuple element k as "%t#k" (no get-tuple-element
- * instruction): the reader adds one get-tuple-element per (t, k), before its
- * first user, also for a forward reference. */
-static void test_tuple_element_operands(void **state)
+/* What newer XLA (JAX 0.11) prints. A use of tuple element k as "%t#k" (no
+ * get-tuple-element instruction): the reader adds one get-tuple-element per
+ * (t, k), before its first user, also for a forward reference. A float
+ * total-order compare as "order=TOTAL" (type=TOTALORDER before). */
+static void test_newer_xla_forms(void **state)
 {
 	(void)state;
 	nx_module *m = tu_parse(
@@ -499,6 +500,17 @@ static void test_tuple_element_operands(void **state)
 	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = (f32[4]) parameter(0)\n"
 	                                  "  ROOT %r = f32[4] negate(%p#x)\n}\n"),
 	                       "as tuple index after '#'"));
+
+	m = tu_parse("HloModule c\nENTRY e {\n  %a = f32[4] parameter(0)\n"
+	             "  %t = pred[4] compare(%a, %a), direction=LT, order=TOTAL\n"
+	             "  ROOT %p = pred[4] compare(%a, %a), direction=LT, order=PARTIAL\n}\n");
+	assert_int_equal(find(m, "t")->a.compare_type, NX_CMPT_TOTALORDER);
+	assert_int_equal(find(m, "t")->a.nunknown, 0);
+	assert_int_equal(find(m, "p")->a.compare_type, NX_CMPT_DEFAULT);
+	nx_module_free(m);
+	assert_non_null(strstr(read_error("HloModule c\nENTRY e {\n  %a = f32[4] parameter(0)\n"
+	                                  "  ROOT %t = pred[4] compare(%a, %a), direction=LT, order=SOME\n}\n"),
+	                       "unknown comparison order 'SOME' (expected TOTAL or PARTIAL)"));
 }
 
 static int parse_file(const char *path)
@@ -616,7 +628,7 @@ int main(void)
 		cmocka_unit_test(test_attrs),
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_async_and_structure),
-		cmocka_unit_test(test_tuple_element_operands),
+		cmocka_unit_test(test_newer_xla_forms),
 		cmocka_unit_test(test_corpus_torch),
 		cmocka_unit_test(test_corpus_evaluator),
 	};

@@ -358,8 +358,10 @@ static bool resolve_refs(parser *P, nx_comp *c)
 				return false;
 			if (ref->written && !nx_shape_compatible(ref->written, d->shape))
 				return rd_err(r, ref->spos,
-				              "operand '%s' is written with shape %s but defined with shape %s",
-				              ref->name, nx_shape_str(&r->scratch, ref->written, false),
+				              "operand '%s%s' is written with shape %s but defined with shape %s",
+				              ref->name,
+				              ref->has_index ? nx_arena_printf(&r->scratch, "#%lld", (long long)ref->index) : "",
+				              nx_shape_str(&r->scratch, ref->written, false),
 				              nx_shape_str(&r->scratch, d->shape, false));
 			i->operands[o] = d;
 		}

@@ -351,6 +351,15 @@ static bool rattrs(rctx *r, const Xla__HloInstructionProto *p, nx_inst *i)
 	if (v < 0)
 		return fail(r, nm, "unknown comparison type '%s'", p->comparison_type);
 	a->compare_type = (nx_cmp_type)v;
+	if (p->comparison_order && *p->comparison_order) {
+		/* as the text's order=: TOTAL on a float compare is TOTALORDER */
+		if (!strcmp(p->comparison_order, "TOTAL")) {
+			if (a->compare_type == NX_CMPT_DEFAULT || a->compare_type == NX_CMPT_FLOAT)
+				a->compare_type = NX_CMPT_TOTALORDER;
+		} else if (strcmp(p->comparison_order, "PARTIAL") != 0) {
+			return fail(r, nm, "unknown comparison order '%s'", p->comparison_order);
+		}
+	}
 	if (p->literal && !(a->literal = rliteral(r, p->literal, i->shape, 0, nm)))
 		return false;
 	if (i->op == NX_OP_CONSTANT && !a->literal)

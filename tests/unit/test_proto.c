@@ -361,6 +361,38 @@ static void test_xla_while_topk(void **state)
 	nx_module_free(r);
 	free(buf);
 	nx_module_free(m);
+
+	/* a compare's order (field 102): TOTAL on a float compare reads as
+	 * TOTALORDER, as the text's order=TOTAL */
+	m = tu_parse("HloModule c\nENTRY e {\n  %a = f32[4] parameter(0)\n"
+	             "  ROOT %t = pred[4] compare(%a, %a), direction=LT, type=FLOAT\n}\n");
+	buf = nx_write_proto(m, &len, &d);
+	assert_non_null(buf);
+	p = xla__hlo_module_proto__unpack(NULL, len, buf);
+	Xla__HloInstructionProto *cmp = p->computations[0]->instructions[1];
+	assert_string_equal(cmp->comparison_type, "FLOAT");
+	const char *orders[] = {"TOTAL", "PARTIAL", "SOME"};
+	for (int o = 0; o < 3; o++) {
+		cmp->comparison_order = (char *)orders[o];
+		size_t n2 = xla__hlo_module_proto__get_packed_size(p);
+		uint8_t *b2 = malloc(n2);
+		xla__hlo_module_proto__pack(p, b2);
+		r = nx_read_proto(b2, n2, "c.pb", &d);
+		if (o < 2) {
+			assert_non_null(r);
+			assert_int_equal(r->entry->root->a.compare_type, o == 0 ? NX_CMPT_TOTALORDER : NX_CMPT_FLOAT);
+			nx_module_free(r);
+		} else {
+			assert_null(r);
+			assert_non_null(strstr(d.msg, "unknown comparison order 'SOME'"));
+			nx_diag_clear(&d);
+		}
+		free(b2);
+	}
+	cmp->comparison_order = NULL;
+	xla__hlo_module_proto__free_unpacked(p, NULL);
+	free(buf);
+	nx_module_free(m);
 }
 
 /* Literals of every storage class survive, including sub-byte and 16-bit. */

@@ -76,14 +76,18 @@ bool rd_elided_value(nx_rd *r, nx_shape *shape, nx_literal **out);
 uint64_t nx_float_encode(double d, nx_type t);
 
 /* ---- read_attrs.c ---- */
+enum { RD_MAX_TUPLE_INDICES = 8 };
+
 typedef struct rd_ref {
 	const char *name; /* NUL-terminated, in scratch */
 	size_t pos;        /* the name */
 	size_t spos;       /* the written shape */
 	nx_shape *written; /* shape written before the operand, or NULL */
-	bool has_index;    /* "%t#k": element k of tuple t (an implicit GTE) */
-	int64_t index;
-	size_t ipos;       /* the '#' */
+	/* "%t#k": element k of tuple t (an implicit get-tuple-element);
+	 * "%t#k#j" nests */
+	int nindex;
+	int64_t index[RD_MAX_TUPLE_INDICES];
+	size_t ipos[RD_MAX_TUPLE_INDICES]; /* each '#' */
 } rd_ref;
 
 /* Per-instruction state the reader resolves after the computation is read. */

@@ -120,12 +120,14 @@ static bool parse_operands(parser *P, nx_comp *c, rd_pending *pd)
 			ref.written = NULL;
 		} else {
 			ref.name = nx_arena_strndup(&r->scratch, nm, nn);
-			if (!rd_eof(r) && rd_peek(r) == '#') {
+			while (!rd_eof(r) && rd_peek(r) == '#') {
 				/* newer XLA prints a use of tuple element k as "%t#k"
 				 * instead of a get-tuple-element instruction */
-				ref.ipos = r->pos++;
-				ref.has_index = true;
-				if (!rd_int(r, &ref.index, "as tuple index after '#'") || !rd_ws(r))
+				if (ref.nindex == RD_MAX_TUPLE_INDICES)
+					return rd_err(r, r->pos, "more than %d nested tuple indices",
+					              RD_MAX_TUPLE_INDICES);
+				ref.ipos[ref.nindex] = r->pos++;
+				if (!rd_int(r, &ref.index[ref.nindex++], "as tuple index after '#'") || !rd_ws(r))
 					return false;
 			}
 		}
@@ -300,40 +302,53 @@ static bool parse_inst(parser *P, nx_comp *c)
 
 /* "%t#k": the get-tuple-element of element k of t, one per (t, k) in a
  * computation, added to it (topo_order places it before its first user).
- * Its name is t's with ".k" appended, made unique if taken. */
-static nx_inst *element_of(parser *P, nx_comp *c, nx_inst *t, const rd_ref *ref)
+ * Its name is t's with ".k" appended, made unique if taken. "%t#k#j" is
+ * element j of that one. `written` is the operand as written up to this
+ * index, for messages. */
+static nx_inst *element_of(parser *P, nx_comp *c, nx_inst *t, int64_t k, size_t ipos,
+                           const char *written)
 {
 	nx_rd *r = &P->r;
-	if (!nx_shape_is_tuple(t->shape) || ref->index < 0 || ref->index >= t->shape->ntuple) {
-		if (!nx_shape_is_tuple(t->shape))
-			rd_err(r, ref->ipos, "'%s#%lld': '%s' has shape %s, not a tuple", ref->name,
-			       (long long)ref->index, ref->name, nx_shape_str(&r->scratch, t->shape, false));
-		else
-			rd_err(r, ref->ipos, "'%s#%lld': tuple index out of range ('%s' has %d element%s)",
-			       ref->name, (long long)ref->index, ref->name, t->shape->ntuple,
-			       t->shape->ntuple == 1 ? "" : "s");
+	if (!nx_shape_is_tuple(t->shape)) {
+		rd_err(r, ipos, "'%s': '%.*s' has shape %s, not a tuple", written,
+		       (int)(strrchr(written, '#') - written), written,
+		       nx_shape_str(&r->scratch, t->shape, false));
 		return NULL;
 	}
-	const char *key = nx_arena_printf(&r->scratch, "%s#%lld", t->name, (long long)ref->index);
+	if (k < 0 || k >= t->shape->ntuple) {
+		rd_err(r, ipos, "'%s': tuple index out of range ('%.*s' has %d element%s)", written,
+		       (int)(strrchr(written, '#') - written), written, t->shape->ntuple,
+		       t->shape->ntuple == 1 ? "" : "s");
+		return NULL;
+	}
+	const char *key = nx_arena_printf(&r->scratch, "%s#%lld", t->name, (long long)k);
 	nx_inst *g = ht_get(&P->insts, key, strlen(key));
 	if (g)
 		return g;
-	const char *name = nx_arena_printf(&r->scratch, "%s.%lld", t->name, (long long)ref->index);
+	const char *name = nx_arena_printf(&r->scratch, "%s.%lld", t->name, (long long)k);
 	for (int n = 1; ht_get(&P->insts, name, strlen(name)); n++)
-		name = nx_arena_printf(&r->scratch, "%s.%lld.%d", t->name, (long long)ref->index, n);
+		name = nx_arena_printf(&r->scratch, "%s.%lld.%d", t->name, (long long)k, n);
 	nx_inst *tp = t;
-	g = nx_inst_new(c, NX_OP_GET_TUPLE_ELEMENT,
-	                nx_shape_copy(r->a, t->shape->tuple[ref->index]), &tp, 1, name);
-	g->a.tuple_index = ref->index;
-	rd_linecol(r, ref->pos, &g->line, &g->col);
+	g = nx_inst_new(c, NX_OP_GET_TUPLE_ELEMENT, nx_shape_copy(r->a, t->shape->tuple[k]), &tp, 1,
+	                name);
+	g->a.tuple_index = k;
+	rd_linecol(r, ipos, &g->line, &g->col);
 	rd_pending *gp = nx_arena_alloc(&r->scratch, sizeof(*gp));
-	memset(gp, 0, sizeof(*gp));
-	gp->pos = ref->pos;
+	gp->pos = ipos;
 	gp->index = c->ninsts - 1;
 	g->aux = gp;
 	ht_put(&P->insts, g->name, strlen(g->name), g);
 	ht_put(&P->insts, key, strlen(key), g);
 	return g;
+}
+
+/* The operand as written: "t", "t#0", "t#0#1". */
+static const char *written_ref(nx_arena *a, const rd_ref *ref, int upto)
+{
+	const char *s = ref->name;
+	for (int k = 0; k < upto; k++)
+		s = nx_arena_printf(a, "%s#%lld", s, (long long)ref->index[k]);
+	return s;
 }
 
 static bool resolve_refs(parser *P, nx_comp *c)
@@ -354,13 +369,15 @@ static bool resolve_refs(parser *P, nx_comp *c)
 			if (!d)
 				return rd_err(r, ref->pos, "operand '%s' is not defined in computation '%s'",
 				              ref->name, c->name);
-			if (ref->has_index && !(d = element_of(P, c, d, ref)))
+			for (int x = 0; x < ref->nindex && d; x++)
+				d = element_of(P, c, d, ref->index[x], ref->ipos[x],
+				               written_ref(&r->scratch, ref, x + 1));
+			if (!d)
 				return false;
 			if (ref->written && !nx_shape_compatible(ref->written, d->shape))
 				return rd_err(r, ref->spos,
-				              "operand '%s%s' is written with shape %s but defined with shape %s",
-				              ref->name,
-				              ref->has_index ? nx_arena_printf(&r->scratch, "#%lld", (long long)ref->index) : "",
+				              "operand '%s' is written with shape %s but defined with shape %s",
+				              written_ref(&r->scratch, ref, ref->nindex),
 				              nx_shape_str(&r->scratch, ref->written, false),
 				              nx_shape_str(&r->scratch, d->shape, false));
 			i->operands[o] = d;

@@ -501,6 +501,26 @@ static void test_newer_xla_forms(void **state)
 	                                  "  ROOT %r = f32[4] negate(%p#x)\n}\n"),
 	                       "as tuple index after '#'"));
 
+	/* nested: "%t#1#0" is element 0 of element 1, one instruction each */
+	m = tu_parse("HloModule n\nENTRY e {\n  %p = (f32[4], (s32[2], f32[4])) parameter(0)\n"
+	             "  %a = f32[4] negate(%p#1#1)\n"
+	             "  ROOT %r = (s32[2], f32[4], f32[4]) tuple(%p#1#0, %a, %p#1 #1)\n}\n");
+	nx_inst *inner = find(m, "p.1"), *leaf = find(m, "p.1.1");
+	assert_int_equal(inner->a.tuple_index, 1);
+	assert_ptr_equal(leaf->operands[0], inner);
+	assert_int_equal(leaf->a.tuple_index, 1);
+	assert_ptr_equal(find(m, "a")->operands[0], leaf);
+	assert_ptr_equal(m->entry->root->operands[2], leaf);
+	assert_ptr_equal(m->entry->root->operands[0]->operands[0], inner);
+	assert_int_equal(m->entry->ninsts, 6); /* p, p.1, p.1.1, a, p.1.0, r */
+	nx_module_free(m);
+	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = (f32[4], (f32[4])) parameter(0)\n"
+	                                  "  ROOT %r = f32[4] negate(%p#0#0)\n}\n"),
+	                       "t.hlo:4:31: error: 'p#0#0': 'p#0' has shape f32[4], not a tuple"));
+	assert_non_null(strstr(read_error("HloModule t\nENTRY e {\n  %p = (f32[4], (f32[4])) parameter(0)\n"
+	                                  "  ROOT %r = f32[4] negate(f32[8] %p#1#0)\n}\n"),
+	                       "operand 'p#1#0' is written with shape f32[8] but defined with shape f32[4]"));
+
 	m = tu_parse("HloModule c\nENTRY e {\n  %a = f32[4] parameter(0)\n"
 	             "  %t = pred[4] compare(%a, %a), direction=LT, order=TOTAL\n"
 	             "  ROOT %p = pred[4] compare(%a, %a), direction=LT, order=PARTIAL\n}\n");

@@ -19,8 +19,10 @@ import traceback
 OUTDIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "jaxdata")
 DUMP = "/tmp/nx_jax_dump"
 shutil.rmtree(DUMP, ignore_errors=True)
+# --xla_allow_excess_precision=false: XLA:CPU rounds every bf16 value as
+# the HLO says (its default keeps fused bf16 intermediates in f32)
 os.environ["XLA_FLAGS"] = ("--xla_dump_to=%s --xla_dump_hlo_as_text --xla_dump_hlo_as_proto "
-                           "--xla_dump_hlo_module_re=nxgen_.*" % DUMP)
+                           "--xla_dump_hlo_module_re=nxgen_.* --xla_allow_excess_precision=false" % DUMP)
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402

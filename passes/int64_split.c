@@ -183,14 +183,18 @@ static bool range_calc(st *S, const nx_inst *x, int64_t *mn, int64_t *mx)
 	bool ovf = false;
 	switch (x->op) {
 	case NX_OP_ADD:
-		ovf = __builtin_add_overflow(a->mn, b->mn, mn) | __builtin_add_overflow(a->mx, b->mx, mx);
+		ovf = __builtin_add_overflow(a->mn, b->mn, mn); /* both computed: no short circuit */
+		ovf |= __builtin_add_overflow(a->mx, b->mx, mx);
 		break;
 	case NX_OP_SUBTRACT:
-		ovf = __builtin_sub_overflow(a->mn, b->mx, mn) | __builtin_sub_overflow(a->mx, b->mn, mx);
+		ovf = __builtin_sub_overflow(a->mn, b->mx, mn);
+		ovf |= __builtin_sub_overflow(a->mx, b->mn, mx);
 		break;
 	case NX_OP_MULTIPLY:
-		ovf = __builtin_mul_overflow(a->mn, b->mn, &c[0]) | __builtin_mul_overflow(a->mn, b->mx, &c[1]) |
-		      __builtin_mul_overflow(a->mx, b->mn, &c[2]) | __builtin_mul_overflow(a->mx, b->mx, &c[3]);
+		ovf = __builtin_mul_overflow(a->mn, b->mn, &c[0]);
+		ovf |= __builtin_mul_overflow(a->mn, b->mx, &c[1]);
+		ovf |= __builtin_mul_overflow(a->mx, b->mn, &c[2]);
+		ovf |= __builtin_mul_overflow(a->mx, b->mx, &c[3]);
 		*mn = *mx = c[0];
 		for (int k = 1; k < 4; k++) {
 			*mn = c[k] < *mn ? c[k] : *mn;

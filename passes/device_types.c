@@ -76,6 +76,17 @@ static nx_type bad64(const nx_comp *c, const nx_inst *i)
 	return NX_TYPE_INVALID;
 }
 
+/* Which offender to name: one whose result no other offender reads, then
+ * an op that computes (not a parameter, tuple or get-tuple-element, which
+ * only pass a value on, nor a fusion, whose body holds the user's op), then
+ * one with a source line. */
+static int offender_rank(const nx_ptrmap *feeds, const nx_inst *i)
+{
+	bool holder = i->op == NX_OP_PARAMETER || i->op == NX_OP_TUPLE || i->op == NX_OP_GET_TUPLE_ELEMENT ||
+	              i->op == NX_OP_FUSION;
+	return (nx_ptrmap_get(feeds, i, 0) ? 0 : 4) + (holder ? 0 : 2) + (i->line > 0);
+}
+
 nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 {
 	const nx_inst *first = NULL;
@@ -107,11 +118,8 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 			if (t == NX_TYPE_INVALID)
 				continue;
 			/* the first real op with a source line (a parameter only names
-			 * where a value came from) */
-			int rank = (nx_ptrmap_get(&feeds, i, 0) ? 0 : 4) + (i->op != NX_OP_PARAMETER ? 2 : 0) + (i->line > 0);
-			int frank = first ? (nx_ptrmap_get(&feeds, first, 0) ? 0 : 4) +
-			                    (first->op != NX_OP_PARAMETER ? 2 : 0) + (first->line > 0)
-			                  : -1;
+			 * where a value came from, a fusion only holds the op) */
+			int rank = offender_rank(&feeds, i), frank = first ? offender_rank(&feeds, first) : -1;
 			if (rank > frank) {
 				first = i;
 				ft = t;

@@ -318,8 +318,7 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
-		if (i->op == NX_OP_FUSION && i->ncalled == 1 &&
-		    (nx_l_row_ok(L, i) || (i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
+		if (nx_l_fusion_whole(L, i)) {
 			push(ns, i); /* one kernel, intermediates in SBUF */
 			continue;
 		}
@@ -331,7 +330,16 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 					const nx_inst *r = resolve(L, i->operands[p]);
 					ent(L, b->params[p])->res = r;
 				}
-			flatten(L, b, ns);
+			/* a few kernels (lower_split.c), else one per instruction */
+			nx_lsplit sp;
+			if (nx_l_split_fusion(L, i, &sp)) {
+				for (int k2 = 0; k2 < sp.nmap; k2++)
+					ent(L, sp.from[k2])->res = sp.to[k2];
+				for (int k2 = 0; k2 < sp.nnode; k2++)
+					push(ns, sp.node[k2]);
+			} else {
+				flatten(L, b, ns);
+			}
 			const nx_inst *r = resolve(L, b->root);
 			ent(L, i)->res = r;
 			continue;

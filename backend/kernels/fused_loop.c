@@ -776,8 +776,11 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			x.ql[j] = nx_l_queue(L, NX_ENG_SP);
 		for (int j = nqs; j < 16 - nl; j++)
 			x.qs[j] = nx_l_queue(L, NX_ENG_POOL);
-		for (int j = 8; j < nl; j++)
-			x.ql[j] = nx_l_queue(L, NX_ENG_POOL);
+		/* the borrowed queues are POOL queues no store uses: first those
+		 * taken for stores above and left over (a queue carrying loads and
+		 * stores would satisfy the stages' load waits with stores) */
+		for (int j = 8, spare = 16 - nl; j < nl; j++)
+			x.ql[j] = spare < nqs ? x.qs[spare++] : nx_l_queue(L, NX_ENG_POOL);
 		x.nql = nl, x.nqs = 16 - nl;
 		for (int j = 0; j < x.nql; j++)
 			x.qlc[j] = cat_pieces(x.nld, 128, x.nql, j, NULL, NULL);

@@ -5,7 +5,7 @@
  *
  * The body's instructions are sorted into
  *   - free: constants and broadcasts of parameters or constants (of one
- *     element, or of any shape when `wide`); cloned into every region that
+ *     element or along the trailing axes, or of any shape when `wide`); cloned into every region that
  *     reads them, never a value of their own in HBM (the driver still gets
  *     them as nodes, lowered only when something outside a region reads
  *     them);
@@ -96,6 +96,20 @@ static bool elementwise(const nx_inst *i)
 	}
 }
 
+/* a broadcast along the result's trailing axes (a bias row), which the
+ * fused loop keeps resident */
+static bool row_broadcast(const nx_inst *i)
+{
+	const nx_shape *os = i->operands[0]->shape;
+	int off = i->shape->rank - os->rank;
+	if (off < 0 || i->a.dimensions.n != os->rank)
+		return false;
+	for (int j = 0; j < os->rank; j++)
+		if (i->a.dimensions.v[j] != off + j || os->dims[j] != i->shape->dims[off + j])
+			return false;
+	return true;
+}
+
 static void classify(split *s, bool wide)
 {
 	const nx_comp *b = s->b;
@@ -108,7 +122,7 @@ static void classify(split *s, bool wide)
 			kd = K_FREE;
 		} else if (i->op == NX_OP_BROADCAST && i->noperands == 1 && nx_shape_is_array(i->shape)) {
 			int o = ix(s, i->operands[0]);
-			bool one = nx_shape_elems(i->operands[0]->shape) == 1;
+			bool one = nx_shape_elems(i->operands[0]->shape) == 1 || row_broadcast(i);
 			if (o >= 0 && (s->kind[o] == K_PARAM || s->kind[o] == K_FREE) && (one || wide))
 				kd = K_FREE;
 			else if (one || wide)

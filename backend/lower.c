@@ -312,6 +312,34 @@ static void push(nodes *ns, const nx_inst *i)
 	ns->v[ns->n++] = i;
 }
 
+/* Fusion i of c, one kernel, with the split regions that only it reads
+ * merged in (lower_split.c): their results never go through HBM. */
+static const nx_inst *merge_regions(nx_lower *L, const nx_comp *c, const nx_inst *i)
+{
+	const nx_inst *cur = i;
+	for (int round = 0; round < 4; round++) {
+		const nx_inst *m = NULL;
+		for (int k = 0; k < cur->noperands && !m; k++) {
+			const nx_inst *op = cur->operands[k];
+			if (op->parent != c || op == c->root)
+				continue;
+			const nx_inst *r = resolve(L, op);
+			if (!nx_l_is_region(r))
+				continue;
+			int uses = 0;
+			for (int j = 0; j < c->ninsts && uses < 2; j++)
+				for (int o = 0; o < c->insts[j]->noperands; o++)
+					uses += c->insts[j]->operands[o] == op;
+			if (uses == 1)
+				m = nx_l_merge_region(L, cur, k, r);
+		}
+		if (!m)
+			break;
+		cur = m;
+	}
+	return cur;
+}
+
 static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 {
 	for (int k = 0; k < c->ninsts; k++) {
@@ -319,7 +347,10 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
 		if (nx_l_fusion_whole(L, i)) {
-			push(ns, i); /* one kernel, intermediates in SBUF */
+			const nx_inst *m = merge_regions(L, c, i);
+			push(ns, m); /* one kernel, intermediates in SBUF */
+			if (m != i)
+				ent(L, i)->res = m;
 			continue;
 		}
 		if (i->op == NX_OP_FUSION && i->ncalled == 1) {

@@ -359,6 +359,11 @@ typedef struct nx_lsplit {
 	int nmap;
 } nx_lsplit;
 bool nx_l_split_fusion(nx_lower *L, const nx_inst *f, nx_lsplit *out);
+/* whether i is one of the split's synthetic region fusions; a region read
+ * only by fusion c (operand k) merged into it: a synthetic fusion one
+ * kernel takes, or NULL */
+bool nx_l_is_region(const nx_inst *i);
+const nx_inst *nx_l_merge_region(nx_lower *L, const nx_inst *c, int k, const nx_inst *r);
 
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);

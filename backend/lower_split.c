@@ -37,6 +37,14 @@ bool nx_l_fusion_whole(const nx_lower *L, const nx_inst *f)
 
 enum { K_PARAM, K_FREE, K_EW, K_HEAVY };
 
+/* the fusion kind of every synthetic fusion (nx_l_is_region: by address) */
+static const char region_kind[] = "kLoop";
+
+bool nx_l_is_region(const nx_inst *i)
+{
+	return i->op == NX_OP_FUSION && i->a.fusion_kind == region_kind;
+}
+
 typedef struct split {
 	nx_lower *L;
 	const nx_inst *f;
@@ -158,64 +166,116 @@ static bool computes(const nx_inst *i)
 	}
 }
 
+/* A synthetic fusion under construction: clones of source instructions,
+ * parameters for the outer values they read (one per value). */
 typedef struct region {
-	split *s;
+	nx_lower *L;
+	const split *s; /* a split's region r; NULL: every instruction not mapped yet is cloned */
 	int r;
-	nx_ptrmap cm; /* body instruction -> clone or parameter */
+	nx_ptrmap cm; /* source instruction -> clone or parameter */
+	nx_ptrmap om; /* outer value -> parameter */
 	nx_comp *c;
 	const nx_inst **in;
 	int nin, capin;
 } region;
+
+static void region_init(region *g, nx_lower *L, const split *s, int r, const char *name, const nx_comp *like)
+{
+	memset(g, 0, sizeof *g);
+	g->L = L, g->s = s, g->r = r;
+	nx_ptrmap_init(&g->cm, 16);
+	nx_ptrmap_init(&g->om, 8);
+	g->c = nx_arena_alloc(&L->a, sizeof *g->c);
+	g->c->name = name;
+	g->c->module = like->module;
+	g->c->execution_thread = like->execution_thread;
+}
 
 static void add_inst(region *g, nx_inst *i)
 {
 	nx_comp *c = g->c;
 	if (c->ninsts == c->cap) {
 		int nc = c->cap ? 2 * c->cap : 16;
-		c->insts = nx_arena_grow(&g->s->L->a, c->insts, (size_t)c->ninsts, (size_t)nc, sizeof *c->insts);
+		c->insts = nx_arena_grow(&g->L->a, c->insts, (size_t)c->ninsts, (size_t)nc, sizeof *c->insts);
 		c->cap = nc;
 	}
 	c->insts[c->ninsts++] = i;
 	i->parent = c;
 }
 
-/* the region's value for body instruction i: a clone (members, free
- * instructions), or a parameter of the synthetic fusion (read from
- * outside) */
+/* the parameter that reads outer value o (the synthetic fusion's operand) */
+static nx_inst *param(region *g, const nx_inst *o)
+{
+	nx_arena *a = &g->L->a;
+	nx_inst *c = (nx_inst *)nx_ptrmap_get(&g->om, o, 0);
+	if (c)
+		return c;
+	c = nx_arena_alloc(a, sizeof *c);
+	c->op = NX_OP_PARAMETER;
+	c->name = nx_arena_printf(a, "%s.in%d", g->c->name, g->nin);
+	c->shape = o->shape;
+	c->a.parameter_number = g->nin;
+	c->a.async_wrapped = NX_OP_COUNT;
+	if (g->nin == g->capin) {
+		int nc = g->capin ? 2 * g->capin : 8;
+		g->in = nx_arena_grow(a, g->in, (size_t)g->nin, (size_t)nc, sizeof *g->in);
+		g->c->params = nx_arena_grow(a, g->c->params, (size_t)g->nin, (size_t)nc, sizeof *g->c->params);
+		g->capin = nc;
+	}
+	g->in[g->nin] = o;
+	g->c->params[g->nin++] = c;
+	g->c->nparams = g->nin;
+	add_inst(g, c);
+	nx_ptrmap_put(&g->om, o, (intptr_t)c);
+	return c;
+}
+
+/* the synthetic fusion's value for source instruction i: a clone (region
+ * members, free instructions), or a parameter (read from outside) */
 static nx_inst *clone(region *g, const nx_inst *i)
 {
-	split *s = g->s;
-	nx_arena *a = &s->L->a;
 	nx_inst *c = (nx_inst *)nx_ptrmap_get(&g->cm, i, 0);
 	if (c)
 		return c;
-	int k = ix(s, i);
-	bool inside = k >= 0 && (s->kind[k] == K_FREE || (s->kind[k] == K_EW && s->lvl[k] == g->r));
-	c = nx_arena_alloc(a, sizeof *c);
-	if (!inside) {
-		c->op = NX_OP_PARAMETER;
-		c->name = nx_arena_printf(a, "%s.in%d", g->c->name, g->nin);
-		c->shape = i->shape;
-		c->a.parameter_number = g->nin;
-		c->a.async_wrapped = NX_OP_COUNT;
-		if (g->nin == g->capin) {
-			int nc = g->capin ? 2 * g->capin : 8;
-			g->in = nx_arena_grow(a, g->in, (size_t)g->nin, (size_t)nc, sizeof *g->in);
-			g->c->params = nx_arena_grow(a, g->c->params, (size_t)g->nin, (size_t)nc, sizeof *g->c->params);
-			g->capin = nc;
-		}
-		g->in[g->nin] = i;
-		g->c->params[g->nin++] = c;
-		g->c->nparams = g->nin;
+	const split *s = g->s;
+	int k = s ? ix(s, i) : 0;
+	if (s && !(k >= 0 && (s->kind[k] == K_FREE || (s->kind[k] == K_EW && s->lvl[k] == g->r)))) {
+		c = param(g, i);
 	} else {
+		c = nx_arena_alloc(&g->L->a, sizeof *c);
 		*c = *i;
-		c->operands = nx_arena_alloc(a, sizeof *c->operands * (size_t)(i->noperands + 1));
+		c->operands = nx_arena_alloc(&g->L->a, sizeof *c->operands * (size_t)(i->noperands + 1));
 		for (int j = 0; j < i->noperands; j++)
 			c->operands[j] = clone(g, i->operands[j]);
+		add_inst(g, c);
 	}
-	add_inst(g, c);
 	nx_ptrmap_put(&g->cm, i, (intptr_t)c);
 	return c;
+}
+
+/* the fusion instruction of g with root `root`; diagnostics point at `at` */
+static nx_inst *finish(region *g, nx_inst *root, const nx_inst *at, const nx_inst *like)
+{
+	nx_arena *a = &g->L->a;
+	nx_ptrmap_free(&g->cm);
+	nx_ptrmap_free(&g->om);
+	nx_inst *f = nx_arena_alloc(a, sizeof *f);
+	f->op = NX_OP_FUSION;
+	f->name = g->c->name;
+	f->parent = like->parent;
+	f->line = at->line, f->col = at->col;
+	f->a.async_wrapped = NX_OP_COUNT;
+	f->a.fusion_kind = region_kind;
+	f->operands = nx_arena_alloc(a, sizeof *f->operands * (size_t)(g->nin + 1));
+	for (int k = 0; k < g->nin; k++)
+		f->operands[k] = (nx_inst *)g->in[k];
+	f->noperands = g->nin;
+	f->called = nx_arena_alloc(a, sizeof *f->called);
+	f->called[0] = g->c;
+	f->ncalled = 1;
+	g->c->root = root;
+	f->shape = root->shape;
+	return f;
 }
 
 /* whether member k's value leaves region r */
@@ -256,12 +316,8 @@ static void do_region(split *s, int r)
 		return;
 	const nx_inst *F = NULL;
 	if (comp && nout > 0) {
-		region g = {s, r, {0}, NULL, NULL, 0, 0};
-		nx_ptrmap_init(&g.cm, 16);
-		g.c = nx_arena_alloc(a, sizeof *g.c);
-		g.c->name = nx_arena_printf(a, "%s.e%d", s->f->name, r);
-		g.c->module = b->module;
-		g.c->execution_thread = b->execution_thread;
+		region g;
+		region_init(&g, s->L, s, r, nx_arena_printf(a, "%s.e%d", s->f->name, r), b);
 		nx_inst **outs = nx_arena_alloc(a, sizeof *outs * (size_t)nout);
 		nx_shape **shp = nx_arena_alloc(a, sizeof *shp * (size_t)nout);
 		int no = 0;
@@ -271,26 +327,8 @@ static void do_region(split *s, int r)
 				if (leaves(s, k))
 					outs[no] = c, shp[no++] = c->shape;
 			}
-		nx_ptrmap_free(&g.cm);
-		nx_inst *f = nx_arena_alloc(a, sizeof *f);
-		f->op = NX_OP_FUSION;
-		f->name = g.c->name;
-		f->parent = s->f->parent;
-		/* diagnostics point at the region's first value that leaves it */
-		const nx_inst *at = b->insts[first]->line ? b->insts[first] : s->f;
-		f->line = at->line, f->col = at->col;
-		f->a.async_wrapped = NX_OP_COUNT;
-		f->a.fusion_kind = "kLoop";
-		f->operands = nx_arena_alloc(a, sizeof *f->operands * (size_t)(g.nin + 1));
-		for (int k = 0; k < g.nin; k++)
-			f->operands[k] = (nx_inst *)g.in[k];
-		f->noperands = g.nin;
-		f->called = nx_arena_alloc(a, sizeof *f->called);
-		f->called[0] = g.c;
-		f->ncalled = 1;
-		if (nout == 1) {
-			g.c->root = outs[0];
-		} else {
+		nx_inst *root = outs[0];
+		if (nout > 1) {
 			nx_inst *t = nx_arena_alloc(a, sizeof *t);
 			t->op = NX_OP_TUPLE;
 			t->name = nx_arena_printf(a, "%s.out", g.c->name);
@@ -299,9 +337,10 @@ static void do_region(split *s, int r)
 			t->noperands = nout;
 			t->shape = nx_shape_tuple(a, nout, shp);
 			add_inst(&g, t);
-			g.c->root = t;
+			root = t;
 		}
-		f->shape = g.c->root->shape;
+		/* diagnostics point at the region's first value that leaves it */
+		nx_inst *f = finish(&g, root, b->insts[first]->line ? b->insts[first] : s->f, s->f);
 		/* one op: its own kernel does as well, unless a broadcast is saved
 		 * (and in SBUF-sized values its own kernel keeps its result
 		 * resident for the next; the fused kernel stores it) */
@@ -386,4 +425,32 @@ bool nx_l_split_fusion(nx_lower *L, const nx_inst *f, nx_lsplit *out)
 	free(s.lvl);
 	nx_ptrmap_free(&s.ix);
 	return ok;
+}
+
+/* Consumer c (a fusion one kernel takes) reads at operand k region r
+ * (a synthetic fusion with an array root) and nothing else reads r: one
+ * synthetic fusion computing c's body with r's body in place of parameter
+ * k, so r's result never goes through HBM. NULL when no kernel takes it
+ * whole. */
+const nx_inst *nx_l_merge_region(nx_lower *L, const nx_inst *c, int k, const nx_inst *r)
+{
+	const nx_comp *cb = c->called[0], *rb = r->called[0];
+	if (!nx_l_is_region(r) || !nx_shape_is_array(r->shape) || k >= cb->nparams || !cb->params[k] ||
+	    cb->nparams != c->noperands || rb->nparams != r->noperands)
+		return NULL;
+	for (int j = 0; j < cb->ninsts; j++)
+		if (cb->insts[j]->op == NX_OP_FUSION)
+			return NULL;
+	region g;
+	region_init(&g, L, NULL, 0, nx_arena_printf(&L->a, "%s.m", c->name), cb);
+	for (int q = 0; q < rb->nparams; q++)
+		nx_ptrmap_put(&g.cm, rb->params[q], (intptr_t)param(&g, r->operands[q]));
+	nx_inst *rv = clone(&g, rb->root);
+	for (int p = 0; p < cb->nparams; p++)
+		nx_ptrmap_put(&g.cm, cb->params[p], (intptr_t)(p == k ? rv : param(&g, c->operands[p])));
+	for (int j = 0; j < cb->ninsts; j++)
+		clone(&g, cb->insts[j]);
+	nx_inst *m = finish(&g, clone(&g, cb->root), c, c);
+	m->a.fusion_kind = c->a.fusion_kind; /* not a region: merged no further */
+	return nx_l_fusion_whole(L, m) ? m : NULL;
 }

@@ -9,7 +9,9 @@
 # the expected kernels (per body instruction it was 5 to 9 each), and
 # `nxcc run --check-races` (HBM too) must find no race. pl is a plain
 # elementwise fusion whose fused loop borrows POOL queues for its loads (a
-# queue carrying loads and stores raced).
+# queue carrying loads and stores raced). sm: the bias add's region is read
+# only by the softmax fusion, so it is merged into that row loop (the dot
+# and one kernel; before: dot, broadcast-dma, elementwise-loop, row loop).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
@@ -112,8 +114,38 @@ ENTRY e {
   ROOT s = f32[2048,4096] multiply(s0, hb)
 }
 EOT
+cat > "$tmp/sm.hlo" <<'EOT'
+HloModule sm
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (x: f32[2048,128], w: f32[128,2048], b: f32[2048]) -> f32[2048,2048] {
+  %x = f32[2048,128] parameter(0)
+  %w = f32[128,2048] parameter(1)
+  %b = f32[2048] parameter(2)
+  %d = f32[2048,2048] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %bb = f32[2048,2048] broadcast(%b), dimensions={1}
+  %y = f32[2048,2048] add(%d, %bb)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[2048] reduce(%y, %ninf), dimensions={1}, to_apply=%max
+  %mxb = f32[2048,2048] broadcast(%mx), dimensions={0}
+  %sh = f32[2048,2048] subtract(%y, %mxb)
+  %ex = f32[2048,2048] exponential(%sh)
+  %z = f32[] constant(0)
+  %sm = f32[2048] reduce(%ex, %z), dimensions={1}, to_apply=%add
+  %smb = f32[2048,2048] broadcast(%sm), dimensions={0}
+  ROOT %p = f32[2048,2048] divide(%ex, %smb)
+}
+EOT
 # name, kernels at -O2 (dot-loop / broadcast-dma / fused-loop)
-for spec in bias:3 c1000:2 r3d:2 bf:2 two:4 pl:1; do
+for spec in bias:3 c1000:2 r3d:2 bf:2 two:4 pl:1 sm:2; do
 	g=${spec%%:*} want=${spec#*:}
 	for t in trn1 trn2; do
 		out=$("$NXCC" check "$tmp/$g.hlo" --target $t -O2 --random-inputs 3 2>&1) || fail "check $g $t: $out"

@@ -1,14 +1,14 @@
 /* backend/lower_split.c — a fusion that no kernel takes whole (an output
  * fusion: a dot or a reduction with an elementwise epilogue beyond the fused
  * kernel's SBUF) split into as few kernels as possible instead of one per
- * body instruction.
+ * body instruction (docs/lowering.md, "Split fusions").
  *
  * The body's instructions are sorted into
  *   - free: constants and broadcasts of parameters or constants (of one
- *     element or along the trailing axes, or of any shape when `wide`); cloned into every region that
- *     reads them, never a value of their own in HBM (the driver still gets
- *     them as nodes, lowered only when something outside a region reads
- *     them);
+ *     element or along the trailing axes; of any shape when `wide`), cloned
+ *     into every region that reads them, never a value of their own in HBM
+ *     (the driver still gets them as nodes, lowered only when something
+ *     outside a region reads them);
  *   - elementwise: one-instruction elementwise ops (nx_l_elem_map),
  *     reshape, bitcast, copy, convert, broadcast;
  *   - heavy: everything else (dot, reduce, transpose, ...), a node of its own.
@@ -19,10 +19,12 @@
  * values leave it: read by a heavy instruction, by another region, or the
  * fusion's root). The nodes come out as: free instructions, the heavy ones
  * that read only parameters, then per level its region and the heavy ones
- * of that level. A region that no kernel takes whole, or that computes
- * nothing (only reshapes and broadcasts), stays its instructions. When a
- * region with `wide` broadcasts is refused, the split is planned again with
- * broadcasts of arrays as heavy nodes (materialized, read as inputs). */
+ * of that level. A region that no kernel takes whole, that computes nothing
+ * (only reshapes and broadcasts), or of one op that saves no broadcast or
+ * fits SBUF stays its instructions. When a region with `wide` broadcasts is
+ * refused, the split is planned again with the broadcasts the fused loop
+ * does not take as heavy nodes (materialized, read as inputs).
+ * nx_l_merge_region inlines a region into the one fusion that reads it. */
 #include "backend/lower.h"
 #include "ir/map.h"
 

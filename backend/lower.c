@@ -312,15 +312,45 @@ static void push(nodes *ns, const nx_inst *i)
 	ns->v[ns->n++] = i;
 }
 
+/* Fusion i of c, one kernel, with the split regions that only it reads
+ * merged in (lower_split.c): their results never go through HBM. */
+static const nx_inst *merge_regions(nx_lower *L, const nx_comp *c, const nx_inst *i)
+{
+	const nx_inst *cur = i;
+	for (int round = 0; round < 4; round++) {
+		const nx_inst *m = NULL;
+		for (int k = 0; k < cur->noperands && !m; k++) {
+			const nx_inst *op = cur->operands[k];
+			if (op->parent != c || op == c->root)
+				continue;
+			const nx_inst *r = resolve(L, op);
+			if (!nx_l_is_region(r))
+				continue;
+			int uses = 0;
+			for (int j = 0; j < c->ninsts && uses < 2; j++)
+				for (int o = 0; o < c->insts[j]->noperands; o++)
+					uses += c->insts[j]->operands[o] == op;
+			if (uses == 1)
+				m = nx_l_merge_region(L, cur, k, r);
+		}
+		if (!m)
+			break;
+		cur = m;
+	}
+	return cur;
+}
+
 static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 {
 	for (int k = 0; k < c->ninsts; k++) {
 		const nx_inst *i = c->insts[k];
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
-		if (i->op == NX_OP_FUSION && i->ncalled == 1 &&
-		    (nx_l_row_ok(L, i) || (i->noperands <= 8 && nx_l_fused_ok(L, i)) || nx_l_fused_loop_ok(L, i))) {
-			push(ns, i); /* one kernel, intermediates in SBUF */
+		if (nx_l_fusion_whole(L, i)) {
+			const nx_inst *m = merge_regions(L, c, i);
+			push(ns, m); /* one kernel, intermediates in SBUF */
+			if (m != i)
+				ent(L, i)->res = m;
 			continue;
 		}
 		if (i->op == NX_OP_FUSION && i->ncalled == 1) {
@@ -331,7 +361,16 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 					const nx_inst *r = resolve(L, i->operands[p]);
 					ent(L, b->params[p])->res = r;
 				}
-			flatten(L, b, ns);
+			/* a few kernels (lower_split.c), else one per instruction */
+			nx_lsplit sp;
+			if (nx_l_split_fusion(L, i, &sp)) {
+				for (int k2 = 0; k2 < sp.nmap; k2++)
+					ent(L, sp.from[k2])->res = sp.to[k2];
+				for (int k2 = 0; k2 < sp.nnode; k2++)
+					push(ns, sp.node[k2]);
+			} else {
+				flatten(L, b, ns);
+			}
 			const nx_inst *r = resolve(L, b->root);
 			ent(L, i)->res = r;
 			continue;

@@ -346,6 +346,25 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 bool nx_l_row_ok(const nx_lower *L, const nx_inst *f);
 nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
 
+/* lower_split.c: whether a fusion is one kernel (row loop, fused kernel or
+ * fused loop); else nx_l_split_fusion splits it: the nodes to lower in its
+ * place (its own heavy instructions, synthetic fusions of its elementwise
+ * regions, their tuple elements, what no kernel took as it is) and the body
+ * values they now stand for (from -> to). False: nothing to split. */
+bool nx_l_fusion_whole(const nx_lower *L, const nx_inst *f);
+typedef struct nx_lsplit {
+	const nx_inst **node;
+	int nnode;
+	const nx_inst **from, **to;
+	int nmap;
+} nx_lsplit;
+bool nx_l_split_fusion(nx_lower *L, const nx_inst *f, nx_lsplit *out);
+/* whether i is one of the split's synthetic region fusions; a region read
+ * only by fusion c (operand k) merged into it: a synthetic fusion one
+ * kernel takes, or NULL */
+bool nx_l_is_region(const nx_inst *i);
+const nx_inst *nx_l_merge_region(nx_lower *L, const nx_inst *c, int k, const nx_inst *r);
+
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);
 

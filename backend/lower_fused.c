@@ -205,7 +205,7 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 			int nd;
 			int32_t fst[NX_AP_DIMS];
 			uint32_t fc[NX_AP_DIMS];
-			bcast_view(i, o->i->shape, dims, st);
+			bcast_view(i, i->operands[0]->shape, dims, st);
 			if (p->ll != 1 || !split_view(dims, st, i->shape->rank, p->P, &ps, &nd, fst, fc))
 				return false;
 			v->kind = FV_BVIEW;
@@ -368,7 +368,8 @@ static nx_status body(nx_lower *L, plan *p, const int64_t *addr0, const nx_lsync
 			int nd;
 			int32_t fst[NX_AP_DIMS], s1[1] = {1};
 			uint32_t fc[NX_AP_DIMS], cF[1] = {(uint32_t)p->F};
-			bcast_view(v->i, x->shape, dims, st);
+			/* the operand's shape (a reshaped parameter's, not the parameter's) */
+			bcast_view(v->i, v->i->operands[0]->shape, dims, st);
 			bool ok = split_view(dims, st, v->i->shape->rank, p->P, &ps, &nd, fst, fc);
 			NX_ASSERT(ok);
 			nx_ap src = nx_ap_hbm(x->dt, x->buf->off, (int)p->P, ps, nd, fst, fc);

@@ -6,8 +6,11 @@
  * (nx_l_elem_map, <= 3 operands), reshape / bitcast / copy / convert to the
  * same device type (sharing their operand's slot), broadcasts of a
  * one-element parameter or constant (a [128, 1] column loaded once before
- * the loop, read with free stride 0); every other value has the element
- * count n of the outputs: the root, or the elements of a tuple root (each
+ * the loop, read with free stride 0), broadcasts of a parameter of C
+ * elements along the trailing axes (a bias row: a resident [128, tr] tile
+ * loaded once, every tile starting at a multiple of C; tr a multiple of C,
+ * or C / 2^k with k <= 7 so that partition p holds row[(p tr) mod C ..]);
+ * every other value has the element count n of the outputs: the root, or the elements of a tuple root (each
  * computed in the body). The n elements are tiles of 128 partitions x tr
  * contiguous elements (full tiles, then [q, tr] and [1, s]).
  *
@@ -34,6 +37,9 @@ typedef struct fl {
 	int param[FL_MAX];  /* parameter number, -1 computed or alias */
 	int one[FL_MAX];    /* a one-element parameter (its number) or constant (-2), else -1 */
 	int col[FL_MAX];    /* broadcast of a one-element value: that value's index, else -1 */
+	int rowp[FL_MAX];   /* a parameter of rowc elements (its number), read only by row broadcasts, else -1 */
+	int row[FL_MAX];    /* broadcast of a rowp parameter along the trailing axes: its index, else -1 */
+	int64_t rowc;       /* elements of the broadcast rows (one length per body), 0 none */
 	nx_lval *colv[FL_MAX];
 	int alias[FL_MAX];  /* slot owner */
 	int ops[FL_MAX][3];
@@ -71,14 +77,55 @@ typedef struct fl {
 enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
 _Static_assert(RF_N <= 16, "registers per engine");
 
+/* Depth of the buffer rotation: tile i reuses the buffers of tile i - ND. */
+enum { ND = 2 };
+
 /* bytes per element of a tile: the slots of every value that has one */
 static int64_t slot_bytes(const fl *x)
 {
 	int64_t per = 0;
 	for (int v = 0; v < x->nv; v++)
-		if (x->alias[v] == v && x->one[v] == -1 && x->col[v] < 0)
+		if (x->alias[v] == v && x->one[v] == -1 && x->col[v] < 0 && x->rowp[v] < 0 && x->row[v] < 0)
 			per += nx_dtype_bytes[x->dt[v]];
 	return per;
+}
+
+/* the widest tile row length <= tr at which every tile sees the broadcast
+ * rows at the same place: a multiple of rowc, or rowc / 2^k (k <= 7, so a
+ * full tile's 128 partitions cover whole rows); 0 when none */
+static int64_t row_tr(const fl *x, int64_t tr)
+{
+	int64_t C = x->rowc;
+	if (!C || tr < 1)
+		return tr;
+	if (tr >= C)
+		return tr / C * C;
+	for (int k = 1; k <= 7; k++)
+		if (C % ((int64_t)1 << k) == 0 && C >> k <= tr)
+			return C >> k;
+	return 0;
+}
+
+/* the tile row length for value slots of sper bytes per element (nslots
+ * slots, ncol broadcast columns and the resident rows besides), clamped to
+ * the elements and fitted to the rows; 0 when nothing fits */
+static int64_t fit_tr(const nx_lower *L, const fl *x, int ncol, int nslots, int64_t sper)
+{
+	int64_t rb = 0;
+	int nrow = 0;
+	for (int v = 0; v < x->nv; v++)
+		if (x->row[v] >= 0)
+			rb += nx_dtype_bytes[x->dt[v]], nrow++;
+	int64_t room = (L->sbuf_half - 64 * ncol - 64 * nrow) / ND - 64 * nslots;
+	if (room < 1)
+		return 0;
+	int64_t tr = rb ? room * ND / (sper * ND + rb) : room / sper;
+	tr = tr < 2048 ? tr : 2048;
+	if (tr < 1)
+		return 0;
+	if (x->n < 128 * tr)
+		tr = (x->n + 127) / 128;
+	return row_tr(x, tr);
 }
 
 static int find(const fl *x, const nx_inst *i)
@@ -173,6 +220,8 @@ static bool build(fl *x, const nx_inst *f)
 		x->param[v] = -1;
 		x->one[v] = -1;
 		x->col[v] = -1;
+		x->rowp[v] = -1;
+		x->row[v] = -1;
 		x->alias[v] = v;
 		x->stage[v] = -1;
 		if (i->op == NX_OP_PARAMETER) {
@@ -187,7 +236,7 @@ static bool build(fl *x, const nx_inst *f)
 			else if (ne == x->n)
 				x->param[v] = pn;
 			else
-				return false;
+				x->rowp[v] = pn;
 			continue;
 		}
 		if (i->op == NX_OP_CONSTANT && ne == 1) {
@@ -201,14 +250,32 @@ static bool build(fl *x, const nx_inst *f)
 				return false;
 		int a0 = i->noperands ? find(x, i->operands[0]) : -1;
 		if (i->op == NX_OP_BROADCAST) {
-			if (a0 < 0 || x->one[a0] == -1 || x->dt[a0] != x->dt[v])
+			if (a0 < 0 || x->dt[a0] != x->dt[v])
 				return false;
-			x->col[v] = a0;
+			if (x->one[a0] != -1) {
+				x->col[v] = a0;
+				continue;
+			}
+			/* a row: the operand's axes are the result's trailing ones */
+			const nx_shape *os = i->operands[0]->shape;
+			int off = i->shape->rank - os->rank;
+			if (x->rowp[a0] < 0 || i->a.dimensions.n != os->rank || off < 0)
+				return false;
+			for (int j = 0; j < os->rank; j++)
+				if (i->a.dimensions.v[j] != off + j || os->dims[j] != i->shape->dims[off + j])
+					return false;
+			int64_t C = nx_shape_elems(os);
+			if (x->rowc && x->rowc != C)
+				return false;
+			x->rowc = C;
+			x->row[v] = a0;
 			continue;
 		}
-		for (int j = 0; j < i->noperands; j++)
-			if (x->one[find(x, i->operands[j])] != -1)
-				return false; /* one-element values only through a broadcast */
+		for (int j = 0; j < i->noperands; j++) {
+			int o = find(x, i->operands[j]);
+			if (x->one[o] != -1 || x->rowp[o] >= 0)
+				return false; /* one-element values and rows only through a broadcast */
+		}
 		bool same = a0 >= 0 && x->dt[a0] == x->dt[v];
 		if ((i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY || i->op == NX_OP_CONVERT) &&
 		    same) {
@@ -236,7 +303,8 @@ static bool build(fl *x, const nx_inst *f)
 	for (int k = 0; k < x->nout; k++) {
 		int o = find(x, tup ? root->operands[k] : root);
 		/* outputs are computed values of n elements (not parameters) */
-		if (o < 0 || x->one[o] != -1 || x->col[x->alias[o]] >= 0 || x->stage[x->alias[o]] < 0 ||
+		if (o < 0 || x->one[o] != -1 || x->col[x->alias[o]] >= 0 || x->row[x->alias[o]] >= 0 ||
+		    x->stage[x->alias[o]] < 0 ||
 		    nx_shape_elems(x->inst[o]->shape) != x->n)
 			return false;
 		x->outs[k] = x->alias[o];
@@ -256,6 +324,12 @@ bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 	 * resident in SBUF, which is faster there), else only bodies the fused
 	 * kernel cannot hold: more than one SBUF half per partition over 128
 	 * partitions */
+	int ncol = 0;
+	for (int v = 0; v < x.nv; v++)
+		ncol += x.col[v] >= 0;
+	/* rows: tiles of at least 64 elements that fit them */
+	if (x.rowc && fit_tr(L, &x, ncol, x.nv, slot_bytes(&x)) < 64)
+		return false;
 	double bytes = (double)x.n * (double)slot_bytes(&x);
 	if ((f->noperands > 8 || f->called[0]->root->op == NX_OP_TUPLE) && bytes >= 1048576.0)
 		return true;
@@ -274,11 +348,10 @@ static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr, int b)
 	int a = x->alias[v];
 	int32_t s1[1] = {x->col[a] >= 0 ? 0 : 1};
 	uint32_t c[1] = {(uint32_t)tr};
-	return nx_ap_sbuf(x->dt[v], 0, (int)np, x->off[a] + (x->col[a] >= 0 ? 0 : b * x->bufb), 1, s1, c);
+	bool once = x->col[a] >= 0 || x->row[a] >= 0; /* loaded once, not per buffer set */
+	return nx_ap_sbuf(x->dt[v], 0, (int)np, x->off[a] + (once ? 0 : b * x->bufb), 1, s1, c);
 }
 
-/* Depth of the buffer rotation: tile i reuses the buffers of tile i - ND. */
-enum { ND = 2 };
 
 /* The streams' rows of a tile (n streams of np partition rows, one after
  * the other) cut into nq ranges, range j on queue j: calls f (when given)
@@ -670,7 +743,8 @@ static int reuse_slots(fl *x, int *slot)
 	int freed[FL_MAX]; /* per slot: the position after which it is free, p + 1 taken */
 	for (int q = -1; q < p; q++)
 		for (int v = 0; v < x->nv; v++) {
-			if (x->alias[v] != v || x->one[v] != -1 || x->col[v] >= 0 || pos[v] != q ||
+			if (x->alias[v] != v || x->one[v] != -1 || x->col[v] >= 0 || x->row[v] >= 0 || x->rowp[v] >= 0 ||
+			    pos[v] != q ||
 			    (q < 0 && x->param[v] < 0))
 				continue;
 			int64_t e = nx_dtype_bytes[x->dt[v]];
@@ -703,22 +777,16 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	int ncol = 0;
 	for (int v = 0; v < x.nv; v++)
 		ncol += x.col[v] >= 0;
-	int64_t room = (L->sbuf_half - 64 * ncol) / ND - 64 * x.nv;
-	x.tr = room / per < 2048 ? room / per : 2048;
+	x.tr = fit_tr(L, &x, ncol, x.nv, per);
 	if (x.tr < 1)
 		return nx_l_err(L, "fusion body too wide for SBUF");
-	if (x.n < 128 * x.tr)
-		x.tr = (x.n + 127) / 128;
 	double per_tile = assign(L, &x);
 	/* fewer slots, wider tiles */
 	int slot[FL_MAX], ns = reuse_slots(&x, slot);
 	int64_t sper = 0;
 	for (int k = 0; k < ns; k++)
 		sper += x.off[k];
-	room = (L->sbuf_half - 64 * ncol) / ND - 64 * ns;
-	x.tr = room / sper < 2048 ? room / sper : 2048;
-	if (x.n < 128 * x.tr)
-		x.tr = (x.n + 127) / 128;
+	x.tr = fit_tr(L, &x, ncol, ns, sper); /* >= the first: fewer, narrower slots */
 	int64_t bytes = 0, soff[FL_MAX];
 	for (int k = 0; k < ns; k++) {
 		soff[k] = bytes;
@@ -732,6 +800,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		if (x.col[v] >= 0) {
 			x.off[v] = bytes;
 			bytes += 64;
+		} else if (x.row[v] >= 0) {
+			x.off[v] = bytes;
+			bytes += al64(x.tr * nx_dtype_bytes[x.dt[v]]);
 		}
 	int64_t base;
 	int h;
@@ -776,8 +847,11 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			x.ql[j] = nx_l_queue(L, NX_ENG_SP);
 		for (int j = nqs; j < 16 - nl; j++)
 			x.qs[j] = nx_l_queue(L, NX_ENG_POOL);
-		for (int j = 8; j < nl; j++)
-			x.ql[j] = nx_l_queue(L, NX_ENG_POOL);
+		/* the borrowed queues are POOL queues no store uses: first those
+		 * taken for stores above and left over (a queue carrying loads and
+		 * stores would satisfy the stages' load waits with stores) */
+		for (int j = 8, spare = 16 - nl; j < nl; j++)
+			x.ql[j] = spare < nqs ? x.qs[spare++] : nx_l_queue(L, NX_ENG_POOL);
 		x.nql = nl, x.nqs = 16 - nl;
 		for (int j = 0; j < x.nql; j++)
 			x.qlc[j] = cat_pieces(x.nld, 128, x.nql, j, NULL, NULL);
@@ -806,14 +880,22 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
 	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
 	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
-	nx_l_plan(L, "resident", "none");
+	int nrow = 0;
+	for (int v = 0; v < x.nv; v++)
+		nrow += x.row[v] >= 0;
+	if (nrow)
+		nx_l_plan(L, "resident", "%d broadcast row%s of %lld as [128, %lld]", nrow, nrow > 1 ? "s" : "",
+		          (long long)x.rowc, (long long)x.tr);
+	else
+		nx_l_plan(L, "resident", "none");
 
 	bool used[NX_ENG_COUNT];
 	nx_l_kernel_engines(x.seng, x.nstage, used);
 	nx_l_kernel_begin(L, h, used);
 	for (int v = 0; v < x.nv; v++)
-		if (x.param[v] >= 0 || x.one[v] >= 0)
-			nx_l_wait(L, NX_ENG_SP, &ops[x.one[v] >= 0 ? x.one[v] : x.param[v]]->buf->written);
+		if (x.param[v] >= 0 || x.one[v] >= 0 || x.rowp[v] >= 0)
+			nx_l_wait(L, NX_ENG_SP,
+			          &ops[x.one[v] >= 0 ? x.one[v] : x.rowp[v] >= 0 ? x.rowp[v] : x.param[v]]->buf->written);
 	/* POOL queues borrowed for loads: what they carry so far is done */
 	nx_lsync bq;
 	memset(&bq, 0, sizeof bq);
@@ -841,6 +923,27 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[ncl++ % (x.nql < 8 ? x.nql : 8)], sb, hb);
 		nx_l_max(&x.loads, &y);
 		nx_l_max(&src->buf->war, &y);
+	}
+	/* broadcast rows: the resident [128, tr] tile, row[(p tr + j) mod C] at
+	 * partition p, element j: one transfer reading the row tr / C times
+	 * with stride 0 when C divides tr, else one per C / tr partitions */
+	for (int v = 0; v < x.nv; v++) {
+		if (x.row[v] < 0)
+			continue;
+		nx_lval *src = ops[x.rowp[x.row[v]]];
+		int64_t C = x.rowc, g = x.tr >= C ? 128 : C / x.tr;
+		for (int64_t p0 = 0; p0 < 128; p0 += g) {
+			int32_t hs[2] = {0, 1}, ss[2] = {(int32_t)C, 1};
+			uint32_t c2[2] = {(uint32_t)(x.tr / C), (uint32_t)C}, c1[1] = {(uint32_t)x.tr};
+			bool rep = x.tr >= C;
+			nx_ap hb = rep ? nx_ap_hbm(x.dt[v], src->buf->off, 128, 0, 2, hs, c2)
+			               : nx_ap_hbm(x.dt[v], src->buf->off, (int)g, x.tr, 1, hs + 1, c1);
+			nx_ap sb = rep ? nx_ap_sbuf(x.dt[v], 0, 128, x.off[v], 2, ss, c2)
+			               : nx_ap_sbuf(x.dt[v], (int)p0, (int)g, x.off[v], 1, ss + 1, c1);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[ncl++ % (x.nql < 8 ? x.nql : 8)], sb, hb);
+			nx_l_max(&x.loads, &y);
+			nx_l_max(&src->buf->war, &y);
+		}
 	}
 	/* every load queue: its count now, plus one per tile */
 	NX_ASSERT(x.nld >= 1);

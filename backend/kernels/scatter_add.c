@@ -40,8 +40,8 @@ typedef struct sa {
 	int64_t o_idxr, o_idxf, o_upd, o_iota, o_boff, o_iotab[NSET], o_oh[NSET], o_op[NSET], o_res[NSET];
 	int64_t pbase[NSET];
 	nx_engine be[NSET];           /* one-hot builder of each set */
-	int ql, ql2, qs, qs2, qi, qu;
-	int64_t b_pe, b_pool, b_be[NSET], b_ql, b_qs;
+	int ql[NSET], ql2, qs[NSET], qs2, qi, qu; /* a load and a store queue per buffer set */
+	int64_t b_pe, b_pool, b_be[NSET], b_ql[NSET], b_qs[NSET];
 	bool same_be;
 	int lv;                       /* loop level of the pair loop on every engine, -1 outside */
 } sa;
@@ -212,7 +212,7 @@ static void block(sa *x, int64_t j, bool full)
 		if (x->lv >= 0)
 			h.loop_stride[x->lv] = adv_rows * x->H * x->esz;
 		c1[0] = (uint32_t)(fv * x->H);
-		nx_l_dma_q(L, NX_ENG_SP, x->ql, nx_ap_sbuf(x->dt, 0, 128, x->o_op[s], 1, s1, c1), h);
+		nx_l_dma_q(L, NX_ENG_SP, x->ql[s], nx_ap_sbuf(x->dt, 0, 128, x->o_op[s], 1, s1, c1), h);
 	}
 	if (pr > 0) {
 		c1[0] = (uint32_t)x->H;
@@ -286,12 +286,14 @@ static void block(sa *x, int64_t j, bool full)
 	 * store of block j - 2 (the result buffer) are done; then the store */
 	wrel(x, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_PE, x->b_pe + 1, R_BLK);
 	if (full) {
-		wrel(x, NX_ENG_POOL, x->ql, x->b_ql + 1, R_BLK);
-		wrel(x, NX_ENG_POOL, x->qs, x->b_qs + 1 - NSET, R_BLK);
+		wrel(x, NX_ENG_POOL, x->ql[s], x->b_ql[s] + 1, R_PAIR); /* one per pair on each */
+		wrel(x, NX_ENG_POOL, x->qs[s], x->b_qs[s], R_PAIR);
 	} else { /* the last block: every load so far, every earlier store */
-		nx_lsync y = at(x->ql, L->qcount[x->ql]);
-		y.s[x->ql2] = L->qcount[x->ql2];
-		y.s[x->qs] = L->qcount[x->qs];
+		nx_lsync y = at(x->ql2, L->qcount[x->ql2]);
+		for (int k = 0; k < NSET; k++) {
+			y.s[x->ql[k]] = L->qcount[x->ql[k]];
+			y.s[x->qs[k]] = L->qcount[x->qs[k]];
+		}
 		nx_l_wait(L, NX_ENG_POOL, &y);
 	}
 	for (int part = 0; part < 2; part++) {
@@ -311,7 +313,7 @@ static void block(sa *x, int64_t j, bool full)
 		if (x->lv >= 0)
 			h.loop_stride[x->lv] = adv_rows * x->H * x->esz;
 		c1[0] = (uint32_t)(fv * x->H);
-		nx_l_dma_q(L, NX_ENG_POOL, x->qs, h, nx_ap_sbuf(x->dt, 0, 128, x->o_res[s], 1, s1, c1));
+		nx_l_dma_q(L, NX_ENG_POOL, x->qs[s], h, nx_ap_sbuf(x->dt, 0, 128, x->o_res[s], 1, s1, c1));
 	}
 	if (pr > 0) {
 		c1[0] = (uint32_t)x->H;
@@ -428,8 +430,9 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	x.be[0] = NX_ENG_DVE, x.be[1] = NX_ENG_ACT;
 	x.same_be = x.be[0] == x.be[1];
 	x.qi = nx_l_queue(L, NX_ENG_SP), x.qu = nx_l_queue(L, NX_ENG_SP);
-	x.ql = nx_l_queue(L, NX_ENG_SP), x.ql2 = nx_l_queue(L, NX_ENG_SP);
-	x.qs = nx_l_queue(L, NX_ENG_POOL), x.qs2 = nx_l_queue(L, NX_ENG_POOL);
+	for (int k = 0; k < NSET; k++)
+		x.ql[k] = nx_l_queue(L, NX_ENG_SP), x.qs[k] = nx_l_queue(L, NX_ENG_POOL);
+	x.ql2 = nx_l_queue(L, NX_ENG_SP), x.qs2 = nx_l_queue(L, NX_ENG_POOL);
 	int64_t NBF = x.V / x.W, pairs = NBF / NSET;
 
 	nx_l_plan_kernel(L, "scatter-add-pe");
@@ -439,10 +442,9 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	          (long long)x.KT, (long long)x.W, (long long)x.B, (long long)x.NB);
 	nx_l_plan(L, "loops", "block pairs %lld > k %lld > vocabulary tile %lld (%d buffer sets, per-iteration waits)",
 	          (long long)pairs, (long long)x.KT, (long long)x.B, (int)NSET);
-	nx_l_plan(L, "engines", "load sp q%d, one-hot %s/%s, matmul pe, add+store pool q%d", x.ql,
-	          nx_engine_names[x.be[0]], nx_engine_names[x.be[1]], x.qs);
+	nx_l_plan(L, "engines", "load sp q%d/q%d, one-hot %s/%s, matmul pe, add+store pool q%d/q%d", x.ql[0], x.ql[1],
+	          nx_engine_names[x.be[0]], nx_engine_names[x.be[1]], x.qs[0], x.qs[1]);
 	nx_l_plan(L, "resident", "none");
-	nx_l_mem(L, "sbuf", "region %d at %lld, %lld bytes per partition", h, (long long)base, (long long)bytes);
 	nx_l_mem(L, "psum", "halves 0 and 1, one bank each");
 
 	bool used[NX_ENG_COUNT];
@@ -459,7 +461,8 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	x.b_pe = L->ecount[NX_ENG_PE], x.b_pool = L->ecount[NX_ENG_POOL];
 	for (int s = 0; s < NSET; s++)
 		x.b_be[s] = L->ecount[x.be[s]];
-	x.b_ql = L->qcount[x.ql], x.b_qs = L->qcount[x.qs];
+	for (int k = 0; k < NSET; k++)
+		x.b_ql[k] = L->qcount[x.ql[k]], x.b_qs[k] = L->qcount[x.qs[k]];
 	nx_engine eng[5] = {NX_ENG_SP, NX_ENG_DVE, NX_ENG_ACT, NX_ENG_PE, NX_ENG_POOL};
 	for (int k = 0; k < 5; k++) {
 		nx_l_setreg(L, eng[k], R_BLK, 0);
@@ -494,10 +497,11 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	memset(&loads, 0, sizeof loads);
 	memset(&stores, 0, sizeof stores);
 	memset(&comp, 0, sizeof comp);
-	int lq[4] = {x.qi, x.qu, x.ql, x.ql2};
-	for (int k = 0; k < 4; k++)
+	int lq[5] = {x.qi, x.qu, x.ql[0], x.ql[1], x.ql2};
+	for (int k = 0; k < 5; k++)
 		loads.s[lq[k]] = L->qcount[lq[k]];
-	stores.s[x.qs] = L->qcount[x.qs];
+	stores.s[x.qs[0]] = L->qcount[x.qs[0]];
+	stores.s[x.qs[1]] = L->qcount[x.qs[1]];
 	stores.s[x.qs2] = L->qcount[x.qs2];
 	for (int k = 1; k < 5; k++)
 		comp.s[NX_LSEM_ENG + eng[k]] = L->ecount[eng[k]];

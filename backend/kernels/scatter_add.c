@@ -455,8 +455,10 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	nx_l_wait(L, NX_ENG_SP, &x.idx->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &x.upd->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
-	nx_l_wait(L, NX_ENG_PE, &L->psum_free[0]);
-	nx_l_wait(L, NX_ENG_PE, &L->psum_free[1]);
+	for (int k = 0; k < 2; k++) { /* POOL reads the PSUM halves PE writes */
+		nx_l_wait(L, NX_ENG_PE, &L->psum_free[k]);
+		nx_l_wait(L, NX_ENG_POOL, &L->psum_free[k]);
+	}
 	setup(&x);
 	x.b_pe = L->ecount[NX_ENG_PE], x.b_pool = L->ecount[NX_ENG_POOL];
 	for (int s = 0; s < NSET; s++)
@@ -493,6 +495,15 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	if (x.V % x.W)
 		block(&x, NBF, false);
 
+	/* POOL's last signal stands for every engine's work (the per-iteration
+	 * waits above carry no knowledge to the compile-time checks): the PSUM
+	 * halves are free after it */
+	nx_lsync fin;
+	memset(&fin, 0, sizeof fin);
+	for (int k = 1; k < 4; k++)
+		fin.s[NX_LSEM_ENG + eng[k]] = L->ecount[eng[k]];
+	nx_l_wait(L, NX_ENG_POOL, &fin);
+	nx_l_signal(L, NX_ENG_POOL);
 	nx_lsync loads, stores, comp;
 	memset(&loads, 0, sizeof loads);
 	memset(&stores, 0, sizeof stores);

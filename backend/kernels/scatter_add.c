@@ -34,7 +34,8 @@ typedef struct sa {
 	nx_lower *L;
 	nx_lval *x, *idx, *upd, *out;
 	nx_dtype dt, idt;             /* operand/updates/result; indices (s32/u32) */
-	int64_t V, H, N, KT, B, W, NB; /* rows, row length, updates, K tiles, vocab tiles per block */
+	int64_t V, H, N, KT, B, W, NB; /* rows, columns of this chunk, updates, K tiles, vocab tiles per block */
+	int64_t Hs, c0;               /* row length in HBM, this chunk's first column */
 	int64_t esz;
 	/* SBUF (bytes, absolute) */
 	int64_t o_idxr, o_idxf, o_upd, o_iota, o_boff, o_iotab[NSET], o_oh[NSET], o_op[NSET], o_res[NSET];
@@ -155,14 +156,23 @@ static double gs_ns(const nx_lower *L, int64_t V, int64_t H, int64_t N, int64_t 
 	return GS_SCATTER_NS_PER_ELEM * ((double)V * (double)H + parts * (double)N * (double)H);
 }
 
+/* rows beyond 512 elements (one PSUM bank): column chunks of <= 512, one
+ * kernel each (each builds its own one-hot tiles) */
+static int64_t chunk_cols(int64_t H)
+{
+	int64_t n = (H + 511) / 512;
+	return (H + n - 1) / n;
+}
+
 bool nx_l_scatter_pe_ok(const nx_lower *L, const nx_inst *i)
 {
 	int64_t V, H, N, bytes;
-	if (!shape_ok(L, i, &V, &H, &N) || H > 512)
+	if (!shape_ok(L, i, &V, &H, &N))
 		return false;
 	nx_dtype dt = (nx_dtype)nx_lower_dtype(i->shape->type);
-	int64_t B = pick_b(L, V, H, N, nx_dtype_bytes[dt], &bytes);
-	return B > 0 && pe_ns(L, V, H, N, B, dt) < gs_ns(L, V, H, N, nx_dtype_bytes[dt]);
+	int64_t hc = chunk_cols(H), nch = (H + hc - 1) / hc;
+	int64_t B = pick_b(L, V, hc, N, nx_dtype_bytes[dt], &bytes);
+	return B > 0 && (double)nch * pe_ns(L, V, hc, N, B, dt) < gs_ns(L, V, H, N, nx_dtype_bytes[dt]);
 }
 
 /* wait until semaphore sem >= base + register r of engine e (inside or
@@ -184,9 +194,9 @@ static nx_lsync at(int sem, int64_t v)
  * partitions, nv vocabulary tiles of 128 rows */
 static nx_ap rows_ap(const sa *x, const nx_lval *b, int64_t row0, int64_t np, int64_t nv)
 {
-	int32_t s2[2] = {(int32_t)(128 * x->H), 1};
+	int32_t s2[2] = {(int32_t)(128 * x->Hs), 1};
 	uint32_t c2[2] = {(uint32_t)nv, (uint32_t)x->H};
-	return nx_ap_hbm(b->dt, b->buf->off + row0 * x->H * x->esz, (int)np, x->H, 2, s2, c2);
+	return nx_ap_hbm(b->dt, b->buf->off + (row0 * x->Hs + x->c0) * x->esz, (int)np, x->Hs, 2, s2, c2);
 }
 
 /* block j (set s = j % 2) of vocabulary rows [v0, v0 + W); full: all W rows
@@ -210,7 +220,7 @@ static void block(sa *x, int64_t j, bool full)
 	if (fv > 0) {
 		nx_ap h = rows_ap(x, x->x, v0, 128, fv);
 		if (x->lv >= 0)
-			h.loop_stride[x->lv] = adv_rows * x->H * x->esz;
+			h.loop_stride[x->lv] = adv_rows * x->Hs * x->esz;
 		c1[0] = (uint32_t)(fv * x->H);
 		nx_l_dma_q(L, NX_ENG_SP, x->ql[s], nx_ap_sbuf(x->dt, 0, 128, x->o_op[s], 1, s1, c1), h);
 	}
@@ -311,7 +321,7 @@ static void block(sa *x, int64_t j, bool full)
 	if (fv > 0) {
 		nx_ap h = rows_ap(x, x->out, v0, 128, fv);
 		if (x->lv >= 0)
-			h.loop_stride[x->lv] = adv_rows * x->H * x->esz;
+			h.loop_stride[x->lv] = adv_rows * x->Hs * x->esz;
 		c1[0] = (uint32_t)(fv * x->H);
 		nx_l_dma_q(L, NX_ENG_POOL, x->qs[s], h, nx_ap_sbuf(x->dt, 0, 128, x->o_res[s], 1, s1, c1));
 	}
@@ -350,17 +360,19 @@ static void setup(sa *x)
 	}
 	for (int k = 0; k < 2; k++) { /* k 0: indices, 1: updates */
 		nx_lval *v = k ? x->upd : x->idx;
-		int64_t rl = k ? x->H : 1, es = nx_dtype_bytes[v->dt], o = k ? x->o_upd : x->o_idxr;
+		/* rows of rl elements (this chunk's columns) rs apart in HBM */
+		int64_t rl = k ? x->H : 1, rs = k ? x->Hs : 1, es = nx_dtype_bytes[v->dt], o = k ? x->o_upd : x->o_idxr;
+		int64_t h0 = v->buf->off + (k ? x->c0 : 0) * es;
 		int q = k ? x->qu : x->qi;
-		if (Pf > 0) {
-			c1[0] = (uint32_t)(KT * rl);
-			nx_l_dma_q(L, NX_ENG_SP, q, nx_ap_sbuf(v->dt, 0, (int)Pf, o, 1, s1, c1),
-			           nx_ap_hbm(v->dt, v->buf->off, (int)Pf, KT * rl, 1, s1, c1));
-		}
-		if (r > 0) {
-			c1[0] = (uint32_t)(r * rl);
-			nx_l_dma_q(L, NX_ENG_SP, q, nx_ap_sbuf(v->dt, (int)Pf, 1, o, 1, s1, c1),
-			           nx_ap_hbm(v->dt, v->buf->off + Pf * KT * rl * es, 1, r * rl, 1, s1, c1));
+		for (int part = 0; part < 2; part++) {
+			int64_t np = part ? 1 : Pf, nr = part ? r : KT;
+			if (np == 0 || nr == 0)
+				continue;
+			int32_t s2[2] = {(int32_t)rs, 1};
+			uint32_t c2[2] = {(uint32_t)nr, (uint32_t)rl};
+			c1[0] = (uint32_t)(nr * rl);
+			nx_l_dma_q(L, NX_ENG_SP, q, nx_ap_sbuf(v->dt, part ? (int)Pf : 0, (int)np, o, 1, s1, c1),
+			           nx_ap_hbm(v->dt, h0 + (part ? Pf * KT * rs * es : 0), (int)np, KT * rs, 2, s2, c2));
 		}
 	}
 	/* indices as f32 (exact below 2^24; larger ones stay >= 2^24 > V - 1) */
@@ -395,13 +407,14 @@ static void setup(sa *x)
 	nx_l_wait(L, NX_ENG_PE, &lu);
 }
 
-nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+/* columns [c0, c0 + hc) of rows of Hs elements: one kernel */
+static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *out, int64_t V, int64_t N, int64_t Hs, int64_t c0,
+                       int64_t hc)
 {
 	sa x;
 	memset(&x, 0, sizeof x);
 	int64_t bytes = 0;
-	if (!shape_ok(L, i, &x.V, &x.H, &x.N))
-		return nx_l_err(L, "scatter: not an add of rows into one dimension (internal: the PE path was chosen)");
+	x.V = V, x.N = N, x.Hs = Hs, x.c0 = c0, x.H = hc;
 	x.L = L, x.x = ops[0], x.idx = ops[1], x.upd = ops[2], x.out = out;
 	x.dt = out->dt, x.idt = ops[1]->dt, x.esz = nx_dtype_bytes[x.dt];
 	x.B = pick_b(L, x.V, x.H, x.N, x.esz, &bytes);
@@ -438,6 +451,8 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	nx_l_plan_kernel(L, "scatter-add-pe");
 	nx_l_plan(L, "shape", "[%lld, %lld] += onehot(%lld indices)^T . [%lld, %lld] %s", (long long)x.V,
 	          (long long)x.H, (long long)x.N, (long long)x.N, (long long)x.H, nx_dtype_names[x.dt]);
+	if (x.H < x.Hs)
+		nx_l_plan(L, "columns", "[%lld, %lld) of %lld", (long long)x.c0, (long long)(x.c0 + x.H), (long long)x.Hs);
 	nx_l_plan(L, "tiling", "%lld K tiles of 128 updates; blocks of %lld vocabulary rows (%lld tiles), %lld blocks",
 	          (long long)x.KT, (long long)x.W, (long long)x.B, (long long)x.NB);
 	nx_l_plan(L, "loops", "block pairs %lld > k %lld > vocabulary tile %lld (%d buffer sets, per-iteration waits)",
@@ -521,5 +536,19 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	nx_lsync pool = at(NX_LSEM_ENG + NX_ENG_POOL, L->ecount[NX_ENG_POOL]);
 	L->psum_free[0] = L->psum_free[1] = pool;
 	nx_l_kernel_end(L, h, &out, 1, &loads, &stores, &comp);
+	return NX_OK;
+}
+
+nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
+{
+	int64_t V, H, N;
+	if (!shape_ok(L, i, &V, &H, &N))
+		return nx_l_err(L, "scatter: not an add of rows into one dimension (internal: the PE path was chosen)");
+	int64_t hc = chunk_cols(H);
+	for (int64_t c0 = 0; c0 < H; c0 += hc) {
+		nx_status rc = chunk(L, ops, out, V, N, H, c0, H - c0 < hc ? H - c0 : hc);
+		if (rc)
+			return rc;
+	}
 	return NX_OK;
 }

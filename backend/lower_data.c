@@ -861,6 +861,8 @@ nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 			return batch_dot(L, i, ops, out);
 		return nx_l_dot_split(L, i, ops, out);
 	case NX_OP_REDUCE:
+		if (nx_l_colsum_ok(L, i))
+			return nx_l_colsum(L, i, ops, out);
 		if (i->noperands == 2)
 			return split_reduce(L, i, ops, out);
 		break;

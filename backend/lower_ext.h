@@ -68,6 +68,11 @@ nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 bool nx_l_scatter_pe_ok(const nx_lower *L, const nx_inst *i);
 nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 
+/* kernels/colsum.c: an add-reduction over leading dims (column sums) as
+ * TensorE matmuls against a ones column, without moving the reduced axis */
+bool nx_l_colsum_ok(const nx_lower *L, const nx_inst *i);
+nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
 /* lower_custom.c */
 bool nx_l_custom_ok(const nx_inst *i);
 nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -35,7 +35,7 @@ typedef struct sa {
 	nx_lval *x, *idx, *upd, *out;
 	nx_dtype dt, idt;             /* operand/updates/result; indices (s32/u32) */
 	int64_t V, H, N, KT, B, W, NB; /* rows, columns of this chunk, updates, K tiles, vocab tiles per block */
-	int64_t Hs, c0;               /* row length in HBM, this chunk's first column */
+	int64_t Hs, c0, n0;           /* row length in HBM, this chunk's first column, first update */
 	int64_t esz;
 	/* SBUF (bytes, absolute) */
 	int64_t o_idxr, o_idxf, o_upd, o_iota, o_boff, o_iotab[NSET], o_oh[NSET], o_op[NSET], o_res[NSET];
@@ -164,15 +164,34 @@ static int64_t chunk_cols(int64_t H)
 	return (H + n - 1) / n;
 }
 
+/* updates per kernel: all N, or the most multiples of 128 whose one-hot
+ * and update tiles fit (later chunks add into the result so far: a bf16
+ * result is rounded once per chunk); 0: not even 128 fit */
+static int64_t chunk_rows(const nx_lower *L, int64_t V, int64_t hc, int64_t N, int64_t esz)
+{
+	int64_t bytes;
+	if (pick_b(L, V, hc, N, esz, &bytes) > 0)
+		return N;
+	int64_t lo = 0;
+	for (int64_t k = 1; k * 128 < N; k++) {
+		if (pick_b(L, V, hc, k * 128, esz, &bytes) <= 0)
+			break;
+		lo = k * 128;
+	}
+	return lo;
+}
+
 bool nx_l_scatter_pe_ok(const nx_lower *L, const nx_inst *i)
 {
 	int64_t V, H, N, bytes;
 	if (!shape_ok(L, i, &V, &H, &N))
 		return false;
 	nx_dtype dt = (nx_dtype)nx_lower_dtype(i->shape->type);
-	int64_t hc = chunk_cols(H), nch = (H + hc - 1) / hc;
-	int64_t B = pick_b(L, V, hc, N, nx_dtype_bytes[dt], &bytes);
-	return B > 0 && (double)nch * pe_ns(L, V, hc, N, B, dt) < gs_ns(L, V, H, N, nx_dtype_bytes[dt]);
+	int64_t hc = chunk_cols(H), nch = (H + hc - 1) / hc, nc = chunk_rows(L, V, hc, N, nx_dtype_bytes[dt]);
+	if (nc < 1 || N < 2)
+		return false;
+	int64_t nrc = (N + nc - 1) / nc, B = pick_b(L, V, hc, nc, nx_dtype_bytes[dt], &bytes);
+	return B > 0 && (double)(nch * nrc) * pe_ns(L, V, hc, nc, B, dt) < gs_ns(L, V, H, N, nx_dtype_bytes[dt]);
 }
 
 /* wait until semaphore sem >= base + register r of engine e (inside or
@@ -362,7 +381,7 @@ static void setup(sa *x)
 		nx_lval *v = k ? x->upd : x->idx;
 		/* rows of rl elements (this chunk's columns) rs apart in HBM */
 		int64_t rl = k ? x->H : 1, rs = k ? x->Hs : 1, es = nx_dtype_bytes[v->dt], o = k ? x->o_upd : x->o_idxr;
-		int64_t h0 = v->buf->off + (k ? x->c0 : 0) * es;
+		int64_t h0 = v->buf->off + (x->n0 * rs + (k ? x->c0 : 0)) * es;
 		int q = k ? x->qu : x->qi;
 		for (int part = 0; part < 2; part++) {
 			int64_t np = part ? 1 : Pf, nr = part ? r : KT;
@@ -407,15 +426,16 @@ static void setup(sa *x)
 	nx_l_wait(L, NX_ENG_PE, &lu);
 }
 
-/* columns [c0, c0 + hc) of rows of Hs elements: one kernel */
-static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *out, int64_t V, int64_t N, int64_t Hs, int64_t c0,
-                       int64_t hc)
+/* columns [c0, c0 + hc) of rows of Hs elements, updates [n0, n0 + N), the
+ * operand rows from xin: one kernel */
+static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *xin, nx_lval *out, int64_t V, int64_t N, int64_t Hs,
+                       int64_t c0, int64_t hc, int64_t n0)
 {
 	sa x;
 	memset(&x, 0, sizeof x);
 	int64_t bytes = 0;
-	x.V = V, x.N = N, x.Hs = Hs, x.c0 = c0, x.H = hc;
-	x.L = L, x.x = ops[0], x.idx = ops[1], x.upd = ops[2], x.out = out;
+	x.V = V, x.N = N, x.Hs = Hs, x.c0 = c0, x.H = hc, x.n0 = n0;
+	x.L = L, x.x = xin, x.idx = ops[1], x.upd = ops[2], x.out = out;
 	x.dt = out->dt, x.idt = ops[1]->dt, x.esz = nx_dtype_bytes[x.dt];
 	x.B = pick_b(L, x.V, x.H, x.N, x.esz, &bytes);
 	if (x.B < 1 || ops[0]->dt != x.dt || ops[2]->dt != x.dt)
@@ -453,6 +473,9 @@ static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *out, int64_t V
 	          (long long)x.H, (long long)x.N, (long long)x.N, (long long)x.H, nx_dtype_names[x.dt]);
 	if (x.H < x.Hs)
 		nx_l_plan(L, "columns", "[%lld, %lld) of %lld", (long long)x.c0, (long long)(x.c0 + x.H), (long long)x.Hs);
+	if (x.n0 > 0 || nx_shape_elems(x.idx->shape) > x.N)
+		nx_l_plan(L, "updates", "[%lld, %lld) of %lld%s", (long long)x.n0, (long long)(x.n0 + x.N),
+		          (long long)nx_shape_elems(x.idx->shape), x.n0 ? ", added to the result so far" : "");
 	nx_l_plan(L, "tiling", "%lld K tiles of 128 updates; blocks of %lld vocabulary rows (%lld tiles), %lld blocks",
 	          (long long)x.KT, (long long)x.W, (long long)x.B, (long long)x.NB);
 	nx_l_plan(L, "loops", "block pairs %lld > k %lld > vocabulary tile %lld (%d buffer sets, per-iteration waits)",
@@ -533,6 +556,7 @@ static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *out, int64_t V
 		comp.s[NX_LSEM_ENG + eng[k]] = L->ecount[eng[k]];
 	for (int k = 0; k < 3; k++)
 		nx_l_max(&ops[k]->buf->war, &loads);
+	nx_l_max(&x.x->buf->war, &loads);
 	nx_lsync pool = at(NX_LSEM_ENG + NX_ENG_POOL, L->ecount[NX_ENG_POOL]);
 	L->psum_free[0] = L->psum_free[1] = pool;
 	nx_l_kernel_end(L, h, &out, 1, &loads, &stores, &comp);
@@ -544,11 +568,16 @@ nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	int64_t V, H, N;
 	if (!shape_ok(L, i, &V, &H, &N))
 		return nx_l_err(L, "scatter: not an add of rows into one dimension (internal: the PE path was chosen)");
-	int64_t hc = chunk_cols(H);
-	for (int64_t c0 = 0; c0 < H; c0 += hc) {
-		nx_status rc = chunk(L, ops, out, V, N, H, c0, H - c0 < hc ? H - c0 : hc);
-		if (rc)
-			return rc;
-	}
+	int64_t hc = chunk_cols(H), nc = chunk_rows(L, V, hc, N, nx_dtype_bytes[out->dt]);
+	if (nc < 1)
+		return nx_l_err(L, "scatter: the one-hot matmul kernel does not fit (internal: the PE path was chosen)");
+	for (int64_t c0 = 0; c0 < H; c0 += hc)
+		for (int64_t n0 = 0; n0 < N; n0 += nc) {
+			/* later update chunks add into the result so far */
+			nx_status rc = chunk(L, ops, n0 ? out : ops[0], out, V, N - n0 < nc ? N - n0 : nc, H, c0,
+			                     H - c0 < hc ? H - c0 : hc, n0);
+			if (rc)
+				return rc;
+		}
 	return NX_OK;
 }

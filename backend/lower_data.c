@@ -796,6 +796,8 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
 static nx_status lower_scatter(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out)
 {
 	const nx_scatter_dnums *sd = &i->a.scatter;
+	if (nx_l_scatter_pe_ok(L, i))
+		return nx_l_scatter_pe(L, i, ops, out);
 	if (i->noperands != 3 || sd->scatter_dims_to_operand_dims.n != 1 || sd->input_batching_dims.n ||
 	    nx_shape_elems(ops[1]->shape) != 1 || i->ncalled != 1)
 		return nx_l_err(L, "scatter: only one runtime index into one dimension is supported by the backend");
@@ -859,6 +861,8 @@ nx_status nx_l_data(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval 
 			return batch_dot(L, i, ops, out);
 		return nx_l_dot_split(L, i, ops, out);
 	case NX_OP_REDUCE:
+		if (nx_l_colsum_ok(L, i))
+			return nx_l_colsum(L, i, ops, out);
 		if (i->noperands == 2)
 			return split_reduce(L, i, ops, out);
 		break;

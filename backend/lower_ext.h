@@ -61,6 +61,18 @@ bool nx_l_int_map(const nx_inst *i, nx_isa_op *op, int *func, float *imm);
  * as indirect DMAs (dma_gather) */
 nx_status nx_l_gather(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, bool *done);
 
+/* kernels/scatter_add.c: a scatter-add of rows (embedding gradients,
+ * repeated indices accumulating) as TensorE matmuls against one-hot tiles;
+ * nx_l_scatter_pe_ok: its structure, SBUF fit, and its cost estimate below
+ * the GpSimd kernel's (which takes the scatter otherwise). */
+bool nx_l_scatter_pe_ok(const nx_lower *L, const nx_inst *i);
+nx_status nx_l_scatter_pe(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
+/* kernels/colsum.c: an add-reduction over leading dims (column sums) as
+ * TensorE matmuls against a ones column, without moving the reduced axis */
+bool nx_l_colsum_ok(const nx_lower *L, const nx_inst *i);
+nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
+
 /* lower_custom.c */
 bool nx_l_custom_ok(const nx_inst *i);
 nx_status nx_l_custom(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);

@@ -93,7 +93,6 @@ static int window_axis(const nx_inst *i)
 
 nx_gs_kind nx_gpsimd_kind(const nx_lower *L, const nx_inst *i)
 {
-	(void)L;
 	if (i->op == NX_OP_CUSTOM_CALL)
 		return nx_gpsimd_custom_op(i->a.custom_call_target) ? NX_GS_CUSTOM : NX_GS_NONE;
 	if (i->op == NX_OP_TOPK)
@@ -114,6 +113,10 @@ nx_gs_kind nx_gpsimd_kind(const nx_lower *L, const nx_inst *i)
 	case NX_OP_SCATTER: {
 		const nx_scatter_dnums *sd = &i->a.scatter;
 		if (i->noperands != 3 || sd->input_batching_dims.n)
+			return NX_GS_NONE;
+		/* the one-hot matmul kernel (backend/kernels/scatter_add.c) when
+		 * its cost estimate is below ours */
+		if (nx_l_scatter_pe_ok(L, i))
 			return NX_GS_NONE;
 		/* the DMA path (lower_data.c) takes one runtime index with assignment or add */
 		bool dma = sd->scatter_dims_to_operand_dims.n == 1 && nx_shape_elems(i->operands[1]->shape) == 1 &&

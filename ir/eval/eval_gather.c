@@ -1,7 +1,9 @@
 /* ir/eval/eval_gather.c — gather and scatter in the reference evaluator, with
  * XLA's semantics: batching dimensions, index_vector_dim == rank meaning an
  * implicit trailing 1, gather start indices clamped into bounds, scatter
- * windows that do not fit skipped whole. */
+ * windows that do not fit skipped whole; a narrow-float scatter-add
+ * accumulates in f32 and rounds once. */
+#include "ir/eval/eval_impl.h"
 #include "ir/eval/eval_ops.h"
 
 /* Reads component k of the index vector selected by the batch position bidx
@@ -139,6 +141,18 @@ nx_status nx_eval_scatter(nx_eval *ev, const nx_inst *i, nx_literal *const *ops,
 			replace = false;
 		}
 	}
+	/* a narrow float (f16, bf16, f8) scatter-add accumulates each element in
+	 * f32 and rounds once at the end, as the device's one-hot matmul does and
+	 * as reduce sums narrow floats (docs/numerics.md) */
+	nx_type t0 = ins->type;
+	bool narrow = fast == NX_OP_ADD && nx_dom_of(t0) == NX_DOM_F32 && t0 != NX_F32;
+	nx_literal *acc = outs[0], *upd = n == 1 ? ops[2] : NULL;
+	if (narrow) {
+		acc = nx_eval_convert_lit(ev, outs[0], NX_F32);
+		upd = nx_eval_convert_lit(ev, ops[2], NX_F32);
+		if (!acc || !upd)
+			return NX_ERR_INPUT;
+	}
 	nx_literal *args[2 * n], *tmp[n];
 	if (fast == NX_OP_COUNT && !replace) {
 		for (int k = 0; k < n; k++) {
@@ -183,7 +197,7 @@ nx_status nx_eval_scatter(nx_eval *ev, const nx_inst *i, nx_literal *const *ops,
 		if (replace) {
 			nx_lit_copy_elem(outs[0], lin, ops[2], u);
 		} else if (fast != NX_OP_COUNT) {
-			nx_evop_apply(fast, outs[0], lin, outs[0], lin, ops[2], u);
+			nx_evop_apply(fast, acc, lin, acc, lin, upd, u);
 		} else {
 			for (int k = 0; k < n; k++) {
 				nx_lit_copy_elem(args[k], 0, outs[k], lin);
@@ -198,6 +212,13 @@ nx_status nx_eval_scatter(nx_eval *ev, const nx_inst *i, nx_literal *const *ops,
 			for (int k = 0; k < n; k++)
 				nx_lit_copy_elem(outs[k], lin, tmp[k], 0);
 		}
+	}
+	if (narrow) {
+		nx_literal *c = nx_eval_convert_lit(ev, acc, t0);
+		if (!c)
+			return NX_ERR_INPUT;
+		if (c->nbytes)
+			memcpy(outs[0]->data, c->data, (size_t)c->nbytes);
 	}
 	return NX_OK;
 }

@@ -2,7 +2,9 @@
 # End to end: `nxcc check` (device simulator vs reference evaluator) on the
 # small per-family graphs in tests/e2e/ops/*.hlo (data movement, rounding and
 # conversion, custom calls, batch dot, scatter / dynamic-update-slice with
-# out-of-bounds indices, gather / dynamic-slice with clamped indices, exact
+# out-of-bounds indices, scatter-add of rows on TensorE (scatter_onehot*:
+# duplicates, out-of-range indices, bf16, column and row chunks), column sums
+# on TensorE (colsum), large iotas (iota_big), gather / dynamic-slice with clamped indices, exact
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,

@@ -2,7 +2,8 @@
 # End to end: GpSimd kernels generated with LLVM (backend/gpsimd/, docs/gpsimd.md).
 # `nxcc check` (simulator vs evaluator) on top-k, sort (1-3 operands, ascending,
 # descending under the total order with NaN keys, custom comparator, ties),
-# argmax reduce, map, cumulative sums, scatter-add with duplicate indices,
+# argmax reduce, map, cumulative sums, scatter-add with duplicate indices (s32:
+# float ones take TensorE),
 # scatter-max, select-and-scatter, from 1 element to sizes that take several
 # SBUF-half chunks (sort [1024,4096] f32: 16 MiB, more than one SBUF half of
 # 12 MiB); the user kernel in examples/custom_op; clang errors; a kernel that
@@ -44,6 +45,15 @@ chk selscat "$D/selscat.hlo" --disable-pass=op-expand
 chk "selscat (op-expand)" "$D/selscat.hlo"
 chk scatter_add_big "$D/scatter_add_big.hlo"
 chk scatter_add_huge "$D/scatter_add_huge.hlo"
+# float scatter-adds of rows run as one-hot matmuls on TensorE
+# (backend/kernels/scatter_add.c); their s32 forms still take the GpSimd
+# kernel (whole, split by columns, by rows)
+for b in scatter_add scatter_add_big scatter_add_huge; do
+	sed 's/f32/s32/g' "$D/$b.hlo" > "$T/${b}_s32.hlo"
+	"$NXCC" compile "$T/${b}_s32.hlo" --target trn1 --no-cache --dump-lower=plan --output "$T/s.neff" 2>&1 |
+		grep -q scatter-add-pe && fail "${b}_s32: took the TensorE path"
+	chk "${b}_s32" "$T/${b}_s32.hlo"
+done
 chk scatter_rows "$D/scatter_rows.hlo"
 chk selscat_big "$D/selscat_big.hlo" --disable-pass=op-expand
 # user kernel: compiled by clang-16, run on GpSimd, checked against the evaluator's host JIT

@@ -107,6 +107,25 @@ static void test_data_edges(void **s)
 	nx_arena_free(&a);
 }
 
+/* a narrow-float scatter-add accumulates in f32 and rounds once (bf16: 256 +
+ * 1 rounds back to 256 one add at a time; 256 + 700 ones is 956 in f32,
+ * exact in bf16), as reduce and the device's one-hot matmul kernel do */
+static void test_scatter_narrow_sum(void **s)
+{
+	(void)s;
+	nx_arena a;
+	nx_arena_init(&a);
+	nx_literal *r = run(&a, "HloModule t\nadd {\n a = bf16[] parameter(0)\n b = bf16[] parameter(1)\n"
+	                        " ROOT s = bf16[] add(a, b)\n}\nENTRY e {\n x = bf16[2] constant({256, 0})\n"
+	                        " one = bf16[] constant(1)\n u = bf16[700] broadcast(one), dimensions={}\n"
+	                        " z = s32[] constant(0)\n i = s32[700,1] broadcast(z), dimensions={}\n"
+	                        " ROOT r = bf16[2] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0},"
+	                        " scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n");
+	assert_true(nx_lit_get_f64(r, 0) == 956.0);
+	assert_true(nx_lit_get_f64(r, 1) == 0.0);
+	nx_arena_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +133,7 @@ int main(void)
 		cmocka_unit_test(test_int_semantics),
 		cmocka_unit_test(test_float_semantics),
 		cmocka_unit_test(test_data_edges),
+		cmocka_unit_test(test_scatter_narrow_sum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

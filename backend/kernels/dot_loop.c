@@ -304,6 +304,13 @@ typedef struct sd {
 	 * (SP's piece queues) and nqs_res of the store queues the resident block */
 	int ql[SQ], nql, nls, qs[SQ], nqs, nqs_res;
 	bool rsq;    /* the resident pieces also go on the streaming queues (before the block's tiles) */
+	/* batch steps whose resident operand is stored [w, K] (K contiguous):
+	 * SP loads it as is into a staging buffer T[par] ([128 w rows, nw x K]),
+	 * PE transposes its 128 x 128 blocks (nw per PSUM bank, one bank per K
+	 * tile) and ACT copies them into R[par]; the strided load it replaces
+	 * runs at half the DMA rate */
+	bool tpe;
+	int64_t nw, t_off[2];
 	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
 	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
@@ -368,8 +375,9 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	const int *qv = who == 1 ? x->ql + r0 : x->qs;
 	int nq = who == 1 ? x->nql - r0 : x->nqs_res;
 	int64_t pa = who == 1 ? 0 : x->nsp, pn = who == 1 ? x->nsp : x->kt - x->nsp;
-	if (x->bstep)
-		qv = x->ql, nq = x->nql, pa = 0, pn = x->kt;
+	if (x->bstep) /* the queues after the streaming ones, or all */
+		qv = x->ql + (x->nls < x->nql ? x->nls : 0), nq = x->nls < x->nql ? x->nql - x->nls : x->nql, pa = 0,
+		pn = x->kt;
 	if (nq == 0)
 		return;
 	nx_l_loop(L, e, x->rp); /* even of one piece: the same code for any G */
@@ -390,6 +398,65 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	nx_l_endloop(L, e);
 }
 
+/* tpe: SP loads the step's resident operand as stored, [w, K] with w on
+ * partitions (128 rows per partition, nw row tiles side by side), into T[par] */
+static void sd_stage(sd *x, int par, int64_t bat)
+{
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
+	int32_t hs[2] = {(int32_t)(128 * sw), (int32_t)sk}, ss[2] = {(int32_t)x->K, 1};
+	uint32_t cn[2] = {(uint32_t)x->nw, (uint32_t)x->K};
+	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
+	int64_t lso[3] = {V->sb * x->er, 2 * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
+	int q0 = x->nls < x->nql ? x->nls : 0;
+	split_dma(x, NX_ENG_SP, x->ql + q0, x->nql - q0, true, V->dt, hoff, sw, 128, hs, ss, cn, x->t_off[par], lso, lss,
+	          x->er, &x->loads);
+}
+
+/* tpe: PE transposes T[par] into PSUM, one bank per K tile (its nw blocks
+ * side by side), K tiles in pairs on the step's two banks; ACT copies each
+ * bank into R[par]'s K tile row; PE waits for the last copy. The banks are
+ * uses like the tiles': PE counts them in S_PE_T, ACT in S_ACT_PE. */
+static void sd_transpose(sd *x, int par)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t rb = x->G * (x->side ? x->nt : x->mt);
+	int32_t s1[1] = {1};
+	uint32_t c128[1] = {128}, cr[1] = {(uint32_t)rb};
+	nx_l_loop(L, NX_ENG_PE, x->KT / 2);
+	nx_l_loop(L, NX_ENG_ACT, x->KT / 2);
+	int dg = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
+	for (int j = 0; j < 2; j++) {
+		int64_t pb = x->pbase + (2 * par + j) * x->bank;
+		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - 2, S_PE_T);
+		nx_l_loop(L, NX_ENG_PE, x->nw);
+		int di = L->s[NX_ENG_PE].depth - 1;
+		nx_insn *tr = nx_l_emit(L, NX_ENG_PE, NX_I_TRANSPOSE);
+		tr->ap[0] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, c128);
+		tr->ap[0].loop_stride[di] = 128 * 4;
+		tr->ap[1] = nx_ap_sbuf(V->dt, 0, 128, x->t_off[par] + j * 128 * x->er, 1, s1, c128);
+		tr->ap[1].loop_stride[di] = x->K * x->er;
+		tr->ap[1].loop_stride[dg] = 2 * 128 * x->er;
+		nx_l_endloop(L, NX_ENG_PE);
+		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
+		nx_l_max(&x->pe, &y);
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
+		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		cp->ap[0] = nx_ap_sbuf(V->dt, 0, 128, x->r_off[par] + j * rb * x->er, 1, s1, cr);
+		cp->ap[0].loop_stride[da] = 2 * rb * x->er;
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, cr);
+		y = nx_l_signal(L, NX_ENG_ACT);
+		nx_l_max(&x->act, &y);
+	}
+	nx_l_endloop(L, NX_ENG_PE);
+	nx_l_endloop(L, NX_ENG_ACT);
+	/* the matmuls read R[par]: every copy done */
+	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
+}
+
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
  * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
  * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
@@ -400,11 +467,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - x->G, S_SP_PE);
-	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, x->G);
+	int64_t upe = x->G + (x->tpe ? x->KT : 0); /* PE signals (and ACT's) per step */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, upe);
 	/* batch steps: step sidx is batch sidx, with one streamed tile */
 	int64_t bat = x->bstep ? sidx : 0, stl = x->bstep ? 0 : sidx;
-	if (x->bstep)
+	if (x->tpe)
+		sd_stage(x, par, bat);
+	else if (x->bstep)
 		sd_resident(x, par, bat, 1);
 	int64_t sw = x->side ? x->mt : x->nt;
 	/* this step's tile: mrow x ncol (the streamed side may be ragged) */
@@ -420,8 +490,11 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		          x->es, &x->loads);
 	}
 	/* ---- PE: the step's loads */
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->bstep ? 2 : 1);
-	for (int q = 0; q < x->nls; q++)
+	/* batch steps: R and S each on their own queues (one load per queue),
+	 * or both on every load queue */
+	bool both = x->bstep && x->nls == x->nql;
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, both ? 2 : 1);
+	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++)
 		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
 	int64_t nst = x->G / x->gb; /* stores per queue per step */
@@ -435,6 +508,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	/* a bank's previous tile: two tiles before (pairs alternate banks by
 	 * parity; one tile per step alternates by step) */
 	int64_t dist = tp == 2 || x->G == 1 ? 2 : 1;
+	if (x->tpe)
+		sd_transpose(x, par);
 	bool lj = true; /* a loop even of one pair: the code does not depend on G */
 	if (lj) {
 		nx_l_loop(L, NX_ENG_PE, npair);
@@ -518,6 +593,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
 	bool lg = true;
+	if (x->tpe)
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT);
 	if (lg) {
 		nx_l_loop(L, NX_ENG_POOL, nst);
 		x->lv_g = L->s[NX_ENG_POOL].depth - 1;
@@ -677,16 +754,28 @@ static bool sd_plan(nx_lower *L, sd *x)
 				                2 * al64(G * nt * x->eo);
 				if (bytes + 128 > L->sbuf_half)
 					continue;
+				/* batch steps may load a resident operand stored [w, K] as it
+				 * is and transpose it on PE (the 128-row tiles of a step side
+				 * by side in one PSUM bank) */
+				int64_t rbw = G * rw, nw = rbw / 128;
+				bool tpe_ok = bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
+				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= L->sbuf_half;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
-				for (int wide = 0; wide < 2; wide++) {
-					int nqs = wide ? 1 : (mt < SQS ? (int)mt : SQS);
+				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
+				 * issuing on POOL queues beyond its 8) */
+				for (int wide = 0; wide < 4; wide++) {
+					int nqs = SQS >> (wide + wide / 2); /* 8, 4, 2, 1 */
+					if (nqs > mt)
+						nqs = (int)mt;
 					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
 					if (wide && nql <= SQS)
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */
-					for (int nls = bstep ? nql : 1; nls <= nql; nls++)
+					for (int tpe = 0; tpe < 1 + tpe_ok; tpe++)
+					for (int nls = 1; nls <= nql; nls++)
 					for (int rsq = 0; rsq < 2; rsq++) /* resident pieces on the streaming queues too */
 					for (int sres = 0; sres < 2; sres++) { /* resident pieces on the store queues too */
 						int npl = rsq ? nql : nql - nls, nres = sres && !bstep && kt >= npl + nqs ? nqs : 0;
@@ -706,6 +795,15 @@ static bool sd_plan(nx_lower *L, sd *x)
 						double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
 						            t->freq_ghz[NX_ENG_ACT];
 						double rbytes = (double)x->K * G * rw * c.er;
+						if (tpe) {
+							/* KT x nw transposes, a bank each K tile, and the wait
+							 * for the last copy; ACT copies KT banks */
+							double tr = 128.0 * (c.er == 4 ? t->pe_fp32_factor : 1) / t->freq_ghz[NX_ENG_PE];
+							double cpy = ((double)rbw + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+							             t->freq_ghz[NX_ENG_ACT];
+							pe += (double)x->KT * ((double)nw * (tr + ctl) + 6 * ctl) + cpy;
+							ev += (double)x->KT * cpy;
+						}
 						double step = pe;
 						if (ld > step)
 							step = ld;
@@ -715,7 +813,11 @@ static bool sd_plan(nx_lower *L, sd *x)
 							step = ev;
 						double nb = (double)x->Bt * (RT / G), tot;
 						if (bstep) {
-							double lr = dma_est(t, rbytes, kt, rstr, nql) + ld;
+							/* resident and streamed tile: each on its own queues
+							 * (nls < nql), or both on every load queue */
+							int nr = nls < nql ? nql - nls : nql;
+							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
+							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
 							tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece
@@ -735,6 +837,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 							found = true, best = tot;
 							c.G = G, c.gb = gb, c.NB = RT / G, c.NS = ST;
 							c.nql = nql, c.nqs = nqs, c.nls = nls, c.nqs_res = nres, c.rp = rp, c.rsq = rsq;
+							c.tpe = tpe, c.nw = nw;
 							c.bstep = bstep;
 							*x = c;
 						}
@@ -751,7 +854,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
-	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes, base;
+	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
@@ -761,6 +865,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->r_off[1] = base + (x->bstep ? rbytes : 0);
 	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
+	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
@@ -786,7 +891,12 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
 		          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS,
 		          (long long)x->G, x->G > 1 ? "pairs" : "one", (long long)x->gb, (long long)x->KT);
-	if (x->bstep)
+	if (x->bstep && x->nls < x->nql)
+		nx_l_plan(L, "engines",
+		          "load sp q%d (+%d queues: %d streamed, %d resident), matmul pe, evacuate act, store pool q%d (+%d "
+		          "queues)",
+		          x->ql[0], x->nql - 1, x->nls, x->nql - x->nls, x->qs[0], x->nqs - 1);
+	else if (x->bstep)
 		nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
 		          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
 	else
@@ -794,9 +904,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		          "load sp q%d (+%d queues), resident on %d sp + %d store queues, matmul pe, evacuate act, store "
 		          "pool q%d (+%d queues)",
 		          x->ql[0], x->nls - 1, x->rsq ? x->nql : x->nql - x->nls, x->nqs_res, x->qs[0], x->nqs - 1);
-	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s in %lld piece%s, streamed %s [%lld, %lld] per step", rn,
+	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s in %lld piece%s%s, streamed %s [%lld, %lld] per step", rn,
 	          (long long)x->K, (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
-	          (long long)x->rp, x->rp > 1 ? "s" : "", sn, (long long)x->K, (long long)sw);
+	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
+	          (long long)x->K, (long long)sw);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)

@@ -319,6 +319,13 @@ typedef struct sd {
 	nx_lsync loads, stores, pe, act;
 } sd;
 
+/* elements between the outer loop's batches: the outer level of a two-level
+ * batch, else the batch (the outer loop runs over batches only then) */
+static int64_t sd_ob(const nx_ldmat *V)
+{
+	return V->B2 ? V->sb1 : V->sb;
+}
+
 static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
 {
 	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
@@ -368,7 +375,7 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
 	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
 	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)pw};
-	int64_t lso = x->Bt > 1 ? V->sb * x->er : rb * sw * x->er;
+	int64_t lso = x->Bt > 1 ? sd_ob(V) * x->er : rb * sw * x->er;
 	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
 	nx_engine e = who == 1 ? NX_ENG_SP : NX_ENG_POOL;
 	int r0 = x->rsq ? 0 : x->nls;
@@ -407,7 +414,7 @@ static void sd_stage(sd *x, int par, int64_t bat)
 	int32_t hs[2] = {(int32_t)(128 * sw), (int32_t)sk}, ss[2] = {(int32_t)x->K, 1};
 	uint32_t cn[2] = {(uint32_t)x->nw, (uint32_t)x->K};
 	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
-	int64_t lso[3] = {V->sb * x->er, 2 * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
+	int64_t lso[3] = {sd_ob(V) * x->er, 2 * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
 	int q0 = x->nls < x->nql ? x->nls : 0;
 	split_dma(x, NX_ENG_SP, x->ql + q0, x->nql - q0, true, V->dt, hoff, sw, 128, hs, ss, cn, x->t_off[par], lso, lss,
 	          x->er, &x->loads);
@@ -484,7 +491,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
 		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)ssz};
 		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
-		int64_t lso[3] = {x->Bt > 1 ? V->sb * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es, 0};
+		int64_t lso[3] = {x->Bt > 1 ? sd_ob(V) * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es, 0};
 		int64_t lss[3] = {0, 0, 0};
 		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
@@ -608,8 +615,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
 		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
 		int64_t lso[3], lss[3] = {0, 0, x->gb * x->nt * eo};
-		if (x->Bt > 1)
-			lso[0] = x->M * N * eo;
+		if (x->Bt > 1) /* a batch, or B2 of them (two levels) */
+			lso[0] = (x->A->B2 ? x->A->B2 : 1) * x->M * N * eo;
 		else
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
@@ -626,7 +633,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 static void sd_block(sd *x)
 {
 	nx_lower *L = x->L;
-	int64_t nsteps = x->bstep ? x->Bt : x->NS;
+	int64_t nsteps = x->bstep ? (x->A->B2 ? x->A->B2 : x->Bt) : x->NS;
 	if (!x->bstep) {
 		/* SP and POOL: the previous block's matmuls are done (POOL: its
 		 * tiles are evacuated, and stored: program order) */
@@ -746,6 +753,10 @@ static bool sd_plan(nx_lower *L, sd *x)
 					continue;
 				/* batches as steps when a batch is one step: R double-buffered too */
 				bool bstep = x->Bt > 1 && ST == 1 && !srag;
+				/* a two-level batch: batch steps only, the inner batches in
+				 * pairs (the parity continues across the outer ones) */
+				if (x->A->B2 && (!bstep || (x->Bt > x->A->B2 && x->A->B2 % 2)))
+					continue;
 				/* an odd step count costs a step body more code (the pairs
 				 * loop and the odd one): narrower streamed tiles instead */
 				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
@@ -765,12 +776,15 @@ static bool sd_plan(nx_lower *L, sd *x)
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
 				 * issuing on POOL queues beyond its 8) */
-				for (int wide = 0; wide < 4; wide++) {
-					int nqs = SQS >> (wide + wide / 2); /* 8, 4, 2, 1 */
+				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
+				for (int wide = 0; wide < (int)(sizeof nqs_opt / sizeof nqs_opt[0]); wide++) {
+					int nqs = nqs_opt[wide];
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
-					if (wide && nql <= SQS)
+					/* fewer than 8 store queues lend theirs to the loads, more
+					 * than 8 borrow SP's (every store range one partition at least) */
+					if ((nqs < SQS && nql <= SQS) || (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */
@@ -871,8 +885,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
 	for (int q = 0; q < x->nql; q++) /* SP issues every load, on either side's queues */
 		x->ql[q] = nx_l_queue(L, q < SQS ? NX_ENG_SP : NX_ENG_POOL);
-	for (int q = 0; q < x->nqs; q++)
-		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
+	for (int q = 0; q < x->nqs; q++) /* POOL issues every store, on either side's queues */
+		x->qs[q] = nx_l_queue(L, q < SQS ? NX_ENG_POOL : NX_ENG_SP);
 	/* resident partitions: the same share per piece queue */
 	int npl = x->rsq ? x->nql : x->nql - x->nls;
 	x->nsp = npl + x->nqs_res ? x->kt * npl / (npl + x->nqs_res) : x->kt;
@@ -884,7 +898,12 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          nx_dtype_names[x->out->dt]);
 	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
 	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
-	if (x->bstep)
+	if (x->bstep && x->A->B2)
+		nx_l_plan(L, "loops",
+		          "b %lld > step = batch %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
+		          (long long)(x->Bt / x->A->B2), (long long)x->A->B2, (long long)x->G, x->G > 1 ? "pairs" : "one",
+		          (long long)x->gb, (long long)x->KT);
+	else if (x->bstep)
 		nx_l_plan(L, "loops", "step = batch %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
 		          (long long)x->Bt, (long long)x->G, x->G > 1 ? "pairs" : "one", (long long)x->gb, (long long)x->KT);
 	else
@@ -927,11 +946,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
 	 * earlier on them (and POOL waits for SP's loads at the end) */
-	nx_lsync bq;
+	nx_lsync bq, bs;
 	memset(&bq, 0, sizeof bq);
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = x->base_l[q];
 	nx_l_wait(L, NX_ENG_SP, &bq);
+	/* likewise POOL storing on SP-side queues */
+	memset(&bs, 0, sizeof bs);
+	for (int q = SQS; q < x->nqs; q++)
+		bs.s[x->qs[q]] = x->base_s[q];
+	nx_l_wait(L, NX_ENG_POOL, &bs);
 	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
@@ -958,7 +982,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		e0.s[x->qs[q]] = x->base_s[q];
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 
-	int64_t nout = x->bstep ? 1 : x->Bt > 1 ? x->Bt : x->NB;
+	int64_t nout = x->bstep ? (x->A->B2 ? x->Bt / x->A->B2 : 1) : x->Bt > 1 ? x->Bt : x->NB;
 	if (nout >= 1) { /* even of one block: the same code for any volume */
 		loop4(L, nout);
 		x->lv_o = L->s[NX_ENG_SP].depth - 1;
@@ -970,6 +994,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
 	nx_l_wait(L, NX_ENG_POOL, &bq);
+	for (int q = SQS; q < x->nqs; q++)
+		bs.s[x->qs[q]] = L->qcount[x->qs[q]];
+	nx_l_wait(L, NX_ENG_SP, &bs);
 	nx_l_max(&x->A->buf->war, &x->loads);
 	nx_l_max(&x->B->buf->war, &x->loads);
 	nx_l_max(&x->out->buf->written, &x->stores);
@@ -981,6 +1008,30 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->act);
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
+}
+
+static bool sd_fits(const nx_target *t, const nx_ldmat *A, const nx_ldmat *B, int64_t M, int64_t N)
+{
+	return M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
+	       B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX;
+}
+
+static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                    int64_t K, int64_t N)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->L = L, sc->A = A, sc->B = B, sc->out = out, sc->Bt = Bt, sc->M = M, sc->K = K, sc->N = N;
+	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
+}
+
+bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                         int64_t K, int64_t N)
+{
+	sd sc;
+	sd_init(&sc, L, A, B, out, Bt, M, K, N);
+	NX_ASSERT(A->B2 > 0 && A->B2 == B->B2);
+	return Bt > 0 && M > 0 && N > 0 && K > 0 && A->sb1 <= INT32_MAX && B->sb1 <= INT32_MAX &&
+	       sd_fits(L->t, A, B, M, N) && sd_plan(L, &sc);
 }
 
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -1000,12 +1051,10 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.kt = K < t->pe_rows ? K : t->pe_rows;
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	sd sc;
-	memset(&sc, 0, sizeof sc);
-	sc.L = L, sc.A = A, sc.B = B, sc.out = out, sc.Bt = Bt, sc.M = M, sc.K = K, sc.N = N;
-	sc.ea = x.ea, sc.eb = x.eb, sc.eo = x.eo;
-	if (M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
-	    B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX && sd_plan(L, &sc))
+	sd_init(&sc, L, A, B, out, Bt, M, K, N);
+	if (sd_fits(t, A, B, M, N) && sd_plan(L, &sc))
 		return sd_emit(L, &sc);
+	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;
 	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;
 	x.KTb = room / per;

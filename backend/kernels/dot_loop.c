@@ -517,11 +517,9 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	int64_t dist = tp == 2 || x->G == 1 ? 2 : 1;
 	if (x->tpe)
 		sd_transpose(x, par);
-	bool lj = true; /* a loop even of one pair: the code does not depend on G */
-	if (lj) {
-		nx_l_loop(L, NX_ENG_PE, npair);
-		nx_l_loop(L, NX_ENG_ACT, npair);
-	}
+	/* a loop even of one pair: the code does not depend on G */
+	nx_l_loop(L, NX_ENG_PE, npair);
+	nx_l_loop(L, NX_ENG_ACT, npair);
 	int dj = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
 	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
 	if (!x->bstep) {
@@ -556,15 +554,13 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 			if (x->side == 0) { /* stationary: resident A^T; moving: S */
 				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->mt) * x->ea, 1, s1, cm);
 				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
-				if (lj)
-					st.loop_stride[dj] = tp * x->mt * x->ea;
+				st.loop_stride[dj] = tp * x->mt * x->ea;
 				if (!first)
 					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
 			} else { /* stationary: S (A^T tile); moving: resident B */
 				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
 				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->nt) * x->eb, 1, s1, cn);
-				if (lj)
-					mv.loop_stride[dj] = tp * x->nt * x->eb;
+				mv.loop_stride[dj] = tp * x->nt * x->eb;
 				if (!first)
 					st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
 			}
@@ -583,15 +579,12 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		uint32_t cn[1] = {(uint32_t)ncol};
 		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
 		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
-		if (lj)
-			cp->ap[0].loop_stride[da] = tp * x->nt * x->eo;
+		cp->ap[0].loop_stride[da] = tp * x->nt * x->eo;
 		y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
 	}
-	if (lj) {
-		nx_l_endloop(L, NX_ENG_PE);
-		nx_l_endloop(L, NX_ENG_ACT);
-	}
+	nx_l_endloop(L, NX_ENG_PE);
+	nx_l_endloop(L, NX_ENG_ACT);
 	if (!x->bstep) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -599,13 +592,10 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	/* ---- POOL: store each group of gb tiles of O[par] once ACT evacuated it
 	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
-	bool lg = true;
 	if (x->tpe)
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT);
-	if (lg) {
-		nx_l_loop(L, NX_ENG_POOL, nst);
-		x->lv_g = L->s[NX_ENG_POOL].depth - 1;
-	}
+	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group */
+	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
 	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
 	{
@@ -624,10 +614,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
 		          lss, (int)eo, &x->stores);
 	}
-	if (lg) {
-		nx_l_endloop(L, NX_ENG_POOL);
-		x->lv_g = -1;
-	}
+	nx_l_endloop(L, NX_ENG_POOL);
+	x->lv_g = -1;
 }
 
 static void sd_block(sd *x)
@@ -659,17 +647,13 @@ static void sd_block(sd *x)
 	int p = 0;
 	int64_t pairs = nfull / 2;
 	if (pairs > 0) {
-		bool lp = true; /* even of one pair: the same code for any step count */
-		if (lp) {
-			loop4(x->L, pairs);
-			x->lv_s = L->s[NX_ENG_SP].depth - 1;
-		}
+		/* a loop even of one pair: the same code for any step count */
+		loop4(x->L, pairs);
+		x->lv_s = L->s[NX_ENG_SP].depth - 1;
 		sd_step(x, 0, 0, sw);
 		sd_step(x, 1, 1, sw);
-		if (lp) {
-			endloop4(x->L);
-			x->lv_s = -1;
-		}
+		endloop4(x->L);
+		x->lv_s = -1;
 	}
 	if (nfull % 2) {
 		sd_step(x, p, nfull - 1, sw);
@@ -983,13 +967,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 
 	int64_t nout = x->bstep ? (x->A->B2 ? x->Bt / x->A->B2 : 1) : x->Bt > 1 ? x->Bt : x->NB;
-	if (nout >= 1) { /* even of one block: the same code for any volume */
-		loop4(L, nout);
-		x->lv_o = L->s[NX_ENG_SP].depth - 1;
-	}
+	loop4(L, nout); /* a loop even of one block: the same code for any volume */
+	x->lv_o = L->s[NX_ENG_SP].depth - 1;
 	sd_block(x);
-	if (nout >= 1)
-		endloop4(L);
+	endloop4(L);
 
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = L->qcount[x->ql[q]];

@@ -193,6 +193,9 @@ typedef struct nx_ldmat {
 	nx_lbuf *buf;
 	nx_dtype dt;
 	int64_t off, sb, sr, sc;
+	/* a batch of two levels (B2 > 0: B2 inner batches of stride sb, the
+	 * outer ones of stride sb1), when the batch dims do not merge into one */
+	int64_t B2, sb1;
 } nx_ldmat;
 /* out (contiguous [Bt, M, N]) = A [M, K] . B [K, N] per batch, as one loop
  * nest (code size independent of the sizes). */
@@ -405,6 +408,12 @@ int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N);
 /* Operand v as matrices: rows = its dims a[], cols = dims b[] (merged);
  * false when they do not merge into one stride each. */
 bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const int64_t *b, int nb, nx_ldmat *m);
+/* the same with the batch dims in two groups, [0, split) and [split, nbatch) */
+bool nx_l_dot_mat2(const nx_lval *v, int nbatch, int split, const int64_t *a, int na, const int64_t *b, int nb,
+                   nx_ldmat *m);
+/* whether nx_l_dot_loop takes operands with a two-level batch */
+bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                         int64_t K, int64_t N);
 /* M, N and the M tile of a dot without batch dims that the unrolled kernel
  * takes (false otherwise) */
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);

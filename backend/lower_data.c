@@ -625,56 +625,83 @@ static int64_t dot_bytes(const nx_lower *L, int64_t M, int64_t K, int64_t N, int
 	return al64(KT * M * ea) + al64(KT * N * eb) + MT * N * eo;
 }
 
+/* Operand side of a batch dot as a per-batch matrix: its dims after the nb
+ * batch dims that make rows (ra) and columns (ca), and their extents. */
+typedef struct dot_side {
+	int64_t fr[NX_MAX_RANK];
+	const int64_t *ra, *ca;
+	int nra, nca;
+	int64_t rows, cols;
+} dot_side;
+
+static void dot_side_of(const nx_inst *i, nx_lval *const *V, int side, int nb, const int64_t *lc, const int64_t *rc,
+                        dot_side *d)
+{
+	const nx_dot_dnums *dn = &i->a.dot;
+	const nx_shape *s = V[side]->shape;
+	nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting;
+	const int64_t *cv = side ? (rc ? rc : c.v) : (lc ? lc : c.v);
+	int nf = 0;
+	for (int k = 0; k < s->rank - nb; k++) {
+		bool u = false;
+		for (int j = 0; j < c.n; j++)
+			u |= cv[j] == k;
+		if (!u)
+			d->fr[nf++] = k;
+	}
+	d->ra = side ? cv : d->fr, d->ca = side ? d->fr : cv;
+	d->nra = side ? c.n : nf, d->nca = side ? nf : c.n;
+	d->rows = d->cols = 1;
+	for (int k = 0; k < d->nra; k++)
+		d->rows *= s->dims[nb + d->ra[k]];
+	for (int k = 0; k < d->nca; k++)
+		d->cols *= s->dims[nb + d->ca[k]];
+}
+
 /* A dot as one loop nest (kernels/dot_loop.c): nb leading batch dims
  * (already first in both operands, contiguous), contracting dims lc / rc
  * among the rest (NULL: i's own). Operands whose rows or columns do not merge
- * are materialized as [batch, M, K] / [batch, K, N] first. */
+ * are materialized as [batch, M, K] / [batch, K, N] first; a batch whose
+ * dims do not merge but fall into two groups that do (attention's [batch,
+ * heads] over a [batch, seq, heads x d] layout) is read as two levels when
+ * the loop takes it. */
 static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int nb,
                           const int64_t *lc, const int64_t *rc)
 {
-	const nx_dot_dnums *dn = &i->a.dot;
 	nx_lval *V[2] = {ops[0], ops[1]};
 	nx_ldmat mat[2];
-	int64_t Bt = 1, dim[2][2] = {{1, 1}, {1, 1}}; /* [side][rows, cols] */
+	int64_t Bt = 1;
 	nx_lval *made[2] = {NULL, NULL};
+	dot_side d[2];
 	for (int k = 0; k < nb; k++)
 		Bt *= V[0]->shape->dims[k];
+	bool merged = true;
 	for (int side = 0; side < 2; side++) {
-		const nx_shape *s = V[side]->shape;
-		nx_ivec c = side ? dn->rhs_contracting : dn->lhs_contracting;
-		const int64_t *cv = side ? (rc ? rc : c.v) : (lc ? lc : c.v);
-		/* dims of the per-batch matrix: free ones and contracting ones */
-		int64_t fr[NX_MAX_RANK], cc[NX_MAX_RANK];
-		int nf = 0;
-		for (int k = 0; k < s->rank - nb; k++) {
-			bool u = false;
-			for (int j = 0; j < c.n; j++)
-				u |= cv[j] == k;
-			if (!u)
-				fr[nf++] = k;
-		}
-		for (int j = 0; j < c.n; j++)
-			cc[j] = cv[j];
-		nx_lval pv = *V[side];
-		pv.shape = nx_shape_array(&L->a, s->type, s->rank - nb, s->dims + nb);
-		const int64_t *ra = side ? cc : fr, *ca = side ? fr : cc;
-		int nra = side ? c.n : nf, nca = side ? nf : c.n;
-		for (int k = 0; k < nra; k++)
-			dim[side][0] *= pv.shape->dims[ra[k]];
-		for (int k = 0; k < nca; k++)
-			dim[side][1] *= pv.shape->dims[ca[k]];
+		dot_side_of(i, V, side, nb, lc, rc, &d[side]);
+		merged &= nx_l_dot_mat(V[side], nb, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &mat[side]);
+	}
+	NX_ASSERT(d[0].cols == d[1].rows);
+	for (int split = 1; !merged && split < nb; split++) {
+		nx_ldmat m2[2];
+		bool ok = true;
+		for (int side = 0; side < 2 && ok; side++)
+			ok = nx_l_dot_mat2(V[side], nb, split, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &m2[side]);
+		if (ok && nx_l_dot_loop_b2_ok(L, &m2[0], &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols))
+			return nx_l_dot_loop(L, &m2[0], &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
+	}
+	for (int side = 0; side < 2; side++) {
 		/* the operand's view (a deferred transpose's too) when its batch,
 		 * row and column dims each merge into one stride */
-		if (!nx_l_dot_mat(V[side], nb, ra, nra, ca, nca, &mat[side])) {
+		if (!nx_l_dot_mat(V[side], nb, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &mat[side])) {
 			/* materialize [batch, rows, cols] */
 			nx_lview w = nx_l_view_of(V[side]), p = w;
 			int r = 0;
 			for (int k = 0; k < nb; k++, r++)
 				p.dims[r] = w.dims[k], p.stride[r] = w.stride[k];
-			for (int k = 0; k < nra; k++, r++)
-				p.dims[r] = w.dims[nb + ra[k]], p.stride[r] = w.stride[nb + ra[k]];
-			for (int k = 0; k < nca; k++, r++)
-				p.dims[r] = w.dims[nb + ca[k]], p.stride[r] = w.stride[nb + ca[k]];
+			for (int k = 0; k < d[side].nra; k++, r++)
+				p.dims[r] = w.dims[nb + d[side].ra[k]], p.stride[r] = w.stride[nb + d[side].ra[k]];
+			for (int k = 0; k < d[side].nca; k++, r++)
+				p.dims[r] = w.dims[nb + d[side].ca[k]], p.stride[r] = w.stride[nb + d[side].ca[k]];
 			made[side] = nx_l_newval(L, V[side]->shape);
 			p.rank = r;
 			nx_status rc2 = nx_l_copy_view(L, &p, made[side]); /* split over the queues when large */
@@ -683,13 +710,12 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			memset(&mat[side], 0, sizeof mat[side]);
 			mat[side].buf = made[side]->buf;
 			mat[side].dt = made[side]->dt;
-			mat[side].sr = dim[side][1];
+			mat[side].sr = d[side].cols;
 			mat[side].sc = 1;
-			mat[side].sb = nx_shape_elems(pv.shape);
+			mat[side].sb = d[side].rows * d[side].cols;
 		}
 	}
-	NX_ASSERT(dim[0][1] == dim[1][0]);
-	nx_status rc2 = nx_l_dot_loop(L, &mat[0], &mat[1], out, Bt, dim[0][0], dim[0][1], dim[1][1]);
+	nx_status rc2 = nx_l_dot_loop(L, &mat[0], &mat[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
 	for (int side = 0; side < 2; side++)
 		if (made[side]) {
 			nx_l_release_buf(L, made[side]->buf);

@@ -79,6 +79,30 @@ bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const 
 	return true;
 }
 
+bool nx_l_dot_mat2(const nx_lval *v, int nbatch, int split, const int64_t *a, int na, const int64_t *b, int nb,
+                   nx_ldmat *m)
+{
+	NX_ASSERT(split > 0 && split < nbatch);
+	nx_lview w = nx_l_view_of(v), s = w;
+	int64_t bi[NX_MAX_RANK], rows, cols, b1, b2;
+	s.rank = w.rank - nbatch;
+	for (int k = 0; k < s.rank; k++)
+		s.dims[k] = w.dims[k + nbatch], s.stride[k] = w.stride[k + nbatch];
+	for (int k = 0; k < nbatch; k++)
+		bi[k] = k;
+	memset(m, 0, sizeof *m);
+	if (!merge(&w, bi, split, &b1, &m->sb1) || !merge(&w, bi + split, nbatch - split, &b2, &m->sb) ||
+	    !merge(&s, a, na, &rows, &m->sr) || !merge(&s, b, nb, &cols, &m->sc))
+		return false;
+	m->B2 = 1;
+	for (int k = split; k < nbatch; k++)
+		m->B2 *= w.dims[k];
+	m->buf = w.buf;
+	m->dt = v->dt;
+	m->off = w.off;
+	return true;
+}
+
 int64_t nx_l_dot_chunks(const nx_lower *L, int64_t M, int64_t N)
 {
 	int64_t mt = nx_l_div_le(M, L->t->pe_cols), nt = nx_l_div_le(N, L->t->matmul_max_n);

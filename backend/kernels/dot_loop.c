@@ -265,21 +265,28 @@ static void endloop4(nx_lower *L)
 
 /* ------------------------------------------------ stationary schedule
  * The schedule used when the tiles divide the operands evenly and a whole
- * K extent fits SBUF (docs/lowering.md, "dot-loop: stationary reuse"):
+ * K extent fits SBUF (docs/lowering.md, "dot-loop, stationary schedule"):
  *
- *   for each outer block (a batch, or a block of resident tiles):
- *     load the resident block R [K, G tiles] once (over every load queue);
- *     for each step (pairs unrolled: buffers alternate by step parity):
- *       SP loads the streamed tile S [K, one tile] into S[par];
- *       PE: for the G tiles of the block (groups of gb, one PSUM bank each,
- *       rotating over gb banks): KT accumulating matmuls, signal;
+ *   loop over outer blocks (a batch, or a block of resident tiles; a loop
+ *   even of one):
+ *     SP and POOL load the resident block R [K, G tiles] in one piece per
+ *     tile pair (a loop) on their piece queues;
+ *     loop over step pairs (two step bodies: buffers alternate by parity),
+ *     then an odd step and a ragged one when there are:
+ *       SP loads the streamed tile S [K, one tile] into S[par] on the nls
+ *       streaming queues;
+ *       PE: loop over the G/2 tile pairs (two PSUM banks per parity): wait
+ *       for the pair's piece, per tile KT accumulating matmuls, signal;
  *       ACT evacuates each bank into the step's output block O[par];
- *       POOL stores O[par] (partition ranges over nqs queues).
+ *       POOL: loop over the groups of gb tiles: store (partition ranges).
  *
- * side 0: R = A^T (tiles along M), S = B tiles [K, nt]; side 1: R = B
- * (tiles along N), S = A^T tiles [K, mt]. A cost model over the target's
- * DMA and PE rates picks side, nt and G. */
-enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_S, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+ * The code does not depend on the volume: every count is a loop trip count
+ * (pieces, blocks, step pairs, tile pairs, store groups, K tiles) and the
+ * waits are relative to registers. side 0: R = A^T (tiles along M), S = B
+ * tiles [K, nt]; side 1: R = B (tiles along N), S = A^T tiles [K, mt]. A
+ * cost model over the target's DMA and PE rates picks side, nt, G and the
+ * queue split. */
+enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct sd {
@@ -288,17 +295,36 @@ typedef struct sd {
 	nx_lval *out;
 	int side;
 	int64_t Bt, M, K, N, mt, nt, kt, KT;
-	int64_t G, gb, U, NB, NS; /* tiles per block, PSUM banks in rotation, groups; blocks, steps */
+	int64_t G, gb, NB, NS; /* tiles per block, tiles per store; blocks, steps */
 	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
 	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
 	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
-	int64_t rp;   /* resident pieces per queue (one per tile group when loaded once) */
 	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
-	int ql[SQ], nql, qs[SQ], nqs, nqs_res; /* nqs_res: store queues that also load the resident block */
+	/* load queues ql: the first nls take the streamed tiles, the others
+	 * (SP's piece queues) and nqs_res of the store queues the resident block */
+	int ql[SQ], nql, nls, qs[SQ], nqs, nqs_res;
+	bool rsq;    /* the resident pieces also go on the streaming queues (before the block's tiles) */
+	/* batch steps whose resident operand is stored [w, K] (K contiguous):
+	 * SP loads it as is into a staging buffer T[par] ([128 w rows, nw x K]),
+	 * PE transposes its 128 x 128 blocks (nw per PSUM bank, one bank per K
+	 * tile) and ACT copies them into R[par]; the strided load it replaces
+	 * runs at half the DMA rate */
+	bool tpe;
+	int64_t nw, t_off[2];
+	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
+	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
+	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
 } sd;
+
+/* elements between the outer loop's batches: the outer level of a two-level
+ * batch, else the batch (the outer loop runs over batches only then) */
+static int64_t sd_ob(const nx_ldmat *V)
+{
+	return V->B2 ? V->sb1 : V->sb;
+}
 
 static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
 {
@@ -329,15 +355,18 @@ static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_d
 			h.loop_stride[x->lv_o] = lso[0], s.loop_stride[x->lv_o] = lss[0];
 		if (x->lv_s >= 0)
 			h.loop_stride[x->lv_s] = lso[1], s.loop_stride[x->lv_s] = lss[1];
+		if (x->lv_g >= 0)
+			h.loop_stride[x->lv_g] = lso[2], s.loop_stride[x->lv_g] = lss[2];
 		nx_lsync y = load ? nx_l_dma_q(x->L, e, qv[q], s, h) : nx_l_dma_q(x->L, e, qv[q], h, s);
 		nx_l_max(acc, &y);
 	}
 }
 
-/* the resident block of the current outer iteration: SP loads it on the
- * load queues, POOL on the store queues (after its earlier stores) */
-/* pieces u0..u1-1 of the resident block; who: 1 = SP's queue ranges, 2 = POOL's */
-static void sd_resident(sd *x, int par, int64_t bat, int64_t u0, int64_t u1, int who)
+/* the resident block of the current outer iteration in rp pieces (one per
+ * tile pair, in the order PE uses them; a loop), issued by SP on its piece
+ * queues (partitions [0, nsp)) or by POOL on the store queues (the rest).
+ * Batch steps: SP loads the whole block on the load queues (who = 1). */
+static void sd_resident(sd *x, int par, int64_t bat, int who)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->B : x->A;
@@ -346,43 +375,114 @@ static void sd_resident(sd *x, int par, int64_t bat, int64_t u0, int64_t u1, int
 	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
 	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
 	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)pw};
-	int64_t lso = x->Bt > 1 ? V->sb * x->er : rb * sw * x->er;
+	int64_t lso = x->Bt > 1 ? sd_ob(V) * x->er : rb * sw * x->er;
 	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
-	int nall = x->nql + x->nqs_res;
-	/* partitions split over nall queues: SP takes the first nql ranges;
-	 * rp column pieces in the order PE uses them */
-	for (int64_t u = u0; u < u1; u++)
-		for (int q = 0; q < nall; q++) {
-			int64_t p0 = x->kt * q / nall, p1 = x->kt * (q + 1) / nall;
-			NX_ASSERT(p1 > p0);
-			if (!(who & (q < x->nql ? 1 : 2)))
-				continue;
-			nx_engine e = q < x->nql ? NX_ENG_SP : NX_ENG_POOL;
-			int qq = q < x->nql ? x->ql[q] : x->qs[q - x->nql];
-			nx_ap h = nx_ap_hbm(V->dt, hoff + (p0 * sk + u * pw * sw) * x->er, (int)(p1 - p0), sk, 2, hs, cn);
-			nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par] + u * pw * x->er, 2, ss, cn);
-			if (x->lv_o >= 0)
-				h.loop_stride[x->lv_o] = lso;
-			if (x->bstep && x->lv_s >= 0)
-				h.loop_stride[x->lv_s] = 2 * V->sb * x->er;
-			nx_lsync y = nx_l_dma_q(L, e, qq, s, h);
-			nx_l_max(&x->loads, &y);
-		}
+	nx_engine e = who == 1 ? NX_ENG_SP : NX_ENG_POOL;
+	int r0 = x->rsq ? 0 : x->nls;
+	const int *qv = who == 1 ? x->ql + r0 : x->qs;
+	int nq = who == 1 ? x->nql - r0 : x->nqs_res;
+	int64_t pa = who == 1 ? 0 : x->nsp, pn = who == 1 ? x->nsp : x->kt - x->nsp;
+	if (x->bstep) /* the queues after the streaming ones, or all */
+		qv = x->ql + (x->nls < x->nql ? x->nls : 0), nq = x->nls < x->nql ? x->nql - x->nls : x->nql, pa = 0,
+		pn = x->kt;
+	if (nq == 0)
+		return;
+	nx_l_loop(L, e, x->rp); /* even of one piece: the same code for any G */
+	int dl = L->s[e].depth - 1;
+	for (int q = 0; q < nq; q++) {
+		int64_t p0 = pa + pn * q / nq, p1 = pa + pn * (q + 1) / nq;
+		NX_ASSERT(p1 > p0);
+		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, 2, hs, cn);
+		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par], 2, ss, cn);
+		if (x->lv_o >= 0)
+			h.loop_stride[x->lv_o] = lso;
+		if (x->bstep && x->lv_s >= 0)
+			h.loop_stride[x->lv_s] = 2 * V->sb * x->er;
+		h.loop_stride[dl] = pw * sw * x->er, s.loop_stride[dl] = pw * x->er;
+		nx_lsync y = nx_l_dma_q(L, e, qv[q], s, h);
+		nx_l_max(&x->loads, &y);
+	}
+	nx_l_endloop(L, e);
 }
 
-/* peel: the step right after a resident block loaded in rp pieces (SP
- * issues pieces 1.. after this step's tile; PE waits per group) */
-static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
+/* tpe: SP loads the step's resident operand as stored, [w, K] with w on
+ * partitions (128 rows per partition, nw row tiles side by side), into T[par] */
+static void sd_stage(sd *x, int par, int64_t bat)
+{
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
+	int32_t hs[2] = {(int32_t)(128 * sw), (int32_t)sk}, ss[2] = {(int32_t)x->K, 1};
+	uint32_t cn[2] = {(uint32_t)x->nw, (uint32_t)x->K};
+	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
+	int64_t lso[3] = {sd_ob(V) * x->er, 2 * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
+	int q0 = x->nls < x->nql ? x->nls : 0;
+	split_dma(x, NX_ENG_SP, x->ql + q0, x->nql - q0, true, V->dt, hoff, sw, 128, hs, ss, cn, x->t_off[par], lso, lss,
+	          x->er, &x->loads);
+}
+
+/* tpe: PE transposes T[par] into PSUM, one bank per K tile (its nw blocks
+ * side by side), K tiles in pairs on the step's two banks; ACT copies each
+ * bank into R[par]'s K tile row; PE waits for the last copy. The banks are
+ * uses like the tiles': PE counts them in S_PE_T, ACT in S_ACT_PE. */
+static void sd_transpose(sd *x, int par)
+{
+	nx_lower *L = x->L;
+	const nx_ldmat *V = x->side ? x->B : x->A;
+	int64_t rb = x->G * (x->side ? x->nt : x->mt);
+	int32_t s1[1] = {1};
+	uint32_t c128[1] = {128}, cr[1] = {(uint32_t)rb};
+	nx_l_loop(L, NX_ENG_PE, x->KT / 2);
+	nx_l_loop(L, NX_ENG_ACT, x->KT / 2);
+	int dg = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
+	for (int j = 0; j < 2; j++) {
+		int64_t pb = x->pbase + (2 * par + j) * x->bank;
+		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - 2, S_PE_T);
+		nx_l_loop(L, NX_ENG_PE, x->nw);
+		int di = L->s[NX_ENG_PE].depth - 1;
+		nx_insn *tr = nx_l_emit(L, NX_ENG_PE, NX_I_TRANSPOSE);
+		tr->ap[0] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, c128);
+		tr->ap[0].loop_stride[di] = 128 * 4;
+		tr->ap[1] = nx_ap_sbuf(V->dt, 0, 128, x->t_off[par] + j * 128 * x->er, 1, s1, c128);
+		tr->ap[1].loop_stride[di] = x->K * x->er;
+		tr->ap[1].loop_stride[dg] = 2 * 128 * x->er;
+		nx_l_endloop(L, NX_ENG_PE);
+		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
+		nx_l_max(&x->pe, &y);
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
+		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		cp->ap[0] = nx_ap_sbuf(V->dt, 0, 128, x->r_off[par] + j * rb * x->er, 1, s1, cr);
+		cp->ap[0].loop_stride[da] = 2 * rb * x->er;
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, cr);
+		y = nx_l_signal(L, NX_ENG_ACT);
+		nx_l_max(&x->act, &y);
+	}
+	nx_l_endloop(L, NX_ENG_PE);
+	nx_l_endloop(L, NX_ENG_ACT);
+	/* the matmuls read R[par]: every copy done */
+	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
+}
+
+/* One step (buffers of parity par): streamed tile sidx (plus the loops'
+ * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
+ * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
+ * and its stores as a loop over groups of gb tiles, so the code of a step
+ * does not depend on G. */
+static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - x->G, S_SP_PE);
-	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, x->G);
+	int64_t upe = x->G + (x->tpe ? x->KT : 0); /* PE signals (and ACT's) per step */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, upe);
 	/* batch steps: step sidx is batch sidx, with one streamed tile */
 	int64_t bat = x->bstep ? sidx : 0, stl = x->bstep ? 0 : sidx;
-	if (x->bstep)
-		sd_resident(x, par, bat, 0, 1, 1);
+	if (x->tpe)
+		sd_stage(x, par, bat);
+	else if (x->bstep)
+		sd_resident(x, par, bat, 1);
 	int64_t sw = x->side ? x->mt : x->nt;
 	/* this step's tile: mrow x ncol (the streamed side may be ragged) */
 	int64_t mrow = x->side ? ssz : x->mt, ncol = x->side ? x->nt : ssz;
@@ -391,44 +491,53 @@ static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
 		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)ssz};
 		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
-		int64_t lso[2] = {x->Bt > 1 ? V->sb * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es};
-		int64_t lss[2] = {0, 0};
-		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
+		int64_t lso[3] = {x->Bt > 1 ? sd_ob(V) * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es, 0};
+		int64_t lss[3] = {0, 0, 0};
+		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
-	if (peel)
-		sd_resident(x, 0, 0, 1, x->rp, 1);
-	/* ---- PE: the step's loads (and the block's resident load before) */
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->bstep ? 2 : 1);
-	for (int q = 0; q < x->nql; q++)
+	/* ---- PE: the step's loads */
+	/* batch steps: R and S each on their own queues (one load per queue),
+	 * or both on every load queue */
+	bool both = x->bstep && x->nls == x->nql;
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, both ? 2 : 1);
+	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++)
 		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
-	/* ---- ACT: O[par] is free once the store of the step before the last is done */
-	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->U);
+	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
+	int64_t nst = x->G / x->gb; /* stores per queue per step */
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
 	for (int q = 0; q < x->nqs; q++)
-		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * x->U, S_ACT_ST);
+		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
 	int32_t s1[1] = {1};
 	int64_t roff = x->r_off[x->bstep ? par : 0];
-	for (int64_t u = 0; u < x->U; u++) {
-		bool lj = x->gb > 1;
-		/* resident loaded in pieces: the first step waits for group u's
-		 * (SP queues: piece 0, this step's tile, pieces 1..) */
-		if (peel) {
-			nx_lsync w;
-			memset(&w, 0, sizeof w);
-			for (int q = 0; q < x->nql; q++)
-				w.s[x->ql[q]] = x->base_l[q] + (u ? u + 2 : 1);
-			for (int q = 0; q < x->nqs_res; q++)
-				w.s[x->qs[q]] = x->base_s[q] + u + 1;
-			nx_l_wait(L, NX_ENG_PE, &w);
-		}
-		if (lj) {
-			nx_l_loop(L, NX_ENG_PE, x->gb);
-			nx_l_loop(L, NX_ENG_ACT, x->gb);
-		}
-		int dj = L->s[NX_ENG_PE].depth - 1;
-		/* PE: the bank is free once ACT evacuated the tile gb before */
+	int tp = x->G % 2 ? 1 : 2; /* tiles per iteration, one PSUM bank each */
+	int64_t npair = x->G / tp;
+	/* a bank's previous tile: two tiles before (pairs alternate banks by
+	 * parity; one tile per step alternates by step) */
+	int64_t dist = tp == 2 || x->G == 1 ? 2 : 1;
+	if (x->tpe)
+		sd_transpose(x, par);
+	/* a loop even of one pair: the code does not depend on G */
+	nx_l_loop(L, NX_ENG_PE, npair);
+	nx_l_loop(L, NX_ENG_ACT, npair);
+	int dj = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
+	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
+	if (!x->bstep) {
+		/* the pair's resident piece (trivially there after the block's
+		 * first step): piece u of block b is the queue's (b*pieces + u + 1)-th
+		 * transfer, after b blocks of stores on the store queues */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, 1);
+		for (int q = x->nls; q < x->nql; q++)
+			nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_PL);
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, 1);
+		for (int q = 0; q < x->nqs_res; q++)
+			nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_PS);
+	}
+	for (int j = 0; j < tp; j++) {
+		int64_t pb = x->pbase + (tp == 2 ? 2 * par + j : par) * x->bank;
+		/* PE: the bank is free once ACT evacuated its previous tile */
 		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
-		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - x->gb, S_PE_T);
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - dist, S_PE_T);
 		for (int first = 1; first >= 0; first--) {
 			if (!first) {
 				if (x->KT == 1)
@@ -440,26 +549,21 @@ static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 			mm->flags = first ? NX_IF_START : 0;
 			uint32_t cm[1] = {(uint32_t)mrow}, cn[1] = {(uint32_t)ncol};
 			int64_t k0 = first ? 0 : 1;
-			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
+			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
 			nx_ap st, mv;
-			int64_t rb = x->G * (x->side ? x->nt : x->mt);
 			if (x->side == 0) { /* stationary: resident A^T; moving: S */
-				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->mt) * x->ea, 1, s1, cm);
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->mt) * x->ea, 1, s1, cm);
 				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
-				if (lj)
-					st.loop_stride[dj] = x->mt * x->ea;
+				st.loop_stride[dj] = tp * x->mt * x->ea;
 				if (!first)
 					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
 			} else { /* stationary: S (A^T tile); moving: resident B */
 				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
-				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + u * x->gb * x->nt) * x->eb, 1, s1, cn);
-				if (lj)
-					mv.loop_stride[dj] = x->nt * x->eb;
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->nt) * x->eb, 1, s1, cn);
+				mv.loop_stride[dj] = tp * x->nt * x->eb;
 				if (!first)
 					st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
 			}
-			if (lj)
-				ps.loop_stride[dj] = x->bank;
 			mm->ap[0] = ps;
 			mm->ap[1] = st;
 			mm->ap[2] = mv;
@@ -473,70 +577,62 @@ static void sd_step(sd *x, int par, int64_t sidx, bool peel, int64_t ssz)
 		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
 		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
 		uint32_t cn[1] = {(uint32_t)ncol};
-		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + u * x->gb * x->nt * x->eo, 1, s1, cn);
-		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, x->pbase, 1, s1, cn);
-		if (lj) {
-			int da = L->s[NX_ENG_ACT].depth - 1;
-			cp->ap[0].loop_stride[da] = x->nt * x->eo;
-			cp->ap[1].loop_stride[da] = x->bank;
-		}
+		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
+		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
+		cp->ap[0].loop_stride[da] = tp * x->nt * x->eo;
 		y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
-		if (lj) {
-			nx_l_endloop(L, NX_ENG_PE);
-			nx_l_endloop(L, NX_ENG_ACT);
-		}
 	}
-	if (peel)
-		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp - 1);
-	/* PE counts the stores on the store queues (their resident pieces) */
-	if (x->nqs_res)
-		nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->U);
-	/* ---- POOL: store each tile group of O[par] once ACT evacuated it */
-	for (int64_t u = 0; u < x->U; u++) {
-		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
-		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-		/* side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
-		 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
+	nx_l_endloop(L, NX_ENG_PE);
+	nx_l_endloop(L, NX_ENG_ACT);
+	if (!x->bstep) {
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
+	}
+	/* ---- POOL: store each group of gb tiles of O[par] once ACT evacuated it
+	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
+	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
+	if (x->tpe)
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT);
+	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group */
+	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
+	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
+	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+	{
 		int64_t N = x->N, eo = x->eo, tstep = x->side ? x->nt : x->mt * N;
 		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
 		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
 		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
-		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0 + u * x->gb * tstep) * eo;
-		int64_t lso[2], lss[2] = {0, 0};
-		if (x->Bt > 1)
-			lso[0] = x->M * N * eo;
+		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
+		int64_t lso[3], lss[3] = {0, 0, x->gb * x->nt * eo};
+		if (x->Bt > 1) /* a batch, or B2 of them (two levels) */
+			lso[0] = (x->A->B2 ? x->A->B2 : 1) * x->M * N * eo;
 		else
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn,
-		          x->o_off[par] + u * x->gb * x->nt * eo, lso, lss, (int)eo, &x->stores);
+		lso[2] = x->gb * tstep * eo;
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
+		          lss, (int)eo, &x->stores);
 	}
+	nx_l_endloop(L, NX_ENG_POOL);
+	x->lv_g = -1;
 }
 
 static void sd_block(sd *x)
 {
 	nx_lower *L = x->L;
-	int64_t nsteps = x->bstep ? x->Bt : x->NS;
+	int64_t nsteps = x->bstep ? (x->A->B2 ? x->A->B2 : x->Bt) : x->NS;
 	if (!x->bstep) {
 		/* SP and POOL: the previous block's matmuls are done (POOL: its
 		 * tiles are evacuated, and stored: program order) */
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-		sd_resident(x, 0, 0, 0, x->rp > 1 ? 1 : x->rp, 1);
-		sd_resident(x, 0, 0, 0, x->rp, 2);
-		/* PE: the resident block has arrived on every queue (store queues:
-		 * after the stores POOL issued before it); in pieces: per group in
-		 * the first step */
-		nx_l_addreg(L, NX_ENG_PE, S_PE_L, 1);
-		if (x->nqs_res)
-			nx_l_addreg(L, NX_ENG_PE, S_PE_S, x->rp);
-		if (x->rp == 1) {
-			for (int q = 0; q < x->nql; q++)
-				nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
-			for (int q = 0; q < x->nqs_res; q++)
-				nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_S);
-		}
+		sd_resident(x, 0, 0, 1);
+		sd_resident(x, 0, 0, 2);
+		/* PE: on the streaming queues the block's pieces come before its
+		 * tiles, so the first step's load wait covers them */
+		if (x->rsq)
+			nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp);
 		/* ACT: counts the resident pieces on the store queues; with an odd
 		 * step count the parity restarts, so every earlier store must be done */
 		if (x->nqs_res)
@@ -545,34 +641,32 @@ static void sd_block(sd *x)
 			for (int q = 0; q < x->nqs; q++)
 				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
 	}
-	/* steps in pairs (parity p, 1 - p) after the peeled first one, then the
-	 * odd one, then the ragged one (the parities continue) */
-	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0), s0 = 0;
+	/* steps in pairs (parity 0, 1), then the odd one, then the ragged one
+	 * (the parities continue) */
+	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0);
 	int p = 0;
-	if (x->rp > 1) {
-		sd_step(x, 0, 0, true, nfull > 0 ? sw : x->srag);
-		s0 = 1, p = 1;
-	}
-	int64_t pairs = nfull > s0 ? (nfull - s0) / 2 : 0;
+	int64_t pairs = nfull / 2;
 	if (pairs > 0) {
-		bool lp = pairs > 1;
-		if (lp) {
-			loop4(x->L, pairs);
-			x->lv_s = L->s[NX_ENG_SP].depth - 1;
-		}
-		sd_step(x, p, s0, false, sw);
-		sd_step(x, 1 - p, s0 + 1, false, sw);
-		if (lp) {
-			endloop4(x->L);
-			x->lv_s = -1;
-		}
+		/* a loop even of one pair: the same code for any step count */
+		loop4(x->L, pairs);
+		x->lv_s = L->s[NX_ENG_SP].depth - 1;
+		sd_step(x, 0, 0, sw);
+		sd_step(x, 1, 1, sw);
+		endloop4(x->L);
+		x->lv_s = -1;
 	}
-	if (nfull > s0 && (nfull - s0) % 2) {
-		sd_step(x, p, nfull - 1, false, sw);
+	if (nfull % 2) {
+		sd_step(x, p, nfull - 1, sw);
 		p = 1 - p;
 	}
-	if (x->srag && nsteps - 1 >= s0)
-		sd_step(x, p, nsteps - 1, false, x->srag);
+	if (x->srag)
+		sd_step(x, p, nsteps - 1, x->srag);
+	/* PE: the next block's pieces follow this block's on the piece queues
+	 * (and its stores on the store queues) */
+	if (!x->bstep) {
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, x->rp);
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb));
+	}
 }
 
 /* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
@@ -638,56 +732,113 @@ static bool sd_plan(nx_lower *L, sd *x)
 				if (RT % G)
 					continue;
 				int64_t gb = nx_l_div_le(G, banks);
-				if (G / gb > 4 || (x->Bt > 1 && G != RT))
+				/* tiles run in pairs (one tile alone when G = 1) */
+				if ((G > 1 && G % 2) || (x->Bt > 1 && G != RT))
 					continue;
-				bool once = x->Bt == 1 && G == RT;
 				/* batches as steps when a batch is one step: R double-buffered too */
 				bool bstep = x->Bt > 1 && ST == 1 && !srag;
+				/* a two-level batch: batch steps only, the inner batches in
+				 * pairs (the parity continues across the outer ones) */
+				if (x->A->B2 && (!bstep || (x->Bt > x->A->B2 && x->A->B2 % 2)))
+					continue;
+				/* an odd step count costs a step body more code (the pairs
+				 * loop and the odd one): narrower streamed tiles instead */
+				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
+					continue;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
 				                2 * al64(G * nt * x->eo);
 				if (bytes + 128 > L->sbuf_half)
 					continue;
+				/* batch steps may load a resident operand stored [w, K] as it
+				 * is and transpose it on PE (the 128-row tiles of a step side
+				 * by side in one PSUM bank) */
+				int64_t rbw = G * rw, nw = rbw / 128;
+				bool tpe_ok = bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
+				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= L->sbuf_half;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
-				for (int wide = 0; wide < 2; wide++) {
-					int nqs = wide ? 1 : (mt < SQS ? (int)mt : SQS);
+				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
+				 * issuing on POOL queues beyond its 8) */
+				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
+				for (int wide = 0; wide < (int)(sizeof nqs_opt / sizeof nqs_opt[0]); wide++) {
+					int nqs = nqs_opt[wide];
+					if (nqs > mt)
+						nqs = (int)mt;
 					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
-					if (wide && nql <= SQS)
+					/* fewer than 8 store queues lend theirs to the loads, more
+					 * than 8 borrow SP's (every store range one partition at least) */
+					if ((nqs < SQS && nql <= SQS) || (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
 						continue;
-					int nres = kt >= nql + nqs ? nql + nqs : nql;
-					/* PE: the matmuls, a loop step each, ~6 control instructions
-					 * per tile (register, wait, signal, loops), a wait per queue per step */
-					double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
-					double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) + (nql + 2) * ctl;
-					double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nql);
-					/* stores: one per tile group of gb tiles */
-					double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs), st = (double)(G / gb) * st1;
-					double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
-					            t->freq_ghz[NX_ENG_ACT];
-					double res = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nres);
-					double step = pe;
-					if (ld > step)
-						step = ld;
-					if (st > step)
-						step = st;
-					if (ev > step)
-						step = ev;
-					double nb = (double)x->Bt * (RT / G), tot;
-					if (bstep) {
-						double lr = dma_est(t, (double)x->K * G * rw * c.er, kt, rstr, nql) + ld;
-						tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
-					} else if (once && G / gb > 1) {
-						/* in pieces: the first step overlaps the resident load */
-						tot = (res > step ? res : step) + step * gb / G + (double)(ST - 1) * step + st1 + ld;
-					} else {
-						tot = nb * (res + (double)ST * step) + st1 + ld;
-					}
-					if (!found || tot < best) {
-						found = true, best = tot;
-						c.G = G, c.gb = gb, c.U = G / gb, c.NB = RT / G, c.NS = ST;
-						c.nql = nql, c.nqs = nqs;
-						c.bstep = bstep;
-						*x = c;
+					/* nls of the load queues take the streamed tiles, the
+					 * others and the store queues the resident pieces */
+					for (int tpe = 0; tpe < 1 + tpe_ok; tpe++)
+					for (int nls = 1; nls <= nql; nls++)
+					for (int rsq = 0; rsq < 2; rsq++) /* resident pieces on the streaming queues too */
+					for (int sres = 0; sres < 2; sres++) { /* resident pieces on the store queues too */
+						int npl = rsq ? nql : nql - nls, nres = sres && !bstep && kt >= npl + nqs ? nqs : 0;
+						if ((sres && !nres) || (rsq && bstep) || (!bstep && npl + nres == 0))
+							continue;
+						int tp = G % 2 ? 1 : 2;
+						int64_t rp = bstep ? 1 : G / tp;
+						/* PE: the matmuls, a loop step each, ~6 control instructions
+						 * per tile (register, wait, signal, loops), a wait per queue per step */
+						double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
+						double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
+						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
+						double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nls);
+						/* stores: one per tile group of gb tiles */
+						double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs),
+						       st = (double)(G / gb) * st1;
+						double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+						            t->freq_ghz[NX_ENG_ACT];
+						double rbytes = (double)x->K * G * rw * c.er;
+						if (tpe) {
+							/* KT x nw transposes, a bank each K tile, and the wait
+							 * for the last copy; ACT copies KT banks */
+							double tr = 128.0 * (c.er == 4 ? t->pe_fp32_factor : 1) / t->freq_ghz[NX_ENG_PE];
+							double cpy = ((double)rbw + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+							             t->freq_ghz[NX_ENG_ACT];
+							pe += (double)x->KT * ((double)nw * (tr + ctl) + 6 * ctl) + cpy;
+							ev += (double)x->KT * cpy;
+						}
+						double step = pe;
+						if (ld > step)
+							step = ld;
+						if (st > step)
+							step = st;
+						if (ev > step)
+							step = ev;
+						double nb = (double)x->Bt * (RT / G), tot;
+						if (bstep) {
+							/* resident and streamed tile: each on its own queues
+							 * (nls < nql), or both on every load queue */
+							int nr = nls < nql ? nql - nls : nql;
+							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
+							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
+							tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
+						} else {
+							/* a block's first step uses each tile pair as its piece
+							 * arrives, and its streamed tile */
+							double res = (double)rp * dma_est(t, rbytes / (double)rp, kt, rstr, npl + nres);
+							double a0 = res + pe * tp / G, a1 = (rsq ? res : 0) + ld + pe;
+							/* after the first block, pieces on the store queues
+							 * follow the previous block's last stores */
+							if (nb > 1 && nres)
+								a0 += st1;
+							double blk = (a0 > a1 ? a0 : a1) + (double)(ST - 1) * step;
+							/* the stores queue behind the pieces on the store queues */
+							double sc = (nres ? res : 0) + (double)ST * st;
+							tot = nb * (blk > sc ? blk : sc) + st1;
+						}
+						if (!found || tot < best) {
+							found = true, best = tot;
+							c.G = G, c.gb = gb, c.NB = RT / G, c.NS = ST;
+							c.nql = nql, c.nqs = nqs, c.nls = nls, c.nqs_res = nres, c.rp = rp, c.rsq = rsq;
+							c.tpe = tpe, c.nw = nw;
+							c.bstep = bstep;
+							*x = c;
+						}
 					}
 				}
 			}
@@ -701,7 +852,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
-	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes, base;
+	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
@@ -711,19 +863,18 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->r_off[1] = base + (x->bstep ? rbytes : 0);
 	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
+	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
 	for (int q = 0; q < x->nql; q++) /* SP issues every load, on either side's queues */
 		x->ql[q] = nx_l_queue(L, q < SQS ? NX_ENG_SP : NX_ENG_POOL);
-	for (int q = 0; q < x->nqs; q++)
-		x->qs[q] = nx_l_queue(L, NX_ENG_POOL);
-	/* the resident block also loads over the store queues (one partition
-	 * range each) unless the batches are the steps */
-	x->nqs_res = !x->bstep && x->kt >= x->nql + x->nqs ? x->nqs : 0;
-	/* loaded once: in pieces per tile group, so the first step starts early */
-	x->rp = !x->bstep && x->NB * x->Bt == 1 && x->U > 1 ? x->U : 1;
-	x->lv_o = x->lv_s = -1;
+	for (int q = 0; q < x->nqs; q++) /* POOL issues every store, on either side's queues */
+		x->qs[q] = nx_l_queue(L, q < SQS ? NX_ENG_POOL : NX_ENG_SP);
+	/* resident partitions: the same share per piece queue */
+	int npl = x->rsq ? x->nql : x->nql - x->nls;
+	x->nsp = npl + x->nqs_res ? x->kt * npl / (npl + x->nqs_res) : x->kt;
+	x->lv_o = x->lv_s = x->lv_g = -1;
 	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
 	nx_l_plan_kernel(L, "dot-loop");
 	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)x->Bt, (long long)x->M,
@@ -731,22 +882,36 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          nx_dtype_names[x->out->dt]);
 	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
 	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
-	if (x->bstep)
-		nx_l_plan(L, "loops", "step = batch %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
-		          (long long)x->Bt, (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
+	if (x->bstep && x->A->B2)
+		nx_l_plan(L, "loops",
+		          "b %lld > step = batch %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
+		          (long long)(x->Bt / x->A->B2), (long long)x->A->B2, (long long)x->G, x->G > 1 ? "pairs" : "one",
+		          (long long)x->gb, (long long)x->KT);
+	else if (x->bstep)
+		nx_l_plan(L, "loops", "step = batch %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
+		          (long long)x->Bt, (long long)x->G, x->G > 1 ? "pairs" : "one", (long long)x->gb, (long long)x->KT);
 	else
-		nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%lld x %lld PSUM banks) > k %lld",
+		nx_l_plan(L, "loops", "%s %lld > step %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
 		          x->Bt > 1 ? "b" : "block", (long long)(x->Bt > 1 ? x->Bt : x->NB), (long long)x->NS,
-		          (long long)x->G, (long long)x->U, (long long)x->gb, (long long)x->KT);
-	nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
-	          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
-	char pieces[48] = "";
-	if (x->rp > 1)
-		snprintf(pieces, sizeof pieces, " in %lld pieces", (long long)x->rp);
-	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s%s%s, streamed %s [%lld, %lld] per step", rn, (long long)x->K,
-	          (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
-	          x->nqs_res ? " over load and store queues" : "", pieces, sn, (long long)x->K, (long long)sw);
-	nx_l_mem(L, "psum", "half %d, %lld banks rotating", ph, (long long)x->gb);
+		          (long long)x->G, x->G > 1 ? "pairs" : "one", (long long)x->gb, (long long)x->KT);
+	if (x->bstep && x->nls < x->nql)
+		nx_l_plan(L, "engines",
+		          "load sp q%d (+%d queues: %d streamed, %d resident), matmul pe, evacuate act, store pool q%d (+%d "
+		          "queues)",
+		          x->ql[0], x->nql - 1, x->nls, x->nql - x->nls, x->qs[0], x->nqs - 1);
+	else if (x->bstep)
+		nx_l_plan(L, "engines", "load sp q%d (+%d queues), matmul pe, evacuate act, store pool q%d (+%d queues)",
+		          x->ql[0], x->nql - 1, x->qs[0], x->nqs - 1);
+	else
+		nx_l_plan(L, "engines",
+		          "load sp q%d (+%d queues), resident on %d sp + %d store queues, matmul pe, evacuate act, store "
+		          "pool q%d (+%d queues)",
+		          x->ql[0], x->nls - 1, x->rsq ? x->nql : x->nql - x->nls, x->nqs_res, x->qs[0], x->nqs - 1);
+	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s in %lld piece%s%s, streamed %s [%lld, %lld] per step", rn,
+	          (long long)x->K, (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
+	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
+	          (long long)x->K, (long long)sw);
+	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
 		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
@@ -765,16 +930,23 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
 	 * earlier on them (and POOL waits for SP's loads at the end) */
-	nx_lsync bq;
+	nx_lsync bq, bs;
 	memset(&bq, 0, sizeof bq);
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = x->base_l[q];
 	nx_l_wait(L, NX_ENG_SP, &bq);
+	/* likewise POOL storing on SP-side queues */
+	memset(&bs, 0, sizeof bs);
+	for (int q = SQS; q < x->nqs; q++)
+		bs.s[x->qs[q]] = x->base_s[q];
+	nx_l_wait(L, NX_ENG_POOL, &bs);
 	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
-	if (x->nqs_res)
-		nx_l_setreg(L, NX_ENG_PE, S_PE_S, 0);
+	if (!x->bstep) {
+		nx_l_setreg(L, NX_ENG_PE, S_PE_PL, 0);
+		nx_l_setreg(L, NX_ENG_PE, S_PE_PS, 0);
+	}
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);
 	nx_l_setreg(L, NX_ENG_POOL, S_POOL_ACT, 0);
@@ -794,18 +966,18 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		e0.s[x->qs[q]] = x->base_s[q];
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 
-	int64_t nout = x->bstep ? 1 : x->Bt > 1 ? x->Bt : x->NB;
-	if (nout > 1) {
-		loop4(L, nout);
-		x->lv_o = L->s[NX_ENG_SP].depth - 1;
-	}
+	int64_t nout = x->bstep ? (x->A->B2 ? x->Bt / x->A->B2 : 1) : x->Bt > 1 ? x->Bt : x->NB;
+	loop4(L, nout); /* a loop even of one block: the same code for any volume */
+	x->lv_o = L->s[NX_ENG_SP].depth - 1;
 	sd_block(x);
-	if (nout > 1)
-		endloop4(L);
+	endloop4(L);
 
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
 	nx_l_wait(L, NX_ENG_POOL, &bq);
+	for (int q = SQS; q < x->nqs; q++)
+		bs.s[x->qs[q]] = L->qcount[x->qs[q]];
+	nx_l_wait(L, NX_ENG_SP, &bs);
 	nx_l_max(&x->A->buf->war, &x->loads);
 	nx_l_max(&x->B->buf->war, &x->loads);
 	nx_l_max(&x->out->buf->written, &x->stores);
@@ -817,6 +989,30 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->act);
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
+}
+
+static bool sd_fits(const nx_target *t, const nx_ldmat *A, const nx_ldmat *B, int64_t M, int64_t N)
+{
+	return M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
+	       B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX;
+}
+
+static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                    int64_t K, int64_t N)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->L = L, sc->A = A, sc->B = B, sc->out = out, sc->Bt = Bt, sc->M = M, sc->K = K, sc->N = N;
+	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
+}
+
+bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
+                         int64_t K, int64_t N)
+{
+	sd sc;
+	sd_init(&sc, L, A, B, out, Bt, M, K, N);
+	NX_ASSERT(A->B2 > 0 && A->B2 == B->B2);
+	return Bt > 0 && M > 0 && N > 0 && K > 0 && A->sb1 <= INT32_MAX && B->sb1 <= INT32_MAX &&
+	       sd_fits(L->t, A, B, M, N) && sd_plan(L, &sc);
 }
 
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -836,12 +1032,10 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.kt = K < t->pe_rows ? K : t->pe_rows;
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	sd sc;
-	memset(&sc, 0, sizeof sc);
-	sc.L = L, sc.A = A, sc.B = B, sc.out = out, sc.Bt = Bt, sc.M = M, sc.K = K, sc.N = N;
-	sc.ea = x.ea, sc.eb = x.eb, sc.eo = x.eo;
-	if (M * N < ((int64_t)1 << 40) && A->sr <= INT32_MAX && B->sc <= INT32_MAX && A->sc * t->pe_rows <= INT32_MAX &&
-	    B->sr * t->pe_rows <= INT32_MAX && N * t->pe_cols <= INT32_MAX && sd_plan(L, &sc))
+	sd_init(&sc, L, A, B, out, Bt, M, K, N);
+	if (sd_fits(t, A, B, M, N) && sd_plan(L, &sc))
 		return sd_emit(L, &sc);
+	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;
 	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;
 	x.KTb = room / per;

@@ -22,8 +22,14 @@
  * bytes per element in HBM): a parameter is read as bitcast-convert to
  * u32[...,2] (lo, hi), an output written as bitcast-convert of one.
  *
- * An instruction this pass cannot expand (a reduce or sort on s64, a convert
- * to bf16 of a value that may not fit, ...) is left as it is; the device type
+ * Reduces: add-reduce as s32 sums of 16- or 8-bit limbs recombined as
+ * pairs; JAX's variadic arg-max/arg-min reduce ((value, index) with ties to
+ * the first index) from s32 max/min reduces of the high then the low words
+ * and a min-reduce of the matching indices. Divide/remainder: unrolled
+ * 64-step restoring division on pairs.
+ * An instruction this pass cannot expand (a reduce with another reducer, a
+ * sort on s64, a convert to bf16 of a value that may not fit, ...) is left
+ * as it is; the device type
  * check (passes/device_types.c) refuses it with its op and type, so nothing is
  * ever computed silently in 32 bits. Only the entry computation is rewritten. */
 #include "passes/rewrite.h"

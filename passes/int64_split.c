@@ -22,8 +22,8 @@
  * bytes per element in HBM): a parameter is read as bitcast-convert to
  * u32[...,2] (lo, hi), an output written as bitcast-convert of one.
  *
- * Reduces: add-reduce as s32 sums of 16- or 8-bit limbs recombined as
- * pairs; JAX's variadic arg-max/arg-min reduce ((value, index) with ties to
+ * Reduces: add-reduce and add-reduce-window (cumsum) as s32 sums of 16- or
+ * 8-bit limbs recombined as pairs; JAX's variadic arg-max/arg-min reduce ((value, index) with ties to
  * the first index) from s32 max/min reduces of the high then the low words
  * and a min-reduce of the matching indices. Divide/remainder: unrolled
  * 64-step restoring division on pairs.
@@ -646,25 +646,45 @@ static void bcast_pair(st *S, const nx_shape *like, nx_inst **lo, nx_inst **hi)
 	*hi = nx_rw_broadcast(S->rw, *hi, NX_U32, like->rank, like->dims, none);
 }
 
-/* elements each output of reduce x combines */
+/* elements each output of reduce / reduce-window x combines */
 static int64_t reduced_count(const nx_inst *x)
 {
 	int64_t n = 1;
-	for (int k = 0; k < x->a.dimensions.n; k++)
-		n *= x->operands[0]->shape->dims[x->a.dimensions.v[k]];
+	if (x->op == NX_OP_REDUCE_WINDOW)
+		for (int k = 0; k < x->a.window.ndims; k++)
+			n *= x->a.window.dims[k].size;
+	else
+		for (int k = 0; k < x->a.dimensions.n; k++)
+			n *= x->operands[0]->shape->dims[x->a.dimensions.v[k]];
 	return n;
 }
 
-/* add-reduce of a 64-bit array (docs/numerics.md "64-bit integers"): the
+/* the s32 add-reduce (reduce) or add-reduce-window of limb, init 0 */
+static nx_inst *limb_sum(st *S, const nx_inst *x, nx_inst *limb, nx_inst *z)
+{
+	if (x->op == NX_OP_REDUCE)
+		return nx_rw_reduce(S->rw, limb, z, x->a.dimensions.v, x->a.dimensions.n, NX_OP_ADD);
+	/* the s32 add computation of nx_rw_reduce (this reduce over no
+	 * dimensions is dead) */
+	nx_inst *any = nx_rw_reduce(S->rw, limb, z, NULL, 0, NX_OP_ADD), *ops[2] = {limb, z};
+	nx_inst *w = clone(S, x, NX_S32, ops);
+	nx_inst_set_called(w, any->called, 1);
+	return w;
+}
+
+/* add-reduce or add-reduce-window (init 0: padding adds nothing; JAX's
+ * cumsum) of a 64-bit array (docs/numerics.md "64-bit integers"): the
  * words are cut into w-bit limbs (w = 16 for up to 2^15 elements per output,
  * w = 8 up to 2^23), each limb add-reduced in s32 (exact: the sum stays below
  * 2^31), and the limb sums placed at their bit offsets and added as pairs
- * (mod 2^64, as XLA wraps), plus the init value once. */
+ * (mod 2^64, as XLA wraps), plus a reduce's init value once. */
 static bool reduce_add_pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 {
 	int64_t n = reduced_count(x);
 	int w = n <= 32767 ? 16 : n <= 8421504 ? 8 : 0;
 	nx_inst *wl, *wh, *il, *ih;
+	if (x->op == NX_OP_REDUCE_WINDOW && !nx_rw_is_splat(x->operands[1], 0))
+		return false;
 	if (!w || !pair(S, x->operands[0], &wl, &wh) || !pair(S, x->operands[1], &il, &ih))
 		return false;
 	bcast_pair(S, x->shape, &il, &ih);
@@ -673,7 +693,7 @@ static bool reduce_add_pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 		nx_inst *word = p < 32 ? wl : wh;
 		nx_inst *limb = p % 32 ? B(S, NX_OP_SHIFT_RIGHT_LOGICAL, word, K(S, word, NX_U32, p % 32)) : word;
 		limb = B(S, NX_OP_AND, limb, K(S, limb, NX_U32, (1 << w) - 1));
-		nx_inst *r = nx_rw_reduce(S->rw, CV(S, limb, NX_S32), z, x->a.dimensions.v, x->a.dimensions.n, NX_OP_ADD);
+		nx_inst *r = limb_sum(S, x, CV(S, limb, NX_S32), z);
 		nx_inst *pl, *ph;
 		place(S, CV(S, r, NX_U32), p, &pl, &ph);
 		bin_pair(S, NX_OP_ADD, false, al, ah, pl, ph, &al, &ah);
@@ -974,7 +994,7 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 		*lo = w[k], *hi = w[k + 1];
 		return true;
 	}
-	if (x->op == NX_OP_REDUCE)
+	if (x->op == NX_OP_REDUCE || x->op == NX_OP_REDUCE_WINDOW)
 		return no == 2 && x->ncalled == 1 && nx_pass_reducer_op(x->called[0]) == NX_OP_ADD &&
 		       reduce_add_pair(S, x, lo, hi);
 	if (no == 2 && bin_pair(S, x->op, sign, al, ah, bl, bh, lo, hi))

@@ -139,7 +139,7 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 	const char *op = first->op == NX_OP_CUSTOM_CALL && first->a.custom_call_target
 	                     ? first->a.custom_call_target : nx_opcode_name(first->op);
 	const char *hint = ft == NX_S64 || ft == NX_U64
-		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, clamp, compare, bitwise ops, shifts, select, all-reduce with an add/multiply/min/max/and/or reducer, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
+		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, clamp, compare, bitwise ops, shifts, select, divide, remainder, add-reduce/reduce-window, arg-max/arg-min reduce (JAX's), all-reduce with an add/multiply/min/max/and/or reducer, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
 		: ft != NX_F64
 		? "complex arithmetic is not lowered yet; keep real and imaginary parts as separate f32 tensors"
 		: "compute in f32 (torch: .float(); JAX: leave jax_enable_x64 off), or convert to f32 before the value reaches the device";

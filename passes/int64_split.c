@@ -22,8 +22,14 @@
  * bytes per element in HBM): a parameter is read as bitcast-convert to
  * u32[...,2] (lo, hi), an output written as bitcast-convert of one.
  *
- * An instruction this pass cannot expand (a reduce or sort on s64, a convert
- * to bf16 of a value that may not fit, ...) is left as it is; the device type
+ * Reduces: add-reduce and add-reduce-window (cumsum) as s32 sums of 16- or
+ * 8-bit limbs recombined as pairs; JAX's variadic arg-max/arg-min reduce ((value, index) with ties to
+ * the first index) from s32 max/min reduces of the high then the low words
+ * and a min-reduce of the matching indices. Divide/remainder: unrolled
+ * 64-step restoring division on pairs.
+ * An instruction this pass cannot expand (a reduce with another reducer, a
+ * sort on s64, a convert to bf16 of a value that may not fit, ...) is left
+ * as it is; the device type
  * check (passes/device_types.c) refuses it with its op and type, so nothing is
  * ever computed silently in 32 bits. Only the entry computation is rewritten. */
 #include "passes/rewrite.h"
@@ -47,6 +53,7 @@ typedef struct rep {
 typedef struct st {
 	nx_rw *rw;
 	nx_ptrmap map;
+	nx_inst *dv_a, *dv_b, *dv[4]; /* the last divmod_pair */
 	rep *r;
 	int n, cap;
 } st;
@@ -332,6 +339,7 @@ static nx_inst *bitcast_to(st *S, nx_inst *x, nx_shape *s)
 static bool pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi);
 static nx_inst *narrow(st *S, nx_inst *x);
 static nx_inst *sat(st *S, nx_inst *x);
+static bool argred(st *S, nx_inst *x, nx_inst **vl, nx_inst **vh, nx_inst **idx);
 
 /* (lo, hi) of a 64-bit instruction read as u32[..., 2] */
 static void pair_of_source(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
@@ -360,9 +368,10 @@ static void pair_of_source(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 /* x as its 64-bit type from (lo, hi) */
 static nx_inst *join(st *S, nx_inst *x)
 {
-	if (x->op == NX_OP_PARAMETER || x->op == NX_OP_GET_TUPLE_ELEMENT)
+	nx_inst *lo, *hi, *ix;
+	if (x->op == NX_OP_PARAMETER ||
+	    (x->op == NX_OP_GET_TUPLE_ELEMENT && (x->operands[0]->op != NX_OP_REDUCE || !argred(S, x->operands[0], &lo, &hi, &ix))))
 		return x;
-	nx_inst *lo, *hi;
 	if (!pair(S, x, &lo, &hi))
 		return NULL;
 	const nx_shape *s = x->shape;
@@ -610,6 +619,276 @@ static bool all_reduce_pair(st *S, nx_inst *x, nx_inst *l, nx_inst *h, nx_inst *
 	return true;
 }
 
+/* ------------------------------------------------------------ reduces */
+
+/* the pair (v << p, v >> (64 - p)) of a u32 v placed at bit p (0 <= p < 64) */
+static void place(st *S, nx_inst *v, int p, nx_inst **lo, nx_inst **hi)
+{
+	nx_inst *z = K(S, v, NX_U32, 0);
+	if (p == 0) {
+		*lo = v, *hi = z;
+	} else if (p < 32) {
+		*lo = B(S, NX_OP_SHIFT_LEFT, v, K(S, v, NX_U32, p));
+		*hi = B(S, NX_OP_SHIFT_RIGHT_LOGICAL, v, K(S, v, NX_U32, 32 - p));
+	} else {
+		*lo = z;
+		*hi = p == 32 ? v : B(S, NX_OP_SHIFT_LEFT, v, K(S, v, NX_U32, p - 32));
+	}
+}
+
+/* a scalar pair broadcast to shape like */
+static void bcast_pair(st *S, const nx_shape *like, nx_inst **lo, nx_inst **hi)
+{
+	int64_t none[1] = {0};
+	if ((*lo)->shape->rank == like->rank)
+		return;
+	*lo = nx_rw_broadcast(S->rw, *lo, NX_U32, like->rank, like->dims, none);
+	*hi = nx_rw_broadcast(S->rw, *hi, NX_U32, like->rank, like->dims, none);
+}
+
+/* elements each output of reduce / reduce-window x combines */
+static int64_t reduced_count(const nx_inst *x)
+{
+	int64_t n = 1;
+	if (x->op == NX_OP_REDUCE_WINDOW)
+		for (int k = 0; k < x->a.window.ndims; k++)
+			n *= x->a.window.dims[k].size;
+	else
+		for (int k = 0; k < x->a.dimensions.n; k++)
+			n *= x->operands[0]->shape->dims[x->a.dimensions.v[k]];
+	return n;
+}
+
+/* the s32 add-reduce (reduce) or add-reduce-window of limb, init 0 */
+static nx_inst *limb_sum(st *S, const nx_inst *x, nx_inst *limb, nx_inst *z)
+{
+	if (x->op == NX_OP_REDUCE)
+		return nx_rw_reduce(S->rw, limb, z, x->a.dimensions.v, x->a.dimensions.n, NX_OP_ADD);
+	/* the s32 add computation of nx_rw_reduce (this reduce over no
+	 * dimensions is dead) */
+	nx_inst *any = nx_rw_reduce(S->rw, limb, z, NULL, 0, NX_OP_ADD), *ops[2] = {limb, z};
+	nx_inst *w = clone(S, x, NX_S32, ops);
+	nx_inst_set_called(w, any->called, 1);
+	return w;
+}
+
+/* add-reduce or add-reduce-window (init 0: padding adds nothing; JAX's
+ * cumsum) of a 64-bit array (docs/numerics.md "64-bit integers"): the
+ * words are cut into w-bit limbs (w = 16 for up to 2^15 elements per output,
+ * w = 8 up to 2^23), each limb add-reduced in s32 (exact: the sum stays below
+ * 2^31), and the limb sums placed at their bit offsets and added as pairs
+ * (mod 2^64, as XLA wraps), plus a reduce's init value once. */
+static bool reduce_add_pair(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
+{
+	int64_t n = reduced_count(x);
+	int w = n <= 32767 ? 16 : n <= 8421504 ? 8 : 0;
+	nx_inst *wl, *wh, *il, *ih;
+	if (x->op == NX_OP_REDUCE_WINDOW && !nx_rw_is_splat(x->operands[1], 0))
+		return false;
+	if (!w || !pair(S, x->operands[0], &wl, &wh) || !pair(S, x->operands[1], &il, &ih))
+		return false;
+	bcast_pair(S, x->shape, &il, &ih);
+	nx_inst *al = il, *ah = ih, *z = nx_rw_scalar(S->rw, NX_S32, 0);
+	for (int p = 0; p < 64; p += w) {
+		nx_inst *word = p < 32 ? wl : wh;
+		nx_inst *limb = p % 32 ? B(S, NX_OP_SHIFT_RIGHT_LOGICAL, word, K(S, word, NX_U32, p % 32)) : word;
+		limb = B(S, NX_OP_AND, limb, K(S, limb, NX_U32, (1 << w) - 1));
+		nx_inst *r = limb_sum(S, x, CV(S, limb, NX_S32), z);
+		nx_inst *pl, *ph;
+		place(S, CV(S, r, NX_U32), p, &pl, &ph);
+		bin_pair(S, NX_OP_ADD, false, al, ah, pl, ph, &al, &ah);
+	}
+	*lo = al, *hi = ah;
+	return true;
+}
+
+static bool is_param(const nx_inst *x, int k) { return x->op == NX_OP_PARAMETER && x->a.parameter_number == k; }
+
+/* compare(p[a], p[b]) with direction d, either operand order */
+static bool is_cmp(const nx_inst *x, int a, int b, nx_cmp_dir d)
+{
+	if (x->op != NX_OP_COMPARE)
+		return false;
+	const nx_inst *u = x->operands[0], *v = x->operands[1];
+	if (is_param(u, a) && is_param(v, b))
+		return x->a.direction == d;
+	nx_cmp_dir r = d == NX_CMP_GT ? NX_CMP_LT : d == NX_CMP_LT ? NX_CMP_GT : d;
+	return is_param(u, b) && is_param(v, a) && x->a.direction == r;
+}
+
+static bool is_bin(const nx_inst *x, nx_opcode op, const nx_inst **a, const nx_inst **b)
+{
+	if (x->op != op || x->noperands != 2)
+		return false;
+	*a = x->operands[0], *b = x->operands[1];
+	return true;
+}
+
+/* the reducer of an arg-max (d = GT) / arg-min (d = LT) with ties to the
+ * first index, as JAX writes it:
+ *   (select(c, v0, v1), select(or(c, and(eq(v0, v1), lt(i0, i1))), i0, i1))
+ * with c = compare(v0, v1, d) and params (v0, i0, v1, i1) */
+static bool argred_reducer(const nx_comp *c, nx_cmp_dir *dir)
+{
+	const nx_inst *t = c->root, *a, *b;
+	if (c->nparams != 4 || t->op != NX_OP_TUPLE || t->noperands != 2)
+		return false;
+	const nx_inst *sv = t->operands[0], *si = t->operands[1];
+	if (sv->op != NX_OP_SELECT || si->op != NX_OP_SELECT || !is_param(sv->operands[1], 0) ||
+	    !is_param(sv->operands[2], 2) || !is_param(si->operands[1], 1) || !is_param(si->operands[2], 3))
+		return false;
+	const nx_inst *cv = sv->operands[0];
+	nx_cmp_dir d = is_cmp(cv, 0, 2, NX_CMP_GT) ? NX_CMP_GT : is_cmp(cv, 0, 2, NX_CMP_LT) ? NX_CMP_LT : NX_CMP_EQ;
+	if (d == NX_CMP_EQ || !is_bin(si->operands[0], NX_OP_OR, &a, &b))
+		return false;
+	if (b == cv)
+		b = a, a = cv;
+	const nx_inst *e, *l;
+	if (a != cv || !is_bin(b, NX_OP_AND, &e, &l))
+		return false;
+	if (!is_cmp(e, 0, 2, NX_CMP_EQ))
+		e = l, l = b->operands[0];
+	if (!is_cmp(e, 0, 2, NX_CMP_EQ) || !is_cmp(l, 1, 3, NX_CMP_LT))
+		return false;
+	*dir = d;
+	return true;
+}
+
+/* the s32 order key of a word: signed high word as is, others biased */
+static nx_inst *key(st *S, nx_inst *w, bool sign)
+{
+	return CV(S, sign ? w : B(S, NX_OP_XOR, w, K(S, w, NX_U32, 2147483648.0)), NX_S32);
+}
+
+static nx_inst *unkey(st *S, nx_inst *k, bool sign)
+{
+	nx_inst *w = CV(S, k, NX_U32);
+	return sign ? w : B(S, NX_OP_XOR, w, K(S, w, NX_U32, 2147483648.0));
+}
+
+/* broadcast of a reduce result r back over the operand shape of reduce x */
+static nx_inst *unreduce(st *S, const nx_inst *x, nx_inst *r)
+{
+	const nx_shape *s = x->operands[0]->shape;
+	int64_t bd[NX_MAX_RANK];
+	int n = 0;
+	for (int k = 0; k < s->rank; k++) {
+		bool red = false;
+		for (int j = 0; j < x->a.dimensions.n; j++)
+			red |= x->a.dimensions.v[j] == k;
+		if (!red)
+			bd[n++] = k;
+	}
+	return nx_rw_broadcast(S->rw, r, r->shape->type, s->rank, s->dims, bd);
+}
+
+/* arg-max/arg-min reduce x = reduce(v, i, v0, i0) of a 64-bit v, i narrowable
+ * (an iota), v0 the identity (the type's minimum for arg-max, maximum for
+ * arg-min): the extreme high word key Mh (max/min reduce in s32), then the
+ * extreme low word key Ml among the elements whose high word is Mh, then
+ * the smallest index among the elements equal to (Mh, Ml); i0 competes only
+ * when the extreme is v0 itself. Sets the value's pair and the s32 index. */
+static bool argred(st *S, nx_inst *x, nx_inst **vl, nx_inst **vh, nx_inst **idx)
+{
+	rep *r = rep_of(S, x);
+	if (r->has_pair) {
+		*vl = r->lo, *vh = r->hi, *idx = r->nar;
+		return true;
+	}
+	nx_cmp_dir d;
+	if (x->op != NX_OP_REDUCE || x->noperands != 4 || x->ncalled != 1 || !argred_reducer(x->called[0], &d) ||
+	    !is64(x->operands[0]->shape))
+		return false;
+	nx_inst *v = x->operands[0], *i = x->operands[1], *v0 = x->operands[2], *i0 = x->operands[3];
+	bool sign = v->shape->type == NX_S64, mx = d == NX_CMP_GT;
+	const nx_literal *l0 = v0->op == NX_OP_CONSTANT ? v0->a.literal : NULL;
+	uint64_t want = sign ? (mx ? (uint64_t)INT64_MIN : (uint64_t)INT64_MAX) : (mx ? 0 : UINT64_MAX);
+	if (!l0 || nx_lit_get_u64(l0, 0) != want)
+		return false;
+	nx_inst *ni = is64(i->shape) ? (range(S, i)->narrowable ? narrow(S, i) : NULL) : i;
+	nx_inst *n0 = is64(i0->shape) ? (range(S, i0)->narrowable ? narrow(S, i0) : NULL) : i0;
+	nx_inst *wl, *wh;
+	if (!ni || !n0 || ni->shape->type != NX_S32 || !pair(S, v, &wl, &wh))
+		return false;
+	nx_opcode op = mx ? NX_OP_MAXIMUM : NX_OP_MINIMUM;
+	double ext = mx ? INT32_MIN : INT32_MAX;
+	nx_inst *e = nx_rw_scalar(S->rw, NX_S32, ext);
+	const int64_t *dims = x->a.dimensions.v;
+	int nd = x->a.dimensions.n;
+	nx_inst *kh = key(S, wh, sign), *kl = key(S, wl, false);
+	nx_inst *mh = nx_rw_reduce(S->rw, kh, e, dims, nd, op);
+	nx_inst *onh = CMP(S, kh, unreduce(S, x, mh), NX_CMP_EQ);
+	nx_inst *ml = nx_rw_reduce(S->rw, SEL(S, onh, kl, K(S, kl, NX_S32, ext)), e, dims, nd, op);
+	nx_inst *hit = B(S, NX_OP_AND, onh, CMP(S, kl, unreduce(S, x, ml), NX_CMP_EQ));
+	nx_inst *big = nx_rw_scalar(S->rw, NX_S32, INT32_MAX);
+	nx_inst *ri = nx_rw_reduce(S->rw, SEL(S, hit, ni, K(S, ni, NX_S32, INT32_MAX)), big, dims, nd, NX_OP_MINIMUM);
+	int64_t none[1] = {0};
+	nx_inst *b0 = nx_rw_broadcast(S->rw, n0, NX_S32, ri->shape->rank, ri->shape->dims, none);
+	nx_inst *at = B(S, NX_OP_AND, CMP(S, mh, K(S, mh, NX_S32, ext), NX_CMP_EQ),
+	                CMP(S, ml, K(S, ml, NX_S32, ext), NX_CMP_EQ));
+	*idx = SEL(S, at, B(S, NX_OP_MINIMUM, ri, b0), ri);
+	*vh = unkey(S, mh, sign), *vl = unkey(S, ml, false);
+	r = rep_of(S, x);
+	r->lo = *vl, r->hi = *vh, r->nar = *idx, r->has_pair = true;
+	return true;
+}
+
+/* ------------------------------------------------------------ divide */
+
+/* quotient and remainder of 64-bit a / b (docs/numerics.md "64-bit
+ * integers"): restoring long division of the magnitudes, unrolled over the
+ * 64 bits, the (r, q) register shifted left one bit per step and d
+ * subtracted where r >= d (or a bit fell out of r); then XLA's signs (the
+ * quotient truncates toward zero, the remainder has the dividend's sign) and
+ * its division by zero (quotient -1 / all ones, remainder the dividend).
+ * The last pair of operands is kept: div and rem of the same operands share
+ * the work. */
+static bool divmod_pair(st *S, nx_inst *a, nx_inst *b, nx_inst **w)
+{
+	if (S->dv_a == a && S->dv_b == b) {
+		memcpy(w, S->dv, sizeof S->dv);
+		return true;
+	}
+	nx_inst *nl, *nh, *dl, *dh;
+	if (!pair(S, a, &nl, &nh) || !pair(S, b, &dl, &dh))
+		return false;
+	bool sign = a->shape->type == NX_S64;
+	nx_inst *z = K(S, nl, NX_U32, 0), *one = K(S, nl, NX_U32, 1), *c31 = K(S, nl, NX_U32, 31);
+	nx_inst *na = NULL, *nb = NULL, *xl, *xh;
+	if (sign) {
+		na = CMP(S, CV(S, nh, NX_S32), K(S, nh, NX_S32, 0), NX_CMP_LT);
+		nb = CMP(S, CV(S, dh, NX_S32), K(S, dh, NX_S32, 0), NX_CMP_LT);
+		neg_pair(S, nl, nh, &xl, &xh);
+		sel_pair(S, na, xl, xh, nl, nh, &nl, &nh);
+		neg_pair(S, dl, dh, &xl, &xh);
+		sel_pair(S, nb, xl, xh, dl, dh, &dl, &dh);
+	}
+	nx_inst *rl = z, *rh = z, *ql = nl, *qh = nh;
+	for (int k = 0; k < 64; k++) {
+		nx_inst *out = CMP(S, B(S, NX_OP_SHIFT_RIGHT_LOGICAL, rh, c31), z, NX_CMP_NE);
+		rh = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_LEFT, rh, one), B(S, NX_OP_SHIFT_RIGHT_LOGICAL, rl, c31));
+		rl = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_LEFT, rl, one), B(S, NX_OP_SHIFT_RIGHT_LOGICAL, qh, c31));
+		qh = B(S, NX_OP_OR, B(S, NX_OP_SHIFT_LEFT, qh, one), B(S, NX_OP_SHIFT_RIGHT_LOGICAL, ql, c31));
+		ql = B(S, NX_OP_SHIFT_LEFT, ql, one);
+		nx_inst *ge = B(S, NX_OP_OR, out, cmp_pair(S, rl, rh, dl, dh, NX_CMP_GE, false)), *sl, *sh;
+		bin_pair(S, NX_OP_SUBTRACT, false, rl, rh, dl, dh, &sl, &sh);
+		sel_pair(S, ge, sl, sh, rl, rh, &rl, &rh);
+		ql = B(S, NX_OP_OR, ql, CV(S, ge, NX_U32));
+	}
+	if (sign) {
+		nx_inst *dz = cmp_pair(S, dl, dh, z, z, NX_CMP_EQ, false);
+		neg_pair(S, ql, qh, &xl, &xh);
+		sel_pair(S, B(S, NX_OP_XOR, na, nb), xl, xh, ql, qh, &ql, &qh);
+		nx_inst *m1 = K(S, nl, NX_U32, 4294967295.0);
+		sel_pair(S, dz, m1, m1, ql, qh, &ql, &qh);
+		neg_pair(S, rl, rh, &xl, &xh);
+		sel_pair(S, na, xl, xh, rl, rh, &rl, &rh);
+	}
+	S->dv_a = a, S->dv_b = b;
+	S->dv[0] = w[0] = ql, S->dv[1] = w[1] = qh, S->dv[2] = w[2] = rl, S->dv[3] = w[3] = rh;
+	return true;
+}
+
 /* the (lo, hi) words of a 64-bit value; false when the op is not expanded */
 static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 {
@@ -634,8 +913,21 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 		}
 	}
 	switch (x->op) {
+	case NX_OP_GET_TUPLE_ELEMENT: {
+		nx_inst *t = x->operands[0], *vl, *vh, *ix;
+		if (t->op == NX_OP_REDUCE && argred(S, t, &vl, &vh, &ix)) {
+			if (x->a.tuple_index == 0) {
+				*lo = vl, *hi = vh;
+			} else {
+				*lo = CV(S, ix, NX_U32);
+				*hi = CV(S, B(S, NX_OP_SHIFT_RIGHT_ARITHMETIC, ix, K(S, ix, NX_S32, 31)), NX_U32);
+			}
+			return true;
+		}
+		pair_of_source(S, x, lo, hi);
+		return true;
+	}
 	case NX_OP_PARAMETER:
-	case NX_OP_GET_TUPLE_ELEMENT:
 		pair_of_source(S, x, lo, hi);
 		return true;
 	case NX_OP_CONSTANT: {
@@ -694,6 +986,17 @@ static bool pair_calc(st *S, nx_inst *x, nx_inst **lo, nx_inst **hi)
 	nx_inst *al = ol[0], *ah = oh[0], *bl = no > 1 ? ol[1] : NULL, *bh = no > 1 ? oh[1] : NULL;
 	if (x->op == NX_OP_ALL_REDUCE)
 		return all_reduce_pair(S, x, al, ah, lo, hi);
+	if (x->op == NX_OP_DIVIDE || x->op == NX_OP_REMAINDER) {
+		nx_inst *w[4];
+		if (!divmod_pair(S, x->operands[0], x->operands[1], w))
+			return false;
+		int k = x->op == NX_OP_DIVIDE ? 0 : 2;
+		*lo = w[k], *hi = w[k + 1];
+		return true;
+	}
+	if (x->op == NX_OP_REDUCE || x->op == NX_OP_REDUCE_WINDOW)
+		return no == 2 && x->ncalled == 1 && nx_pass_reducer_op(x->called[0]) == NX_OP_ADD &&
+		       reduce_add_pair(S, x, lo, hi);
 	if (no == 2 && bin_pair(S, x->op, sign, al, ah, bl, bh, lo, hi))
 		return true;
 	switch (x->op) {
@@ -919,6 +1222,11 @@ static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 		return is64(in->operands[0]->shape) ? NULL : with_ops(S, in, 1, sat);
 	case NX_OP_DYNAMIC_UPDATE_SLICE:
 		return is64(in->operands[0]->shape) ? NULL : with_ops(S, in, 2, sat);
+	case NX_OP_GET_TUPLE_ELEMENT: {
+		nx_inst *t = in->operands[0], *vl, *vh, *ix;
+		return t->op == NX_OP_REDUCE && in->a.tuple_index == 1 && in->shape->type == NX_S32 &&
+		               argred(S, t, &vl, &vh, &ix) ? ix : NULL;
+	}
 	case NX_OP_RNG_BIT_GENERATOR:
 	case NX_OP_TUPLE:
 		return with_ops(S, in, 0, join);

@@ -8,7 +8,7 @@
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
-# take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
+# take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts, add/arg-max reduces and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
 # bf16 for the float-only families (custom, dot_batch, dot_shapes, data, conv_*).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
@@ -44,9 +44,9 @@ rc=$?
 rm -f "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
 [ $rc -eq 1 ] || fail "gather: exit $rc, expected 1"
 echo "$out" | grep -q "gather: only lookups along one operand dimension" || fail "gather: unexpected message: $out"
-# a 64-bit op int64-split does not expand is refused naming op and type, never
-# computed in 32 bits
-printf 'HloModule r\nadd {\n  x = s64[] parameter(0)\n  y = s64[] parameter(1)\n  ROOT a = s64[] add(x, y)\n}\nENTRY m {\n  p = s64[8] parameter(0)\n  z = s64[] constant(0)\n  ROOT r = s64[] reduce(p, z), dimensions={0}, to_apply=add\n}\n' > "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo"
+# a 64-bit op int64-split does not expand (a multiply-reduce) is refused
+# naming op and type, never computed in 32 bits
+printf 'HloModule r\nadd {\n  x = s64[] parameter(0)\n  y = s64[] parameter(1)\n  ROOT a = s64[] multiply(x, y)\n}\nENTRY m {\n  p = s64[8] parameter(0)\n  z = s64[] constant(0)\n  ROOT r = s64[] reduce(p, z), dimensions={0}, to_apply=add\n}\n' > "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo"
 out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo" 2>&1)
 rc=$?
 rm -f "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo"

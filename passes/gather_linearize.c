@@ -93,6 +93,14 @@ static nx_inst *clamp_s32(nx_rw *rw, nx_inst *v, int64_t lo, int64_t hi)
 	return t == NX_S32 ? c : nx_rw_convert(rw, c, NX_S32);
 }
 
+/* v * stride (v itself when stride is 1) */
+static nx_inst *scaled(nx_rw *rw, nx_inst *v, int64_t stride)
+{
+	if (stride == 1)
+		return v;
+	return nx_rw_binary(rw, NX_OP_MULTIPLY, v, nx_rw_splat(rw, v->shape, NX_S32, (double)stride));
+}
+
 /* The batch shape of an index tensor: its dims without ivd. */
 static int batch_shape(const nx_shape *is, int64_t ivd, int64_t *bd)
 {
@@ -157,7 +165,7 @@ static nx_inst *gather(nx_rw *rw, nx_inst *in)
 		int64_t d = g->start_index_map.v[k];
 		nx_inst *c = clamp_s32(rw, component(rw, ix, g->index_vector_dim, k, nb, bd), 0,
 		                       x->shape->dims[d] - g->slice_sizes.v[d]);
-		c = nx_rw_binary(rw, NX_OP_MULTIPLY, c, nx_rw_splat(rw, c->shape, NX_S32, (double)stride[k]));
+		c = scaled(rw, c, stride[k]);
 		if (nw)
 			c = nx_rw_broadcast(rw, c, NX_S32, nb + nw, ld, bdims);
 		lin = lin ? nx_rw_binary(rw, NX_OP_ADD, lin, c) : c;
@@ -165,7 +173,7 @@ static nx_inst *gather(nx_rw *rw, nx_inst *in)
 	for (int w = 0; w < nw; w++) {
 		nx_inst *io = nx_rw_add(rw, NX_OP_IOTA, ls, NULL, 0, NULL);
 		io->a.iota_dimension = nb + w;
-		io = nx_rw_binary(rw, NX_OP_MULTIPLY, io, nx_rw_splat(rw, ls, NX_S32, (double)stride[wk[w]]));
+		io = scaled(rw, io, stride[wk[w]]);
 		lin = nx_rw_binary(rw, NX_OP_ADD, lin, io);
 	}
 	/* the one-dimension gather: result [b..., w..., rest...] */
@@ -263,8 +271,8 @@ static nx_inst *scatter(nx_rw *rw, nx_inst *in)
 		le->a.direction = NX_CMP_LE;
 		nx_inst *in_k = nx_rw_binary(rw, NX_OP_AND, ge, le);
 		ok = ok ? nx_rw_binary(rw, NX_OP_AND, ok, in_k) : in_k;
-		nx_inst *c = clamp_s32(rw, i, 0, D - 1);
-		c = nx_rw_binary(rw, NX_OP_MULTIPLY, c, nx_rw_splat(rw, c->shape, NX_S32, (double)stride[k]));
+		/* in bounds it is its own value; out of bounds the select drops it */
+		nx_inst *c = scaled(rw, t == NX_S32 ? i : nx_rw_convert(rw, i, NX_S32), stride[k]);
 		lin = lin ? nx_rw_binary(rw, NX_OP_ADD, lin, c) : c;
 	}
 	nx_inst *sel[3] = {ok, lin, nx_rw_splat(rw, lin->shape, NX_S32, -1)};

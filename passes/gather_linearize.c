@@ -15,7 +15,8 @@
  * the linear index: lin[b..., w...] = sum_k (c_k + w_k) * stride_k, an iota
  * per window dim; the new gather's result [b..., w..., rest...] is
  * transposed into the original's dim order. Form: no operand_batching_dims
- * (gather-batching's), K >= 2, dims not indexed taken whole.
+ * (gather-batching's), K >= 2 or one indexed dim with a window (slice size
+ * > 1: a dynamic-slice written as a gather), dims not indexed taken whole.
  *
  * Scatter (one operand, every indexed dim inserted, the other dims whole in
  * the update window): XLA skips an update whose window is out of bounds, so
@@ -65,11 +66,14 @@ static nx_inst *linear_operand(nx_rw *rw, nx_inst *x, nx_ivec m, int64_t *perm, 
 	return nx_rw_reshape(rw, xt, n + 1, od);
 }
 
-/* Component k of the index vectors of ix (vector dim ivd) as [batch...]. */
+/* Component k of the index vectors of ix (vector dim ivd, ir when implicit)
+ * as [batch...]. */
 static nx_inst *component(nx_rw *rw, nx_inst *ix, int64_t ivd, int k, int nb, const int64_t *bd)
 {
 	nx_arena *a = nx_rw_arena(rw);
 	int ir = ix->shape->rank;
+	if (ivd >= ir) /* implicit vector dim of size 1 */
+		return ix;
 	int64_t lo[NX_MAX_RANK], hi[NX_MAX_RANK], one[NX_MAX_RANK], sd[NX_MAX_RANK];
 	for (int d = 0; d < ir; d++) {
 		lo[d] = d == ivd ? k : 0;
@@ -114,7 +118,8 @@ static int batch_shape(const nx_shape *is, int64_t ivd, int64_t *bd)
 static bool index_ok(const nx_inst *ix, int64_t ivd, int K)
 {
 	const nx_shape *is = ix->shape;
-	return !is->dynamic && nx_type_is_int(is->type) && ivd < is->rank && is->dims[ivd] == K;
+	return !is->dynamic && nx_type_is_int(is->type) && ivd >= 0 &&
+	       (ivd < is->rank ? is->dims[ivd] == K : ivd == is->rank && K == 1);
 }
 
 static nx_inst *gather(nx_rw *rw, nx_inst *in)
@@ -122,7 +127,11 @@ static nx_inst *gather(nx_rw *rw, nx_inst *in)
 	const nx_gather_dnums *g = &in->a.gather;
 	nx_inst *x = in->operands[0], *ix = in->operands[1];
 	int r = x->shape->rank, K = g->start_index_map.n;
-	if (in->noperands != 2 || g->operand_batching_dims.n || g->start_indices_batching_dims.n || K < 2 ||
+	/* one indexed dim is the backend's own form unless it has a window */
+	bool one_window = K == 1 && g->slice_sizes.n == r && g->start_index_map.v[0] >= 0 &&
+	                  g->start_index_map.v[0] < r && g->slice_sizes.v[g->start_index_map.v[0]] > 1;
+	if (in->noperands != 2 || g->operand_batching_dims.n || g->start_indices_batching_dims.n ||
+	    (K < 2 && !one_window) ||
 	    g->slice_sizes.n != r || x->shape->dynamic || in->shape->dynamic || !index_ok(ix, g->index_vector_dim, K))
 		return NULL;
 	for (int k = 0; k < g->collapsed_slice_dims.n; k++)

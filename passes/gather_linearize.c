@@ -260,9 +260,13 @@ static nx_inst *scatter(nx_rw *rw, nx_inst *in)
 	if (P > INT32_MAX)
 		return NULL;
 	/* the update window is the rest dims, whole */
-	for (int d = 0, j = 0; d < r; d++)
-		if (find(m, d) < 0 && u->shape->dims[sd->update_window_dims.v[j++]] != x->shape->dims[d])
+	for (int d = 0, j = 0; d < r; d++) {
+		if (find(m, d) >= 0)
+			continue;
+		int64_t w = sd->update_window_dims.v[j++];
+		if (w < 0 || w >= u->shape->rank || u->shape->dims[w] != x->shape->dims[d])
 			return NULL;
+	}
 	nx_arena *a = nx_rw_arena(rw);
 	int64_t perm[NX_MAX_RANK], rest[NX_MAX_RANK], stride[NX_MAX_RANK], bd[NX_MAX_RANK];
 	int nrest, nb = batch_shape(ix->shape, sd->index_vector_dim, bd);

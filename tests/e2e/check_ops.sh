@@ -38,7 +38,9 @@ for b in row_softmax row_layernorm row_bcast_out row_fallback alias_inplace bcas
 		n=$((n + 1))
 	done
 done
-printf 'HloModule g\nENTRY m {\n  t = f32[8,4] parameter(0)\n  i = s32[3,2] parameter(1)\n  ROOT g = f32[3] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}\n}\n' > "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
+# (a multi-index gather that takes part of a dim it does not index: neither
+# gather-linearize nor the backend's one-dimension lookup covers it)
+printf 'HloModule g\nENTRY m {\n  t = f32[8,4,5] parameter(0)\n  i = s32[3,2] parameter(1)\n  ROOT g = f32[3,2] gather(t, i), offset_dims={1}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1,2}\n}\n' > "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"
 out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo" 2>&1)
 rc=$?
 rm -f "${TMPDIR:-/tmp}/nx_ops_gather.$$.hlo"

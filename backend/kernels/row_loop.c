@@ -76,8 +76,8 @@ typedef struct rop {
 	int stage;
 } rop;
 
-#define RW_ND 4 /* buffer sets at most */
-#define RW_NB 8 /* tiles per loop body at most */
+#define RW_ND 8 /* buffer sets at most */
+#define RW_NB 16 /* tiles per loop body at most */
 
 typedef struct rk {
 	nx_lower *L;
@@ -97,8 +97,14 @@ typedef struct rk {
 	int ld[RW_IO], nld, outs[RW_IO], nout;
 	nx_lval *const *ext;
 	nx_lval *out[RW_IO];
-	int kl, ks, ql[NX_LQ], qs[NX_LQ], qlc[NX_LQ], qsc[NX_LQ], lv;
-	int64_t base_l[NX_LQ], base_s[NX_LQ], base_e[NX_ENG_COUNT];
+	/* DMAs: SP issues every load and store over all 16 queues, piece k of
+	 * a transfer on queue (first + k) % 16, the first following the last
+	 * transfer's; kl / ks pieces per input / output of a tile */
+	int kl, ks, lv, cur;
+	int qcur[RW_NB][2];          /* body tile b's loads (0) / stores (1): the first piece's queue */
+	int qpos[RW_NB][2][NX_LQ];   /* and the count on queue q after its last piece there (0: none) */
+	int qcnt[NX_LQ], qreg[NX_LQ]; /* transfers per queue per body; the register advancing by it */
+	int64_t base_q[NX_LQ], base_e[NX_ENG_COUNT];
 	nx_lsync loads, stores, comp;
 	nx_lsync colw;             /* the columns loaded (and converted) */
 	bool cwait[NX_ENG_COUNT];  /* engine e waited for colw */
@@ -118,10 +124,10 @@ static int body_tiles(int64_t T, int nd)
 	return nb;
 }
 
-/* registers: producer engine counts, load / store queue counts (queues
- * with c = 1..4 transfers per tile), all advanced once per loop body */
-enum { RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 4, RF_N = RF_STX + 4 };
-_Static_assert(RF_N <= 16, "registers per engine");
+/* registers: producer engine counts, queue counts (one per distinct number
+ * of transfers per queue per body), all advanced once per loop body */
+enum { RF_ENG, RF_Q = RF_ENG + NX_ENG_COUNT, RF_N = RF_Q + 4 };
+_Static_assert(RF_N <= NX_NREGS - 2, "registers per engine (two are the device loops')");
 
 static int find(const rk *x, const nx_inst *i)
 {
@@ -798,10 +804,11 @@ static int64_t io_elems(const rk *x, int k, int64_t kt)
 }
 
 /* One tile's pieces. In the loop body (rel) waits are per iteration:
- * registers advance by one body (ND tiles) per iteration and tile b of the
- * body waits for counts at its position (idx: the signal of stage s of tile
- * b among its engine's signals in the body, in emission order). Tail tiles
- * (after the loop, emitted in order) wait for absolute counts. */
+ * registers advance by one body per iteration and tile b of the body waits
+ * for counts at its position (idx: the signal of stage s of tile b among
+ * its engine's signals in the body, in emission order; qpos: a transfer's
+ * count on its queue in the body). Tail tiles (after the loop, emitted in
+ * order) wait for absolute counts. */
 typedef struct tl {
 	int64_t np, kt, r0;
 	int b;      /* position in the body when rel */
@@ -809,7 +816,18 @@ typedef struct tl {
 	bool rel;
 	int64_t u;  /* tails: the tile's number */
 	nx_lsync prev; /* tails: the previous stage's signal */
+	nx_lsync ld;   /* tails: its loads */
 } tl;
+
+/* a relative wait on engine e for the transfers of body tile b (kind 0:
+ * loads, 1: stores), one body earlier when wrap */
+static void wait_q(rk *x, nx_engine e, int b, int kind, bool wrap)
+{
+	for (int q = 0; q < NX_LQ; q++)
+		if (x->qpos[b][kind][q])
+			nx_l_wait_rel(x->L, e, q, x->base_q[q] + x->qpos[b][kind][q] - (wrap ? x->qcnt[q] : 0),
+			              RF_Q + x->qreg[q]);
+}
 
 /* Tails: what tile u (done earlier: in the loop, or an earlier tail) had
  * completed when its last stage signalled / its stores were issued. */
@@ -825,13 +843,44 @@ static nx_lsync done_of(const rk *x, int64_t u, bool stores)
 	int64_t it = u / NB;
 	int b = (int)(u % NB);
 	if (stores) {
-		for (int o = 0; o < x->nout * x->ks; o++)
-			a.s[x->qs[o]] = x->base_s[o] + (u + 1) * x->qsc[o];
+		for (int q = 0; q < NX_LQ; q++)
+			if (x->qpos[b][1][q])
+				a.s[q] = x->base_q[q] + it * x->qcnt[q] + x->qpos[b][1][q];
 	} else {
 		nx_engine last = x->seng[x->nstage - 1];
 		a.s[NX_LSEM_ENG + last] = x->base_e[last] + it * NB * x->per[last] + x->idx[b][x->nstage - 1] + 1;
 	}
 	return a;
+}
+
+/* one transfer per piece: value v's [np, per] rows of tile t, partitions
+ * split in kp ranges, piece k on queue (first + k) % 16 */
+static void t_dma(rk *x, tl *t, int v, nx_lval *hv, bool load, int kp, int first, nx_lsync *acc)
+{
+	nx_lower *L = x->L;
+	int esz = nx_dtype_bytes[hv->dt];
+	int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
+	for (int64_t pc = 0; pc < kp; pc++) {
+		int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
+		int32_t s1[1] = {1};
+		uint32_t c[1] = {(uint32_t)per};
+		nx_ap h = nx_ap_hbm(hv->dt, hv->buf->off + (t->r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1, s1, c);
+		if (x->lv >= 0)
+			h.loop_stride[x->lv] = x->step * per1 * esz;
+		nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
+		sb.part_start = (uint16_t)p0;
+		sb.part_count = (uint16_t)(p1 - p0);
+		int q = (first + (int)pc) % NX_LQ;
+		nx_lsync y = load ? nx_l_dma_q(L, NX_ENG_SP, q, sb, h) : nx_l_dma_q(L, NX_ENG_SP, q, h, sb);
+		nx_l_max(acc, &y);
+		nx_l_max(&t->ld, &y);
+	}
+}
+
+/* pieces of one input or output of a tile of np partitions */
+static int pieces(int k, int64_t np)
+{
+	return np < k ? (int)np : k;
 }
 
 static void t_load(rk *x, tl *t)
@@ -846,38 +895,23 @@ static void t_load(rk *x, tl *t)
 		pb += wrap ? x->nb : 0;
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
 		              x->base_e[last] + x->idx[pb][x->nstage - 1] + 1 - wrap * x->nb * x->per[last], RF_ENG + last);
-		for (int o = 0; o < x->nout * x->ks && x->io_shared; o++)
-			nx_l_wait_rel(L, NX_ENG_SP, x->qs[o], x->base_s[o] + (t->b + 1 - ND) * x->qsc[o],
-			              RF_STX + x->qsc[o] - 1);
+		if (x->io_shared)
+			wait_q(x, NX_ENG_SP, pb, 1, wrap);
 	} else {
 		nx_lsync a = done_of(x, t->u - ND, false), b = done_of(x, t->u - ND, true);
 		if (x->io_shared)
 			nx_l_max(&a, &b);
 		nx_l_wait(L, NX_ENG_SP, &a);
 	}
-	int k = 0;
+	memset(&t->ld, 0, sizeof t->ld);
+	int first = t->rel ? x->qcur[t->b][0] : x->cur;
 	for (int l = 0; l < x->nld; l++) {
-		int v = x->ld[l];
-		const nx_lval *p = x->ext[x->v[v].pn];
-		int esz = nx_dtype_bytes[p->dt];
-		int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
-		int64_t kp = t->np < x->kl ? t->np : x->kl;
-		for (int64_t pc = 0; pc < kp; pc++, k++) {
-			int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
-			int32_t s1[1] = {1};
-			uint32_t c[1] = {(uint32_t)per};
-			nx_ap h = nx_ap_hbm(p->dt, p->buf->off + (t->r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1,
-			                    s1, c);
-			if (x->lv >= 0)
-				h.loop_stride[x->lv] = x->step * per1 * esz;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
-			sb.part_start = (uint16_t)p0;
-			sb.part_count = (uint16_t)(p1 - p0);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
-			nx_l_max(&x->loads, &y);
-		}
-		k += (int)(x->kl - kp);
+		int v = x->ld[l], kp = pieces(x->kl, t->np);
+		t_dma(x, t, v, x->ext[x->v[v].pn], true, kp, first, &x->loads);
+		first += kp;
 	}
+	if (!t->rel)
+		x->cur = first % NX_LQ;
 }
 
 /* stage s reads a column or a one-element input (loaded before the tiles) */
@@ -909,15 +943,14 @@ static void t_stage(rk *x, tl *t, int s)
 	nx_engine e = x->seng[s];
 	if (s == 0) {
 		if (t->rel) {
-			for (int i = 0; i < x->nld * x->kl; i++)
-				nx_l_wait_rel(L, e, x->ql[i], x->base_l[i] + (t->b + 1) * x->qlc[i], RF_LDX + x->qlc[i] - 1);
-			for (int o = 0; o < x->nout * x->ks; o++)
-				nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + (t->b + 1 - ND) * x->qsc[o], RF_STX + x->qsc[o] - 1);
+			int pb = t->b - ND, wrap = pb < 0;
+			pb += wrap ? x->nb : 0;
+			wait_q(x, e, t->b, 0, false);
+			wait_q(x, e, pb, 1, wrap);
 		} else {
-			/* every load so far, the stores of tile u - ND */
+			/* its loads, the stores of tile u - ND */
 			nx_lsync a = done_of(x, t->u - ND, true);
-			for (int i = 0; i < x->nld * x->kl; i++)
-				a.s[x->ql[i]] = L->qcount[x->ql[i]];
+			nx_l_max(&a, &t->ld);
 			nx_l_wait(L, e, &a);
 		}
 	} else {
@@ -940,46 +973,34 @@ static void t_stage(rk *x, tl *t, int s)
 	nx_l_max(&x->comp, &t->prev);
 }
 
+/* the tile's outputs, by SP after its last stage */
 static void t_store(rk *x, tl *t)
 {
 	nx_lower *L = x->L;
 	nx_engine last = x->seng[x->nstage - 1];
-	if (last != NX_ENG_POOL) {
-		if (t->rel)
-			nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last, x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1,
-			              RF_ENG + last);
-		else
-			nx_l_wait(L, NX_ENG_POOL, &t->prev);
-	}
+	if (t->rel)
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1,
+		              RF_ENG + last);
+	else
+		nx_l_wait(L, NX_ENG_SP, &t->prev);
+	memset(&t->ld, 0, sizeof t->ld);
+	int first = t->rel ? x->qcur[t->b][1] : x->cur;
 	for (int o = 0; o < x->nout; o++) {
-		int v = x->outs[o];
-		nx_lval *ov = x->out[o];
-		int eo = nx_dtype_bytes[ov->dt];
-		int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
-		int64_t kp = t->np < x->ks ? t->np : x->ks;
-		for (int64_t pc = 0; pc < kp; pc++) {
-			int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
-			int32_t s1[1] = {1};
-			uint32_t c[1] = {(uint32_t)per};
-			nx_ap h = nx_ap_hbm(ov->dt, ov->buf->off + (t->r0 * per1 + p0 * per) * eo, (int)(p1 - p0), per, 1, s1,
-			                    c);
-			if (x->lv >= 0)
-				h.loop_stride[x->lv] = x->step * per1 * eo;
-			nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
-			sb.part_start = (uint16_t)p0;
-			sb.part_count = (uint16_t)(p1 - p0);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
-			nx_l_max(&x->stores, &y);
-		}
+		int kp = pieces(x->ks, t->np);
+		t_dma(x, t, x->outs[o], x->out[o], false, kp, first, &x->stores);
+		first += kp;
 	}
+	if (!t->rel)
+		x->cur = first % NX_LQ;
 }
 
 /* The order of the body's items (tile b, item j: 0 its loads, 1..nstage
  * its stages, nstage+1 its stores): a list schedule over estimated
- * durations (stages: op_cycles at the engine's clock; loads: the DMA cost
- * of the tile's pieces on one queue), each engine in order, the next item
- * the ready one that could start first (ties: the older tile), so an engine
- * works on the next tile while the current one is on another engine. */
+ * durations (stages: op_cycles at the engine's clock; transfers: a piece's
+ * DMA cost, the 16 queues shared by loads and stores), each engine in
+ * order, the next item the ready one that could start first (ties: the
+ * older tile), so an engine works on the next tile while the current one
+ * is on another engine. */
 static void schedule(rk *x)
 {
 	int ND = x->nd, NB = x->nb, nit = x->nstage + 2, n = 0;
@@ -990,10 +1011,17 @@ static void schedule(rk *x)
 		nx_engine e = x->op[q].e;
 		sdur[x->op[q].stage] += c / (e == NX_ENG_ACT ? clk_act : e == NX_ENG_POOL ? clk_pool : clk_dve);
 	}
-	double lbytes = 0;
-	for (int l = 0; l < x->nld; l++)
-		lbytes += (double)io_elems(x, x->ld[l], x->kt) * 128.0 / x->kl * nx_dtype_bytes[x->v[x->ld[l]].dt];
-	double ldur = 1300.0 * x->nld + lbytes / 17.0;
+	/* a transfer item: latency (one piece) and its share of the queues */
+	double lat[2] = {0, 0}, work[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		int n1 = k ? x->nout : x->nld, kp = k ? x->ks : x->kl;
+		for (int l = 0; l < n1; l++) {
+			int v = k ? x->outs[l] : x->ld[l];
+			double d = 1300.0 + (double)io_elems(x, v, x->kt) * 128.0 / kp * nx_dtype_bytes[x->v[v].dt] / 17.0;
+			lat[k] = d > lat[k] ? d : lat[k];
+			work[k] += d * kp / NX_LQ;
+		}
+	}
 	double efree[NX_ENG_COUNT] = {0}, fin[RW_NB][RW_MAX * 2 + 2], qfree = 0;
 	int next[RW_NB] = {0};
 	while (n < NB * nit) {
@@ -1001,12 +1029,12 @@ static void schedule(rk *x)
 		double best = 0;
 		for (int b = 0; b < NB; b++) {
 			int j = next[b];
-			/* loads and stores in tile order (queue counts per tile); the
-			 * loads into a buffer set after the tile before in it is done */
+			/* loads and stores in tile order; the loads into a buffer set
+			 * after the tile before in it is done */
 			if (j >= nit || (b > 0 && j == 0 && next[b - 1] < 1) || (b > 0 && j == nit - 1 && next[b - 1] < nit) ||
 			    (b >= ND && j == 0 && next[b - ND] < nit))
 				continue;
-			nx_engine e = j == 0 ? NX_ENG_SP : j <= x->nstage ? x->seng[j - 1] : NX_ENG_POOL;
+			nx_engine e = j == 0 || j == nit - 1 ? NX_ENG_SP : x->seng[j - 1];
 			double st = efree[e];
 			if (j > 0 && fin[b][j - 1] > st)
 				st = fin[b][j - 1];
@@ -1016,18 +1044,36 @@ static void schedule(rk *x)
 				bb = b, best = st;
 		}
 		int j = next[bb]++;
-		if (j == 0) {
+		if (j == 0 || j == nit - 1) {
+			int k = j != 0;
 			double st = best > qfree ? best : qfree;
-			fin[bb][0] = qfree = st + ldur;
-		} else if (j <= x->nstage) {
+			qfree = st + work[k];
+			fin[bb][j] = st + lat[k];
+			efree[NX_ENG_SP] = best + 50;
+		} else {
 			nx_engine e = x->seng[j - 1];
 			fin[bb][j] = efree[e] = best + sdur[j - 1];
-		} else {
-			fin[bb][j] = efree[NX_ENG_POOL] = best + 100;
 		}
 		x->order[n][0] = bb, x->order[n][1] = j;
 		n++;
 	}
+	/* the queues of each transfer item, in this order */
+	int cur = 0;
+	memset(x->qpos, 0, sizeof x->qpos);
+	memset(x->qcnt, 0, sizeof x->qcnt);
+	for (int k = 0; k < NB * nit; k++) {
+		int b = x->order[k][0], j = x->order[k][1];
+		if (j != 0 && j != nit - 1)
+			continue;
+		int kind = j != 0, np = kind ? x->nout * x->ks : x->nld * x->kl;
+		x->qcur[b][kind] = cur;
+		for (int p = 0; p < np; p++) {
+			int q = (cur + p) % NX_LQ;
+			x->qpos[b][kind][q] = ++x->qcnt[q];
+		}
+		cur = (cur + np) % NX_LQ;
+	}
+	x->cur = cur;
 }
 
 /* a tail tile u: everything in order, absolute waits */
@@ -1042,11 +1088,7 @@ static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
 	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < RW_NB + 2);
 	x->tail_last[u - x->loop_tiles] = t.prev;
 	t_store(x, &t);
-	nx_lsync a;
-	memset(&a, 0, sizeof a);
-	for (int o = 0; o < x->nout * x->ks; o++)
-		a.s[x->qs[o]] = x->L->qcount[x->qs[o]];
-	x->tail_st[u - x->loop_tiles] = a;
+	x->tail_st[u - x->loop_tiles] = t.ld;
 }
 
 /* The loop body: NB full tiles (tile b in buffer set b % ND), their items
@@ -1078,71 +1120,54 @@ static void body(rk *x, int64_t r0)
 		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
 			if (x->per[pe])
 				nx_l_addreg(x->L, (nx_engine)e, RF_ENG + pe, NB * x->per[pe]);
-		for (int c = 1; c <= 4; c++) {
-			nx_l_addreg(x->L, (nx_engine)e, RF_LDX + c - 1, NB * c);
-			nx_l_addreg(x->L, (nx_engine)e, RF_STX + c - 1, NB * c);
-		}
+		bool done[RF_N] = {false};
+		for (int q = 0; q < NX_LQ; q++)
+			if (x->qcnt[q] && !done[RF_Q + x->qreg[q]]) {
+				done[RF_Q + x->qreg[q]] = true;
+				nx_l_addreg(x->L, (nx_engine)e, RF_Q + x->qreg[q], x->qcnt[q]);
+			}
 	}
 }
 
-/* -O3 tile estimate (ns) for kt rows per partition and nd buffer sets, by
- * the target's cost model (nx_target_ns of each transfer: fixed cost,
- * payload per partition): a tile's loads per load queue (lt), its compute
- * on the busier side (ct: ACT-only, DVE/POOL-only, the flexible ops split),
- * its stores per store queue (st). Tiles stream at the slowest of the three
- * or, with nd buffer sets each held from load to store, at that time / nd;
- * the first tile's load and compute and the last tile's store are exposed,
- * and each tile outside the loop body runs its stages back to back. */
-static double dma_ns(const nx_lower *L, int dt, int64_t parts, int64_t elems)
+/* pieces per input (or output) of a tile: the nd tiles in flight hold
+ * two transfers per queue (layer norm: 82.8 us at 8 buffer sets x 4
+ * pieces, 88.0 at 8 x 8, 98.9 at 8 x 2; softmax 148.2 us at 4 x 8, 161.0
+ * at 4 x 4), each as large as that allows (1.3 us fixed cost each) */
+static int tile_pieces(int nd, int n)
 {
-	nx_insn in;
-	memset(&in, 0, sizeof in);
-	in.op = NX_I_DMA;
-	in.ap[0].space = NX_MEM_SBUF, in.ap[1].space = NX_MEM_HBM;
-	for (int a = 0; a < 2; a++) {
-		in.ap[a].dtype = (uint8_t)dt, in.ap[a].ndims = 1;
-		in.ap[a].part_count = (uint16_t)parts, in.ap[a].stride[0] = 1;
-		in.ap[a].count[0] = (uint32_t)elems;
-		in.ap[a].part_stride = elems;
-	}
-	return nx_target_ns(L->t, &in);
+	int k = (2 * NX_LQ + nd * n - 1) / (nd * n);
+	k = k < NX_LQ / n ? k : NX_LQ / n;
+	return k > 1 ? k : 1;
 }
 
-static double o3_cost(rk *x, int nd, int64_t k)
+/* -O2 estimate (ns) for kt rows per partition and nd buffer sets: the
+ * queues' work per tile (a transfer's fixed cost, bytes at 17 B/ns, over
+ * 16 queues), the first load piece and the last store piece exposed, the
+ * first and last tiles' compute (ops back to back), the tiles after the
+ * loop one after another, and at each loop iteration's end SP's stores of
+ * the last tiles hold up the next iteration's loads (nd - 1 tiles) */
+static double o2_cost(rk *x, int nd, int64_t k)
 {
 	int64_t T0 = x->R / (128 * k), rem = x->R - T0 * 128 * k;
 	int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
-	int64_t tails = ntile - T0 / body_tiles(T0, nd) * body_tiles(T0, nd);
-	int kl = x->nld <= 8 ? 8 / x->nld : 1, ks = x->nout <= 8 ? 8 / x->nout : 1;
-	double lt = 0, st = 0, act = 0, port = 0, flex = 0;
+	int nb = body_tiles(T0, nd);
+	int64_t groups = T0 / nb, tails = ntile - groups * nb;
+	int kl = tile_pieces(nd, x->nld), ks = tile_pieces(nd, x->nout);
+	double lb = 0, sb = 0, comp = 0;
 	for (int l = 0; l < x->nld; l++)
-		lt += kl * dma_ns(x->L, x->v[x->ld[l]].dt, 128 / kl, io_elems(x, x->ld[l], k));
+		lb += (double)io_elems(x, x->ld[l], k) * 128.0 * nx_dtype_bytes[x->v[x->ld[l]].dt];
 	for (int o = 0; o < x->nout; o++)
-		st += ks * dma_ns(x->L, x->v[x->outs[o]].dt, 128 / ks, io_elems(x, x->outs[o], k));
-	lt /= x->nld * kl < 8 ? x->nld * kl : 8;
-	st /= x->nout * ks < 8 ? x->nout * ks : 8;
+		sb += (double)io_elems(x, x->outs[o], k) * 128.0 * nx_dtype_bytes[x->v[x->outs[o]].dt];
 	x->kt = k;
 	for (int q = 0; q < x->nop; q++) {
 		int only;
-		double c = op_cycles(x, &x->op[q], &only);
-		if (only == 1)
-			act += c / clk_act;
-		else if (only == 2)
-			port += c / clk_dve;
-		else
-			flex += c / clk_act;
+		comp += op_cycles(x, &x->op[q], &only) / clk_act;
 	}
-	double ct = (act + port + flex) / 2;
-	ct = ct > act ? ct : act;
-	ct = ct > port ? ct : port;
-	/* a buffer set is held from its load to its store; with outputs on
-	 * slots of their own (sep) inputs free after the compute */
-	double hold = x->sep ? (lt > st ? lt : st) + ct : lt + ct + st;
-	double per = hold / nd;
-	per = per > lt ? per : lt;
-	per = per > ct ? per : ct;
-	per = per > st ? per : st;
-	return (double)ntile * per + lt + ct + st + (double)tails * (lt + ct + st);
+	double work = (x->nld * kl + x->nout * ks) * 1300.0 / NX_LQ + (lb + sb) / (NX_LQ * 17.0);
+	double lat_l = 1300.0 + lb / (x->nld * kl) / 17.0, lat_s = 1300.0 + sb / (x->nout * ks) / 17.0;
+	double per = work > comp ? work : comp;
+	return (double)ntile * work + lat_l + lat_s + 2.0 * comp + (double)tails * (lat_l + comp + lat_s) +
+	       (double)(groups > 1 ? groups - 1 : 0) * (nd - 1) * per;
 }
 
 nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -1174,44 +1199,24 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		x.sep = false;
 		set1 = layout(&x, 1, &cols);
 	}
-	double lq = 0;
-	for (int l = 0; l < x.nld; l++)
-		lq += (double)io_elems(&x, x.ld[l], 1) * (double)x.R * nx_dtype_bytes[x.v[x.ld[l]].dt];
-	lq /= 8.0 * 17.0;
 	int64_t kt = 0;
 	double bestc = 0;
-	/* buffer sets: four when a row fits them (layer norm at kt 1: 105.7 us
-	 * against 110.0 with three, 128.8 with two), fewer where the estimate
-	 * is lower (larger tiles, fewer tails: bert_layer's softmax) */
+	/* buffer sets: up to eight (layer norm at kt 1: 82.8 us with eight
+	 * against 91.7 with four), fewer where the estimate is lower (larger
+	 * tiles: softmax 148.2 us at 16 rows with four against 152.2 at 8) */
 	for (int nd = RW_ND; nd >= 2; nd--) {
 		int64_t km = room / nd / set1;
 		if (km > 64)
 			km = 64;
 		if (km > rpp)
 			km = rpp;
-		if (L->o3) { /* -O3: up to 128 rows per partition, by o3_cost */
+		if (L->o3) { /* -O3: up to 128 rows per partition */
 			km = room / nd / set1;
 			km = km < 128 ? km : 128;
 			km = km < rpp ? km : rpp;
-			for (int64_t k = 1; k <= km; k++) {
-				double c = o3_cost(&x, nd, k);
-				if (kt == 0 || c < bestc)
-					kt = k, x.nd = nd, bestc = c;
-			}
-			continue;
 		}
 		for (int64_t k = 1; k <= km; k++) {
-			int64_t T0 = x.R / (128 * k), rem = x.R - T0 * 128 * k;
-			int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
-			int nb = body_tiles(T0, nd);
-			int64_t tails = ntile - T0 / nb * nb;
-			double per = lq / (double)ntile, comp = 0;
-			x.kt = k;
-			for (int q = 0; q < x.nop; q++) {
-				int only;
-				comp += op_cycles(&x, &x.op[q], &only) / clk_act;
-			}
-			double c = lq + 1300.0 * (double)ntile + 2.0 * (per + comp) + (double)tails * per;
+			double c = o2_cost(&x, nd, k);
 			if (kt == 0 || c < bestc)
 				kt = k, x.nd = nd, bestc = c;
 		}
@@ -1233,19 +1238,10 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			x.v[k].off += base;
 	}
 	assign(&x);
-	/* queues: 8 SP queues shared by the loads, 8 POOL queues by the stores */
-	x.kl = x.nld <= 8 ? 8 / x.nld : 1, x.ks = x.nout <= 8 ? 8 / x.nout : 1;
+	x.kl = tile_pieces(x.nd, x.nld);
+	x.ks = tile_pieces(x.nd, x.nout);
 	if (x.nld * x.kl > NX_LQ || x.nout * x.ks > NX_LQ)
 		return nx_l_err(L, "row kernel has too many inputs or outputs");
-	int nql = x.nld * x.kl < 8 ? x.nld * x.kl : 8, nqs = x.nout * x.ks < 8 ? x.nout * x.ks : 8;
-	for (int k = 0; k < x.nld * x.kl; k++) {
-		x.ql[k] = k < nql ? nx_l_queue(L, NX_ENG_SP) : x.ql[k - nql];
-		x.qlc[k] = (x.nld * x.kl - k % 8 + 7) / 8;
-	}
-	for (int o = 0; o < x.nout * x.ks; o++) {
-		x.qs[o] = o < nqs ? nx_l_queue(L, NX_ENG_POOL) : x.qs[o - nqs];
-		x.qsc[o] = (x.nout * x.ks - o % 8 + 7) / 8;
-	}
 	x.lv = -1;
 	int64_t T = x.R / (128 * kt), rem = x.R - T * 128 * kt, k2 = rem / 128, s = rem % 128;
 	x.nb = body_tiles(T, x.nd);
@@ -1266,8 +1262,8 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		                        nx_engine_names[o->e], o->acc >= 0 ? "+acc" : "");
 	}
 	nx_l_plan(L, "body", "%s", st);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), %d stages, store pool q%d (%d queues)", x.ql[0], x.nld * x.kl,
-	          x.nstage, x.qs[0], x.nout * x.ks);
+	nx_l_plan(L, "engines", "sp loads %d and stores %d pieces per tile over 16 queues, %d stages", x.nld * x.kl,
+	          x.nout * x.ks, x.nstage);
 	bool used[NX_ENG_COUNT];
 	nx_l_kernel_engines(x.seng, x.nstage, used);
 	nx_l_kernel_begin(L, h, used);
@@ -1275,19 +1271,18 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		if (x.v[k].pn >= 0)
 			nx_l_wait(L, NX_ENG_SP, &ops[x.v[k].pn]->buf->written);
 	for (int o = 0; o < x.nout; o++)
-		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
-	/* columns (every partition gets the [C] vector: partition ranges over
-	 * the store queues, idle until the first tile's stores, so the first
-	 * tile's loads start at once) and one-element inputs, before the first
-	 * tile: the compute engines wait for them */
+		nx_l_wait(L, NX_ENG_SP, &x.out[o]->buf->war);
+	/* columns (every partition gets the [C] vector) and one-element
+	 * inputs, before the first tile, by SP on queues 7, 6, ... (the second
+	 * tile's): the compute engines wait for them */
 	nx_lsync colw;
 	memset(&colw, 0, sizeof colw);
 	int cq = 0;
 	bool cbc = false;
-	int64_t pre_s[NX_LQ]; /* store queue counts before the columns (the tiles need not wait for them) */
+	int64_t pre_s[NX_LQ]; /* queue counts before the columns (the tiles need not wait for them) */
 	int64_t pre_e[NX_ENG_COUNT]; /* engine counts before (POOL broadcasts columns) */
-	for (int o = 0; o < x.nout * x.ks; o++)
-		pre_s[o] = L->qcount[x.qs[o]];
+	for (int q = 0; q < NX_LQ; q++)
+		pre_s[q] = L->qcount[q];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		pre_e[e] = L->ecount[e];
 	for (int k = 0; k < x.nv; k++) {
@@ -1298,10 +1293,10 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		int32_t s1[1] = {1};
 		uint32_t c1[1] = {(uint32_t)(v->kind == V_COLIN ? x.C : 1)};
 		bool big = v->kind == V_COLIN && x.C * nx_dtype_bytes[v->dt] >= 512;
-		nx_l_wait(L, NX_ENG_POOL, &src->buf->written);
+		nx_l_wait(L, NX_ENG_SP, &src->buf->written);
 		nx_ap hb = nx_ap_hbm(src->dt, src->buf->off, big ? 1 : 128, 0, 1, s1, c1);
 		nx_ap sb = nx_ap_sbuf(v->dt, 0, big ? 1 : 128, v->off, 1, s1, c1);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x.qs[cq++ % nqs], sb, hb);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, 7 - cq++ % 8, sb, hb);
 		nx_l_max(&colw, &y);
 		nx_l_max(&src->buf->war, &y);
 		if (big) {
@@ -1341,10 +1336,8 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_l_max(&colw, &y);
 		nx_l_max(&x.comp, &y);
 	}
-	for (int k = 0; k < x.nld * x.kl; k++)
-		x.base_l[k] = L->qcount[x.ql[k]];
-	for (int o = 0; o < x.nout * x.ks; o++)
-		x.base_s[o] = L->qcount[x.qs[o]];
+	for (int q = 0; q < NX_LQ; q++)
+		x.base_q[q] = L->qcount[q];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		x.base_e[e] = L->ecount[e];
 	nx_lsync e0;
@@ -1352,8 +1345,8 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e] && e != NX_ENG_SP)
 			e0.s[NX_LSEM_ENG + e] = pre_e[e];
-	for (int o = 0; o < x.nout * x.ks; o++)
-		e0.s[x.qs[o]] = pre_s[o];
+	for (int q = 0; q < NX_LQ; q++)
+		e0.s[q] = pre_s[q];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		if (used[e])
 			nx_l_wait(L, (nx_engine)e, &e0);
@@ -1374,6 +1367,18 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			int b = x.order[k][0], j = x.order[k][1];
 			if (j >= 1 && j <= x.nstage)
 				x.idx[b][j - 1] = cnt[x.seng[j - 1]]++;
+		}
+		/* one register per distinct number of transfers per queue */
+		int vals[NX_LQ], nvals = 0;
+		for (int q = 0; q < NX_LQ; q++) {
+			int r = 0;
+			while (r < nvals && vals[r] != x.qcnt[q])
+				r++;
+			if (r == nvals)
+				vals[nvals++] = x.qcnt[q];
+			if (r >= RF_N - RF_Q)
+				return nx_l_err(L, "row kernel: too many queue registers");
+			x.qreg[q] = r;
 		}
 	}
 	int par = 0;
@@ -1405,6 +1410,10 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		tail(&x, s, 1, T * 128 * kt + k2 * 128, par, u);
 	for (int l = 0; l < x.nld; l++)
 		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
+	/* queues 8..15 are POOL's outside this kernel: its next transfers on
+	 * them follow SP's last ones (counts in issue order) */
+	nx_lsync spi = nx_l_signal(L, NX_ENG_SP);
+	nx_l_wait(L, NX_ENG_POOL, &spi);
 	nx_l_kernel_end(L, h, x.out, x.nout, &x.loads, &x.stores, &x.comp);
 	return NX_OK;
 }

@@ -444,8 +444,7 @@ static int tile_pieces(int nd, int n)
 }
 
 /* -O2 estimate (ns) for kt rows per partition and nd buffer sets: the
- * queues' work per tile (a transfer's fixed cost, bytes at 17 B/ns, over
- * 16 queues), the first load piece and the last store piece exposed, the
+ * queues' work per tile (piece_ns of each piece, over 16 queues), the first load piece and the last store piece exposed, the
  * first and last tiles' compute (ops back to back), the tiles after the
  * loop one after another, and at each loop iteration's end SP's stores of
  * the last tiles hold up the next iteration's loads (nd - 1 tiles) */
@@ -456,20 +455,33 @@ static double o2_cost(rk *x, int nd, int64_t k)
 	int nb = body_tiles(T0, nd);
 	int64_t groups = T0 / nb, tails = ntile - groups * nb;
 	int kl = tile_pieces(nd, x->nld), ks = tile_pieces(nd, x->nout);
-	double lb = 0, sb = 0, comp = 0;
-	for (int l = 0; l < x->nld; l++)
-		lb += (double)io_elems(x, x->ld[l], k) * 128.0 * nx_dtype_bytes[x->v[x->ld[l]].dt];
-	for (int o = 0; o < x->nout; o++)
-		sb += (double)io_elems(x, x->outs[o], k) * 128.0 * nx_dtype_bytes[x->v[x->outs[o]].dt];
+	double work = 0, lat_l = 0, lat_s = 0, comp = 0;
+	for (int l = 0; l < x->nld; l++) {
+		double d = piece_ns(x, x->ld[l], 128, k, kl);
+		work += kl * d / NX_LQ;
+		lat_l = d > lat_l ? d : lat_l;
+	}
+	for (int o = 0; o < x->nout; o++) {
+		double d = piece_ns(x, x->outs[o], 128, k, ks);
+		work += ks * d / NX_LQ;
+		lat_s = d > lat_s ? d : lat_s;
+	}
 	x->kt = k;
+	double act = 0, port = 0, flex = 0;
 	for (int q = 0; q < x->nop; q++) {
 		int only;
-		comp += nx_rw_op_cycles(x, &x->op[q], &only) / clk_act;
+		double c = nx_rw_op_cycles(x, &x->op[q], &only);
+		comp += c / clk_act;
+		*(only == 1 ? &act : only == 2 ? &port : &flex) += c / (only == 2 ? clk_dve : clk_act);
 	}
-	double work = (x->nld * kl + x->nout * ks) * 1300.0 / NX_LQ + (lb + sb) / (NX_LQ * 17.0);
-	double lat_l = 1300.0 + lb / (x->nld * kl) / 17.0, lat_s = 1300.0 + sb / (x->nout * ks) / 17.0;
-	double per = work > comp ? work : comp;
-	return (double)ntile * work + lat_l + lat_s + 2.0 * comp + (double)tails * (lat_l + comp + lat_s) +
+	double ct = (act + port + flex) / 2;
+	ct = ct > act ? ct : act;
+	ct = ct > port ? ct : port;
+	/* queue-bound: the queues' work and one tile's compute; compute-bound:
+	 * the busiest side per tile between the first load and the last store */
+	double qb = (double)ntile * work + comp, cb = lat_l + (double)ntile * ct + lat_s;
+	double per = work > ct ? work : ct;
+	return (qb > cb ? qb : cb) + (double)tails * (lat_l + comp + lat_s) +
 	       (double)(groups > 1 ? groups - 1 : 0) * (nd - 1) * per;
 }
 

@@ -45,7 +45,7 @@ typedef struct rop {
 } rop;
 
 #define RW_ND 8 /* buffer sets at most */
-#define RW_NB 16 /* tiles per loop body at most */
+#define RW_NB 32 /* tiles per loop body at most */
 
 /* the kernel: its body (row_body.c) and its tiles (row_loop.c) */
 typedef struct rk {

@@ -41,7 +41,7 @@ static int body_tiles(int64_t T, int nd)
 
 /* registers: producer engine counts, queue counts (one per distinct number
  * of transfers per queue per body), all advanced once per loop body */
-enum { RF_ENG, RF_Q = RF_ENG + NX_ENG_COUNT, RF_N = RF_Q + 4 };
+enum { RF_ENG, RF_Q = RF_ENG + NX_ENG_COUNT, RF_N = RF_Q + 8 };
 _Static_assert(RF_N <= NX_NREGS - 2, "registers per engine (two are the device loops')");
 
 /* bytes of value k per partition for a tile of kt rows */
@@ -139,6 +139,11 @@ static void pick(rk *x, int v, int64_t np, int64_t kt, int kp, int8_t *qs)
 	double d = piece_ns(x, v, np, kt, kp);
 	bool used[NX_LQ] = {false};
 	for (int k = 0; k < kp; k++) {
+		if (x->rr) { /* in rotation: at most two counts per queue and body */
+			qs[k] = (int8_t)x->rot;
+			x->rot = (x->rot + 1) % NX_LQ;
+			continue;
+		}
 		int b = -1;
 		for (int q = 0; q < NX_LQ; q++)
 			if (!used[q] && (b < 0 || x->qload[q] < x->qload[b]))
@@ -363,6 +368,7 @@ static void schedule(rk *x)
 	memset(x->qpos, 0, sizeof x->qpos);
 	memset(x->qcnt, 0, sizeof x->qcnt);
 	memset(x->qload, 0, sizeof x->qload);
+	x->rot = 0;
 	for (int k = 0; k < NB * nit; k++) {
 		int b = x->order[k][0], j = x->order[k][1];
 		if (j != 0 && j != nit - 1)
@@ -723,23 +729,27 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	/* signal positions of the body's stages, in the wavefront order */
 	{
 		int cnt[NX_ENG_COUNT] = {0};
-		schedule(&x);
+		/* one register per distinct number of transfers per queue and body:
+		 * pieces in rotation when the least busy queues need too many */
+		for (x.rr = false;; x.rr = true) {
+			schedule(&x);
+			int vals[NX_LQ], nvals = 0;
+			for (int q = 0; q < NX_LQ && nvals <= RF_N - RF_Q; q++) {
+				int r = 0;
+				while (r < nvals && vals[r] != x.qcnt[q])
+					r++;
+				if (r == nvals)
+					vals[nvals++] = x.qcnt[q];
+				x.qreg[q] = r;
+			}
+			if (nvals <= RF_N - RF_Q)
+				break;
+			NX_ASSERT(!x.rr);
+		}
 		for (int k = 0; k < NB * (x.nstage + 2); k++) {
 			int b = x.order[k][0], j = x.order[k][1];
 			if (j >= 1 && j <= x.nstage)
 				x.idx[b][j - 1] = cnt[x.seng[j - 1]]++;
-		}
-		/* one register per distinct number of transfers per queue */
-		int vals[NX_LQ], nvals = 0;
-		for (int q = 0; q < NX_LQ; q++) {
-			int r = 0;
-			while (r < nvals && vals[r] != x.qcnt[q])
-				r++;
-			if (r == nvals)
-				vals[nvals++] = x.qcnt[q];
-			if (r >= RF_N - RF_Q)
-				return nx_l_err(L, "row kernel: too many queue registers");
-			x.qreg[q] = r;
 		}
 	}
 	int par = 0;

@@ -73,6 +73,8 @@ typedef struct rk {
 	 * pieces per input / output of a tile */
 	int kl, ks, lv;
 	double qload[NX_LQ];         /* estimated busy time per queue (the body's, then the tails') */
+	bool rr;                     /* pieces in rotation (rot: the next queue) instead */
+	int rot;
 	int8_t qmap[RW_NB][2][NX_LQ]; /* body tile b's loads (0) / stores (1): piece k's queue */
 	int qpos[RW_NB][2][NX_LQ];   /* and the count on queue q after its last piece there (0: none) */
 	int qcnt[NX_LQ], qreg[NX_LQ]; /* transfers per queue per body; the register advancing by it */

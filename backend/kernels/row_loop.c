@@ -52,12 +52,14 @@ static int64_t io_elems(const rk *x, int k, int64_t kt)
 }
 
 /* estimated ns of one of kp pieces of value v's transfer for a tile of np
- * partitions and kt rows: 1.3 us fixed, bytes at 17 B/ns, half the rate
- * at 256 bytes per partition */
+ * partitions and kt rows, by the target's DMA model: the fixed cost, bytes
+ * at a queue's rate, half the rate at the knee's bytes per partition
+ * (trn1: 1.3 us, 17 B/ns, 256 bytes) */
 static double piece_ns(const rk *x, int v, int64_t np, int64_t kt, int kp)
 {
+	const nx_target *t = x->L->t;
 	double bpp = (double)io_elems(x, v, kt) * nx_dtype_bytes[x->v[v].dt];
-	return 1300.0 + bpp * ((double)np / kp) / 17.0 * (1.0 + 256.0 / bpp);
+	return t->dma_fixed_ns + bpp * ((double)np / kp) / nx_target_dma_queue_gbps(t) * (1.0 + t->dma_knee_bytes / bpp);
 }
 
 /* pieces per input / output of body tile b: the first tile's loads and
@@ -324,7 +326,8 @@ static void schedule(rk *x)
 		int n1 = k ? x->nout : x->nld, kp = k ? x->ks : x->kl;
 		for (int l = 0; l < n1; l++) {
 			int v = k ? x->outs[l] : x->ld[l];
-			double d = 1300.0 + (double)io_elems(x, v, x->kt) * 128.0 / kp * nx_dtype_bytes[x->v[v].dt] / 17.0;
+			double d = x->L->t->dma_fixed_ns + (double)io_elems(x, v, x->kt) * 128.0 / kp *
+			                                       nx_dtype_bytes[x->v[v].dt] / nx_target_dma_queue_gbps(x->L->t);
 			lat[k] = d > lat[k] ? d : lat[k];
 			work[k] += d * kp / NX_LQ;
 		}
@@ -449,11 +452,13 @@ static int tile_pieces(int nd, int n)
 	return k > 1 ? k : 1;
 }
 
-/* -O2 estimate (ns) for kt rows per partition and nd buffer sets: the
- * queues' work per tile (piece_ns of each piece, over 16 queues), the first load piece and the last store piece exposed, the
- * first and last tiles' compute (ops back to back), the tiles after the
- * loop one after another, and at each loop iteration's end SP's stores of
- * the last tiles hold up the next iteration's loads (nd - 1 tiles) */
+/* -O2 (and -O3) estimate (ns) for kt rows per partition and nd buffer
+ * sets: the larger of the queues' work (piece_ns of each piece, over 16
+ * queues) plus one tile's compute, and the busiest side's compute per
+ * tile between the first load piece and the last store piece; plus each
+ * tile after the loop one after another, and at each loop iteration's end
+ * SP's stores of the last tiles holding up the next iteration's loads
+ * (nd - 1 tiles) */
 static double o2_cost(rk *x, int nd, int64_t k)
 {
 	int64_t T0 = x->R / (128 * k), rem = x->R - T0 * 128 * k;

@@ -426,15 +426,22 @@ void nx_l_drop_dead_stores(nx_lower *L, const int64_t (*keep)[2], int nkeep)
 	int64_t *drop_cnt = NULL, *drop_mult = NULL;
 	int *drop_q = NULL;
 	size_t nd = 0;
-	/* a queue some loop waits on per iteration (nx_l_wait_rel) keeps its
-	 * stores: those waits count them and cannot be lowered */
+	/* a queue some loop waits on per iteration (nx_l_wait_rel), or that
+	 * two engines issue on, keeps its stores: those waits count them and
+	 * cannot be lowered */
 	bool relq[NX_LQ] = {false};
+	unsigned qeng[NX_LQ] = {0}; /* engines issuing on the queue: POOL's count alone is its count when one */
 	for (int e = 0; e < NX_ENG_COUNT; e++)
 		for (size_t n = 0; n < L->s[e].n; n++) {
 			const nx_insn *in = &L->s[e].v[n];
 			if (in->op == NX_I_WAIT && in->iarg[2] > 0 && in->iarg[0] < NX_LQ)
 				relq[in->iarg[0]] = true;
+			if ((nx_isa_table[in->op].cost == NX_COST_DMA || nx_isa_table[in->op].cost == NX_COST_CC) &&
+			    in->iarg[1] >= 0 && in->iarg[1] < NX_LQ)
+				qeng[in->iarg[1]] |= 1u << e;
 		}
+	for (int q = 0; q < NX_LQ; q++)
+		relq[q] |= (qeng[q] & (qeng[q] - 1)) != 0;
 	for (size_t k = 0; k < nh; k++) {
 		const hacc *S = &h[k];
 		if (!S->store)

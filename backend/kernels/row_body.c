@@ -1,0 +1,693 @@
+/* backend/kernels/row_body.c — the row kernel's body (row_loop.h): which
+ * fusions it takes (nx_rw_build: rows, per-row statistics, columns,
+ * scalars; reductions over the trailing axes, the row ops around them),
+ * the SBUF slots of a buffer set (nx_rw_layout: rows share slots by
+ * liveness), the engine of each op by estimated busy time (nx_rw_assign)
+ * and one tile's instructions (nx_rw_emit_op). Instructions:
+ *   row op        one instruction over [np, kt, C] (a column read with
+ *                 stride 0 over kt, a statistic with stride 0 over C)
+ *   row-scalar    row (op) statistic: kt instructions tensor_scalar over
+ *                 [np, C], the statistic of row j as the per-partition
+ *                 scalar (when C > 60, else one row op with stride 0)
+ *   reduce        tensor_reduce over C: [np, kt]; a sum of f32 rows may
+ *                 run on ACT: an identity activate per row in place, the
+ *                 sum as its accumulator
+ *   act-row       ACT f(x + b) per row with the statistic b as the
+ *                 per-partition bias (f(x - s) takes -s), and a reduce-add
+ *                 of its result as the activate's accumulator
+ *   stat op       one instruction over [np, kt]
+ * Row-scalar and unary copies go to ACT or DVE, row ops and reductions to
+ * DVE or POOL (which share the SBUF port), by an estimate of each engine's
+ * busy time. Consecutive instructions on one engine form a stage.
+ * docs/lowering.md, "Row kernels". */
+#include "backend/kernels/row_loop.h"
+#include "ir/eval/eval.h"
+
+#include <math.h>
+#include <string.h>
+
+static int find(const rk *x, const nx_inst *i)
+{
+	for (int k = 0; k < x->nv; k++)
+		if (x->v[k].i == i)
+			return k;
+	return -1;
+}
+
+static int res(const rk *x, int k)
+{
+	while (x->v[k].kind == V_ALIAS)
+		k = x->v[k].a;
+	return k;
+}
+
+static bool is_row(const rk *x, int k)
+{
+	int kd = x->v[res(x, k)].kind;
+	return kd == V_ROWIN || kd == V_ROW;
+}
+
+static bool is_stat(const rk *x, int k)
+{
+	int kd = x->v[res(x, k)].kind;
+	return kd == V_STATIN || kd == V_STAT;
+}
+
+static bool trailing_bcast(const nx_inst *b, bool lead)
+{
+	const nx_shape *o = b->shape, *s = b->operands[0]->shape;
+	int n = b->a.dimensions.n, first = lead ? 0 : o->rank - n;
+	if (n != s->rank)
+		return false;
+	for (int j = 0; j < n; j++)
+		if (b->a.dimensions.v[j] != first + j || s->dims[j] != o->dims[first + j])
+			return false;
+	return true;
+}
+
+static bool neutral(int alu, double v)
+{
+	switch (alu) {
+	case NX_ALU_ADD: return v == 0.0;
+	case NX_ALU_MUL: return v == 1.0;
+	case NX_ALU_MAX: return isinf(v) && v < 0;
+	case NX_ALU_MIN: return isinf(v) && v > 0;
+	default: return false;
+	}
+}
+
+static rop *newop(rk *x, int kind, int v)
+{
+	rop *o = &x->op[x->nop++];
+	memset(o, 0, sizeof *o);
+	o->kind = kind, o->v = v, o->sc = -1, o->acc = -1;
+	return o;
+}
+
+/* classify the body and derive the instruction list */
+bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
+{
+	memset(x, 0, sizeof *x);
+	if (f->op != NX_OP_FUSION || f->ncalled != 1)
+		return false;
+	const nx_comp *b = f->called[0];
+	const nx_inst *root = b->root;
+	if (!root || b->ninsts > RW_MAX)
+		return false;
+	bool tup = root->op == NX_OP_TUPLE;
+	/* the row space: the first reduction over trailing dims */
+	x->R = 0;
+	for (int k = 0; k < b->ninsts && !x->R; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i->op != NX_OP_REDUCE || i->noperands != 2)
+			continue;
+		const nx_shape *s = i->operands[0]->shape;
+		int nd = i->a.dimensions.n, k0 = s->rank - nd;
+		bool ok = nd >= 1 && k0 >= 1;
+		for (int j = 0; ok && j < nd; j++)
+			ok = i->a.dimensions.v[j] == k0 + j;
+		if (!ok)
+			return false;
+		int64_t r0 = 1, c0 = 1;
+		for (int j = 0; j < s->rank; j++)
+			*(j < k0 ? &r0 : &c0) *= s->dims[j];
+		x->R = r0, x->C = c0;
+	}
+	int64_t R = x->R, C = x->C;
+	if (R < 1 || C < 2 || C > 16384)
+		return false;
+	for (int k = 0; k < b->ninsts; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i == root && tup)
+			continue;
+		if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
+			return false;
+		rv *v = &x->v[x->nv];
+		memset(v, 0, sizeof *v);
+		v->i = i, v->a = -1, v->pn = -1;
+		v->dt = (nx_dtype)nx_lower_dtype(i->shape->type);
+		int64_t e = nx_shape_elems(i->shape);
+		int ops[3] = {-1, -1, -1};
+		if (i->noperands > 3 && i->op != NX_OP_PARAMETER)
+			return false;
+		for (int j = 0; j < i->noperands && j < 3; j++)
+			if ((ops[j] = find(x, i->operands[j])) < 0)
+				return false;
+		int vi = x->nv++;
+		for (int j = 0; j < i->noperands && j < 3; j++)
+			x->v[ops[j]].users++;
+		switch (i->op) {
+		case NX_OP_PARAMETER: {
+			for (int p = 0; p < b->nparams; p++)
+				if (b->params[p] == i)
+					v->pn = p;
+			if (v->pn < 0 || v->pn >= f->noperands)
+				return false;
+			/* a [C] value read only by broadcasts along the rows (or converts
+			 * of it) is a column */
+			bool col = e == C;
+			for (int u = 0; u < b->ninsts && col; u++) {
+				const nx_inst *w = b->insts[u];
+				for (int j = 0; j < w->noperands; j++)
+					if (w->operands[j] == i)
+						col = (w->op == NX_OP_BROADCAST && nx_shape_elems(w->shape) == R * C &&
+						       trailing_bcast(w, false)) ||
+						      (w->op == NX_OP_CONVERT && nx_shape_elems(w->shape) == C);
+			}
+			v->kind = e == 1 ? V_SCIN : col ? V_COLIN : e == R * C ? V_ROWIN : e == R ? V_STATIN : -1;
+			if (v->kind < 0)
+				return false;
+			break;
+		}
+		case NX_OP_CONSTANT:
+			if (e != 1)
+				return false;
+			v->kind = V_CONST;
+			v->imm = (float)nx_lit_get_f64(i->a.literal, 0);
+			break;
+		case NX_OP_BROADCAST: {
+			int s = res(x, ops[0]);
+			int sk = x->v[s].kind;
+			if (sk == V_SCIN || sk == V_CONST || sk == V_SBC) {
+				v->kind = V_SBC;
+				v->a = sk == V_SBC ? x->v[s].a : s;
+			} else if (is_stat(x, s) && e == R * C && trailing_bcast(i, true)) {
+				v->kind = V_RB, v->a = s;
+			} else if ((sk == V_COLIN || sk == V_COL) && e == R * C && trailing_bcast(i, false) &&
+			           x->v[s].dt == v->dt) {
+				v->kind = V_CB, v->a = s;
+			} else {
+				return false;
+			}
+			if (v->kind == V_SBC && e != R && e != R * C)
+				return false;
+			break;
+		}
+		default: {
+			bool layout = i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY ||
+			              i->op == NX_OP_CONVERT;
+			int s0 = i->noperands ? res(x, ops[0]) : -1;
+			if (i->op == NX_OP_CONVERT && s0 >= 0 && (x->v[s0].kind == V_COLIN || x->v[s0].kind == V_COL) &&
+			    e == C && nx_type_is_float(i->shape->type)) {
+				/* a converted column: computed once before the tiles */
+				v->kind = x->v[s0].dt == v->dt ? V_ALIAS : V_COL;
+				v->a = s0;
+				break;
+			}
+			if (layout && x->v[ops[0]].dt == v->dt && nx_shape_elems(i->operands[0]->shape) == e &&
+			    (is_row(x, ops[0]) || is_stat(x, ops[0]))) {
+				v->kind = V_ALIAS, v->a = res(x, ops[0]);
+				break;
+			}
+			if (layout && (i->op != NX_OP_CONVERT || !nx_type_is_float(i->shape->type)))
+				return false; /* a converting copy between float types is an op */
+			if (i->op == NX_OP_REDUCE) {
+				int a = res(x, ops[0]), in = res(x, ops[1]);
+				int alu = nx_l_reduce_alu(i);
+				if (!is_row(x, a) || x->v[in].kind != V_CONST || e != R || alu < 0 ||
+				    nx_shape_elems(i->operands[0]->shape) != R * C)
+					return false;
+				/* over the trailing dims (the row space's C) */
+				const nx_shape *s = i->operands[0]->shape;
+				int64_t c0 = 1;
+				for (int j = s->rank - i->a.dimensions.n; j < s->rank; j++)
+					c0 *= s->dims[j];
+				if (c0 != C || i->a.dimensions.v[0] != s->rank - i->a.dimensions.n)
+					return false;
+				v->kind = V_STAT;
+				rop *o = newop(x, O_RED, vi);
+				o->o[0] = a, o->no = 1, o->alu = alu;
+				o->init = x->v[in].imm;
+				o->combine = !neutral(alu, o->init);
+				break;
+			}
+			nx_lemap m;
+			if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || !nx_l_elem_map(i, &m) || i->noperands < 1 ||
+			    m.op == NX_I_SELECT || i->shape->type == NX_PRED)
+				return false;
+			if (e != R * C && e != R)
+				return false;
+			bool row = e == R * C && R * C != R;
+			v->kind = row ? V_ROW : V_STAT;
+			int no = i->noperands, nsc = 0, nrb = 0, sci = -1, rbi = -1;
+			for (int j = 0; j < no; j++) {
+				int s = res(x, ops[j]);
+				int sk = x->v[s].kind;
+				if (sk == V_SBC)
+					nsc++, sci = j;
+				else if (sk == V_RB)
+					nrb++, rbi = j;
+				else if (row ? !(is_row(x, s) || sk == V_CB) : !is_stat(x, s))
+					return false;
+				if (nx_lower_dtype(i->operands[j]->shape->type) < 0)
+					return false;
+			}
+			rop *o;
+			if (nsc + nrb == 1 && no == 2 && m.op == NX_I_TENSOR_TENSOR && nx_type_is_float(i->shape->type)) {
+				int j = nsc ? sci : rbi, other = 1 - j;
+				int s = res(x, ops[j]);
+				o = newop(x, nsc ? O_TSC : O_ROWSC, vi);
+				o->o[0] = res(x, ops[other]), o->no = 1;
+				o->alu = m.func, o->rev = j == 0, o->m = m;
+				int src = x->v[s].a; /* SBC: the scalar; RB: the statistic */
+				if (nsc && x->v[src].kind == V_CONST)
+					o->imm = x->v[src].imm;
+				else
+					o->sc = src;
+				if (nrb && C <= 60) { /* one row op reading the statistic with stride 0 */
+					o->kind = O_FULL;
+					o->o[0] = res(x, ops[0]), o->o[1] = res(x, ops[1]), o->no = 2;
+				}
+			} else if (nsc + nrb == 0 || (nsc == 0 && row)) {
+				/* x * x on rows: ACT square */
+				if (i->op == NX_OP_MULTIPLY && row && res(x, ops[0]) == res(x, ops[1]) &&
+				    nx_type_is_float(i->shape->type)) {
+					o = newop(x, O_ACTROW, vi);
+					o->o[0] = res(x, ops[0]), o->no = 1;
+					o->m.op = NX_I_ACTIVATE, o->m.e = NX_ENG_ACT, o->m.func = NX_ACT_SQUARE;
+					o->m.imm = 1.0f;
+					break;
+				}
+				o = newop(x, O_FULL, vi);
+				o->m = m, o->no = no;
+				for (int j = 0; j < no; j++)
+					o->o[j] = res(x, ops[j]);
+				/* f(row (+|-) statistic) on ACT: one activate per row with the bias */
+				if (row && m.op == NX_I_ACTIVATE && no == 1) {
+					int t = o->o[0];
+					rop *tp = NULL;
+					for (int q = 0; q < x->nop - 1; q++)
+						if (x->op[q].v == t)
+							tp = &x->op[q];
+					if (tp && tp->kind == O_ROWSC && x->v[t].users == 1 && !tp->rev &&
+					    (tp->alu == NX_ALU_ADD || tp->alu == NX_ALU_SUB) && x->v[t].dt == NX_DT_F32) {
+						o->kind = O_ACTROW;
+						o->o[0] = tp->o[0];
+						o->sc = t; /* bias: t's slot holds +-statistic */
+						if (tp->alu == NX_ALU_SUB) {
+							tp->kind = O_NEG; /* t = -statistic */
+						} else {
+							tp->kind = O_NEG;
+							tp->imm = 1.0f; /* t = statistic (a copy) */
+						}
+						tp->alu = NX_ALU_MUL;
+						x->v[t].kind = V_STAT;
+					}
+				}
+			} else {
+				return false;
+			}
+			break;
+		}
+		}
+	}
+	/* reduce-add of an activate's result: its accumulator */
+	for (int q = 0; q < x->nop; q++) {
+		rop *r = &x->op[q];
+		if (r->kind != O_RED || r->alu != NX_ALU_ADD || r->combine)
+			continue;
+		int a = r->o[0];
+		for (int p = 0; p < q; p++)
+			if (x->op[p].v == a && x->v[a].kind == V_ROW && x->op[p].acc < 0 && x->v[a].dt == NX_DT_F32 &&
+			    x->v[r->v].dt == NX_DT_F32 &&
+			    (x->op[p].kind == O_ACTROW ||
+			     (x->op[p].kind == O_FULL && x->op[p].m.op == NX_I_ACTIVATE && x->op[p].no == 1))) {
+				x->op[p].kind = O_ACTROW;
+				x->op[p].acc = r->v;
+				r->kind = -1; /* done by the activate */
+			}
+	}
+	/* outputs */
+	x->nout = tup ? root->noperands : 1;
+	if (x->nout > RW_IO)
+		return false;
+	for (int k = 0; k < x->nout; k++) {
+		int o = find(x, tup ? root->operands[k] : root);
+		if (o < 0)
+			return false;
+		o = res(x, o);
+		if ((x->v[o].kind == V_RB || x->v[o].kind == V_CB) && x->nop < RW_MAX * 2) {
+			/* a per-row value or a column broadcast along the rows and read
+			 * outside: materialized by a copy right after the value is
+			 * computed (columns: first) */
+			int st = x->v[o].a, pos = 0; /* the statistic, or the column */
+			for (int q = 0; q < x->nop && x->v[o].kind == V_RB; q++)
+				if (x->op[q].v == st)
+					pos = q + 1;
+			memmove(&x->op[pos + 1], &x->op[pos], sizeof(rop) * (size_t)(x->nop - pos));
+			x->nop++;
+			rop *c = &x->op[pos];
+			memset(c, 0, sizeof *c);
+			c->kind = O_FULL, c->v = o, c->o[0] = st, c->no = 1, c->sc = -1, c->acc = -1;
+			c->m.op = NX_I_TENSOR_COPY, c->m.e = NX_ENG_DVE, c->m.imm = 1.0f;
+			x->v[o].kind = V_ROW;
+		}
+		if (x->v[o].kind != V_ROW && x->v[o].kind != V_STAT)
+			return false;
+		/* an output whose value became the bias of an activate is not kept */
+		for (int q = 0; q < x->nop; q++)
+			if (x->op[q].v == o && x->op[q].kind == O_NEG)
+				return false;
+		x->outs[k] = o;
+		x->v[o].out = true;
+	}
+	for (int k = 0; k < x->nv; k++)
+		if ((x->v[k].kind == V_ROWIN || x->v[k].kind == V_STATIN) && x->v[k].users > 0) {
+			if (x->nld == RW_IO)
+				return false;
+			x->ld[x->nld++] = k;
+		}
+	/* a lone reduction is the reduce kernels' (lower_ops.c, stream.c) */
+	if (x->nop < 2)
+		return false;
+	/* drop ops whose value nobody reads (the activate took it over) */
+	int n = 0;
+	for (int q = 0; q < x->nop; q++)
+		if (x->op[q].kind >= 0)
+			x->op[n++] = x->op[q];
+	x->nop = n;
+	if (x->nld < 1 || x->nop < 1)
+		return false;
+	(void)L;
+	return true;
+}
+
+static int64_t al64(int64_t v)
+{
+	return (v + 63) & ~(int64_t)63;
+}
+
+/* the last op reading value k (through aliases), -1 none; outputs are
+ * never given up (their store follows the last stage) */
+static int last_use(const rk *x, int k)
+{
+	if (x->v[k].out)
+		return 1 << 20;
+	int last = -1;
+	for (int q = 0; q < x->nop; q++) {
+		const rop *o = &x->op[q];
+		for (int j = 0; j < o->no; j++)
+			if (res(x, o->o[j]) == k)
+				last = q;
+		if (o->sc >= 0 && res(x, o->sc) == k)
+			last = q;
+	}
+	return last;
+}
+
+/* Slots: statistics kt (per buffer set), columns once; rows kt*C, shared:
+ * a row value's slot is given up after its last reader (ops of a tile run
+ * in order: a later stage waits for the earlier ones), so an op may write
+ * in place of an operand it reads last (same elements, same pattern). */
+int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols)
+{
+	int64_t set = 0, c = 0, fo[RW_MAX], fs[RW_MAX];
+	int nf = 0, lu[RW_MAX];
+	bool fin[RW_MAX], vin[RW_MAX]; /* the slot (a value's) first held an input */
+	bool gone[RW_MAX];
+	for (int k = 0; k < x->nv; k++) {
+		rv *v = &x->v[k];
+		int esz = nx_dtype_bytes[v->dt];
+		v->slot = false;
+		gone[k] = false;
+		vin[k] = v->kind == V_ROWIN;
+		lu[k] = last_use(x, k);
+		if (v->kind == V_ROWIN) {
+			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
+		} else if (v->kind == V_STATIN || v->kind == V_STAT) {
+			v->off = set, set += al64(kt * esz), v->slot = true;
+		} else if (v->kind == V_COLIN || v->kind == V_COL) {
+			v->off = c, c += al64(x->C * esz);
+		} else if (v->kind == V_SCIN) {
+			v->off = c, c += 64;
+		}
+	}
+	for (int q = 0; q <= x->nop; q++) {
+		for (int k = 0; k < x->nv; k++) {
+			rv *v = &x->v[k];
+			if ((v->kind == V_ROWIN || v->kind == V_ROW) && v->slot && !gone[k] && lu[k] <= q) {
+				gone[k] = true;
+				fin[nf] = vin[k];
+				fo[nf] = v->off, fs[nf] = al64(kt * x->C * nx_dtype_bytes[v->dt]), nf++;
+			}
+		}
+		for (int k = 0; k < x->nv; k++) {
+			rv *v = &x->v[k];
+			if (v->kind != V_ROW || v->slot || (q < x->nop && x->op[q].v != k))
+				continue;
+			int64_t sz = al64(kt * x->C * nx_dtype_bytes[v->dt]);
+			int f = -1;
+			/* x->sep: an output never takes an input's slot, so the next
+			 * loads into it need not wait for this tile's stores */
+			for (int j = 0; j < nf && f < 0; j++)
+				if (fs[j] == sz && !(x->sep && v->out && fin[j]))
+					f = j;
+			if (f >= 0) {
+				v->off = fo[f];
+				vin[k] = fin[f];
+				x->io_shared |= v->out && fin[f];
+				fo[f] = fo[nf - 1], fs[f] = fs[nf - 1], fin[f] = fin[nf - 1], nf--;
+			} else {
+				v->off = set, set += sz;
+			}
+			v->slot = true;
+		}
+	}
+	*cols = c;
+	return set;
+}
+
+double nx_rw_op_cycles(const rk *x, const rop *o, int *only)
+{
+	double kt = (double)x->kt, C = (double)x->C;
+	double n = x->v[o->v].kind == V_ROW ? kt * C : kt;
+	switch (o->kind) {
+	case O_ACTROW:
+		*only = 1;
+		return kt * ((C > 64 ? C : 64) + 60 + (o->acc >= 0 ? 64 : 0));
+	case O_NEG:
+		*only = 2;
+		return 124;
+	case O_ROWSC:
+	case O_TSC:
+		/* ACT takes the scalar operand as a per-partition column only */
+		*only = o->sc >= 0 || o->kind == O_TSC ? 0 : 2;
+		return o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
+	case O_RED:
+		/* a sum of f32 rows also on ACT: identity in place, the sum as
+		 * the accumulator */
+		*only = o->alu == NX_ALU_ADD && !o->combine && x->v[o->v].dt == NX_DT_F32 &&
+		                is_row(x, o->o[0]) && x->v[res(x, o->o[0])].dt == NX_DT_F32
+		            ? 0
+		            : 2;
+		return (n > 64 ? n : 64) + 60;
+	default: {
+		double nn = n * (o->no > 1 ? o->no : 1);
+		*only = o->m.op == NX_I_ACTIVATE ? 1 : (o->m.op == NX_I_TENSOR_COPY || o->m.op == NX_I_TENSOR_SCALAR) ? 0 : 2;
+		return (nn > 64 ? nn : 64) + 60;
+	}
+	}
+}
+
+/* engines by estimated busy time per tile (ns): ops that only one side can
+ * run (ACT: activates; DVE/POOL, which share the SBUF port: reductions, two-
+ * input ops) are counted first, then each flexible op goes to the side that
+ * ends up less busy; DVE/POOL ops to the less busy of the two */
+void nx_rw_assign(rk *x)
+{
+	double load[NX_ENG_COUNT] = {0}, rest_act = 0, rest_port = 0;
+	for (int q = 0; q < x->nop; q++) {
+		int only;
+		double c = nx_rw_op_cycles(x, &x->op[q], &only);
+		rest_act += only == 1 ? c / clk_act : 0;
+		rest_port += only == 2 ? c / clk_dve : 0;
+	}
+	for (int q = 0; q < x->nop; q++) {
+		rop *o = &x->op[q];
+		int only;
+		double c = nx_rw_op_cycles(x, o, &only);
+		if (only == 1) {
+			o->e = NX_ENG_ACT;
+			rest_act -= c / clk_act;
+		} else if (only == 2) {
+			rest_port -= c / clk_dve;
+			bool pool_ok = o->kind == O_RED ||
+			               (o->kind == O_FULL && o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a');
+			o->e = pool_ok && load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
+		} else {
+			double a = load[NX_ENG_ACT] + rest_act + c / clk_act;
+			double d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + rest_port + c / clk_dve;
+			o->e = a < d ? NX_ENG_ACT : NX_ENG_DVE;
+		}
+		load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : o->e == NX_ENG_POOL ? clk_pool : clk_dve);
+	}
+	x->nstage = 0;
+	memset(x->per, 0, sizeof x->per);
+	for (int q = 0; q < x->nop; q++) {
+		rop *o = &x->op[q];
+		if (x->nstage == 0 || x->seng[x->nstage - 1] != o->e) {
+			x->seng[x->nstage] = o->e;
+			x->sidx[x->nstage] = x->per[o->e]++;
+			x->nstage++;
+		}
+		o->stage = x->nstage - 1;
+	}
+}
+
+bool nx_l_row_ok(const nx_lower *L, const nx_inst *f)
+{
+	rk x;
+	if (!nx_rw_build(&x, L, f))
+		return false;
+	int64_t cols;
+	int64_t set = nx_rw_layout(&x, 1, &cols);
+	return 2 * set + cols + 64 * x.nv <= L->sbuf_half;
+}
+
+/* value k in buffer set b: rows [np, kt, C] (j >= 0: row j, [np, C]),
+ * statistics [np, kt] (j >= 0: [np, 1]); a statistic read as a row with
+ * stride 0 over C (as_row) */
+nx_ap nx_rw_vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool as_row)
+{
+	const rv *v = &x->v[k];
+	int esz = nx_dtype_bytes[v->dt];
+	int32_t st[2];
+	uint32_t c[2];
+	int64_t off;
+	if (v->kind == V_COLIN || v->kind == V_COL) {
+		off = v->off;
+		if (j >= 0) {
+			st[0] = 1, c[0] = (uint32_t)x->C;
+			return nx_ap_sbuf(v->dt, 0, (int)np, off, 1, st, c);
+		}
+		st[0] = 0, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	if (v->kind == V_SCIN) {
+		st[0] = 1, c[0] = 1;
+		return nx_ap_sbuf(v->dt, 0, (int)np, v->off, 1, st, c);
+	}
+	off = v->off + b * x->bufb;
+	bool row = v->kind == V_ROWIN || v->kind == V_ROW;
+	if (row) {
+		if (j >= 0) {
+			st[0] = 1, c[0] = (uint32_t)x->C;
+			return nx_ap_sbuf(v->dt, 0, (int)np, off + j * x->C * esz, 1, st, c);
+		}
+		st[0] = (int32_t)x->C, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	if (j >= 0) {
+		st[0] = 1, c[0] = 1;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off + j * esz, 1, st, c);
+	}
+	if (as_row) {
+		st[0] = 1, st[1] = 0, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
+	}
+	st[0] = 1, c[0] = (uint32_t)kt;
+	return nx_ap_sbuf(v->dt, 0, (int)np, off, 1, st, c);
+}
+
+void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
+{
+	nx_lower *L = x->L;
+	bool row = x->v[o->v].kind == V_ROW;
+	switch (o->kind) {
+	case O_FULL: {
+		nx_insn *in = nx_l_emit(L, o->e, o->m.op);
+		in->func = (uint8_t)o->m.func;
+		in->flags = (uint16_t)o->m.flags;
+		in->fimm[0] = o->m.imm;
+		in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+		for (int j = 0; j < o->no; j++) {
+			int s = o->o[j];
+			int sk = x->v[s].kind;
+			if (sk == V_RB)
+				in->ap[1 + j] = nx_rw_vap(x, x->v[s].a, np, kt, b, -1, true);
+			else if (sk == V_CB)
+				in->ap[1 + j] = nx_rw_vap(x, x->v[s].a, np, kt, b, -1, false);
+			else
+				in->ap[1 + j] = nx_rw_vap(x, s, np, kt, b, -1, row && (sk == V_STAT || sk == V_STATIN));
+		}
+		return;
+	}
+	case O_TSC:
+	case O_ROWSC: {
+		int nrow = o->kind == O_ROWSC ? (int)kt : 1;
+		for (int j = 0; j < nrow; j++) {
+			int jj = o->kind == O_ROWSC ? j : -1;
+			nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+			in->func = (uint8_t)o->alu;
+			in->flags = o->rev ? NX_IF_REVERSE : 0;
+			in->fimm[0] = o->imm;
+			in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, jj, false);
+			int s = o->o[0];
+			in->ap[1] = x->v[s].kind == V_CB ? nx_rw_vap(x, x->v[s].a, np, kt, b, jj, false) : nx_rw_vap(x, s, np, kt, b, jj, false);
+			if (o->sc >= 0)
+				in->ap[2] = nx_rw_vap(x, o->sc, np, kt, b, o->kind == O_ROWSC ? j : 0, false);
+		}
+		return;
+	}
+	case O_NEG: {
+		/* t = statistic * imm (-1: the bias of f(x - s)) */
+		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+		in->func = NX_ALU_MUL;
+		in->fimm[0] = o->imm == 1.0f ? 1.0f : -1.0f;
+		in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+		in->ap[1] = nx_rw_vap(x, o->sc, np, kt, b, -1, false);
+		return;
+	}
+	case O_RED: {
+		if (o->e == NX_ENG_ACT) {
+			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);
+			z->fimm[0] = 0.0f;
+			z->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+			for (int j = 0; j < kt; j++) {
+				nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+				in->func = NX_ACT_IDENTITY;
+				in->fimm[0] = 1.0f;
+				in->ap[0] = nx_rw_vap(x, o->o[0], np, kt, b, j, false);
+				in->ap[1] = nx_rw_vap(x, o->o[0], np, kt, b, j, false);
+				in->ap[3] = nx_rw_vap(x, o->v, np, kt, b, j, false);
+			}
+			return;
+		}
+		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_REDUCE);
+		in->func = (uint8_t)o->alu;
+		in->iarg[0] = 1;
+		in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+		in->ap[1] = nx_rw_vap(x, o->o[0], np, kt, b, -1, false);
+		if (o->combine) {
+			nx_insn *c = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
+			c->func = (uint8_t)o->alu;
+			c->fimm[0] = o->init;
+			c->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+			c->ap[1] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
+		}
+		return;
+	}
+	case O_ACTROW: {
+		if (o->acc >= 0) {
+			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);
+			z->fimm[0] = 0.0f;
+			z->ap[0] = nx_rw_vap(x, o->acc, np, kt, b, -1, false);
+		}
+		for (int j = 0; j < kt; j++) {
+			nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+			in->func = (uint8_t)o->m.func;
+			in->fimm[0] = o->m.imm;
+			in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, j, false);
+			in->ap[1] = nx_rw_vap(x, o->o[0], np, kt, b, j, false);
+			if (o->sc >= 0)
+				in->ap[2] = nx_rw_vap(x, o->sc, np, kt, b, j, false);
+			if (o->acc >= 0)
+				in->ap[3] = nx_rw_vap(x, o->acc, np, kt, b, j, false);
+		}
+		return;
+	}
+	default:
+		NX_ASSERT(0);
+	}
+}
+

@@ -1,0 +1,106 @@
+/* backend/kernels/row_loop.h — the row kernel's state, shared by its two
+ * halves: row_body.c (what one tile computes: the body's values and
+ * instructions, their SBUF slots and engines) and row_loop.c (the tiles:
+ * loads, stages, stores, their queues, waits and order, the tile size).
+ * Private to backend/kernels/row_*.c. docs/lowering.md, "Row kernels". */
+#ifndef NX_ROW_LOOP_H
+#define NX_ROW_LOOP_H
+
+#include "backend/lower.h"
+
+#define RW_MAX 64  /* body instructions */
+#define RW_IO 16   /* row/stat inputs + outputs */
+
+enum {
+	V_ROWIN, V_STATIN, V_COLIN, V_SCIN, V_CONST, /* inputs */
+	V_SBC, V_RB, V_CB, V_ALIAS,                  /* views */
+	V_ROW, V_STAT, V_COL,                        /* computed (V_COL: a converted column, once) */
+};
+enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG };
+
+typedef struct rv {
+	const nx_inst *i;
+	int kind, a;    /* a: source value (views), -1 */
+	nx_dtype dt;
+	int pn;         /* parameter number */
+	float imm;      /* constant value */
+	int64_t off;    /* slot in a buffer set (rows, stats) or absolute (columns) */
+	bool slot, out;
+	int users;
+} rv;
+
+typedef struct rop {
+	int kind, v;   /* value written */
+	int o[3], no;  /* operands (values) */
+	nx_lemap m;
+	int alu;       /* O_ROWSC/O_TSC/O_RED: ALU op */
+	bool rev;      /* O_ROWSC/O_TSC: scalar op src */
+	int sc;        /* O_ROWSC/O_TSC/O_ACTROW: the scalar operand (value), or -1 for imm */
+	float imm;
+	int acc;       /* O_ACTROW: accumulator stat value, -1 */
+	float init;    /* O_RED: init combined when not neutral */
+	bool combine;
+	nx_engine e;
+	int stage;
+} rop;
+
+#define RW_ND 8 /* buffer sets at most */
+#define RW_NB 32 /* tiles per loop body at most */
+
+/* the kernel: its body (row_body.c) and its tiles (row_loop.c) */
+typedef struct rk {
+	nx_lower *L;
+	int nv, nop;
+	rv v[RW_MAX];
+	rop op[RW_MAX * 2];
+	int64_t R, C, kt, bufb, step;
+	int nd, nb; /* buffer sets; tiles per loop body (a multiple of nd) */
+	int nstage;
+	nx_engine seng[RW_MAX * 2];
+	int sidx[RW_MAX * 2], per[NX_ENG_COUNT];
+	int idx[RW_NB][RW_MAX * 2]; /* signal of stage s of body tile b among its engine's in the body */
+	int64_t loop_tiles;     /* tiles done by the loop (tails number on from here) */
+	int64_t ntile;          /* tiles in all */
+	bool ht;                /* small first and last transfers (body_kl, body_ks) */
+	bool sep, io_shared;    /* layout: outputs kept off input slots / an output on one */
+	int order[RW_NB * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
+	nx_lsync tail_last[RW_NB + 2], tail_st[RW_NB + 2];
+	int ld[RW_IO], nld, outs[RW_IO], nout;
+	nx_lval *const *ext;
+	nx_lval *out[RW_IO];
+	/* DMAs: SP issues every load and store over all 16 queues, each piece
+	 * of a transfer on the least busy queue so far (estimated); kl / ks
+	 * pieces per input / output of a tile */
+	int kl, ks, lv;
+	double qload[NX_LQ];         /* estimated busy time per queue (the body's, then the tails') */
+	bool rr;                     /* pieces in rotation (rot: the next queue) instead */
+	int rot;
+	int8_t qmap[RW_NB][2][NX_LQ]; /* body tile b's loads (0) / stores (1): piece k's queue */
+	int qpos[RW_NB][2][NX_LQ];   /* and the count on queue q after its last piece there (0: none) */
+	int qcnt[NX_LQ], qreg[NX_LQ]; /* transfers per queue per body; the register advancing by it */
+	int64_t base_q[NX_LQ], base_e[NX_ENG_COUNT];
+	nx_lsync loads, stores, comp;
+	nx_lsync colw;             /* the columns loaded (and converted) */
+	bool cwait[NX_ENG_COUNT];  /* engine e waited for colw */
+} rk;
+
+/* engine clocks (GHz) of the estimates */
+static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4;
+
+/* row_body.c: classifies fusion f's body into x (false: outside the
+ * subset) */
+bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f);
+/* the slots of a buffer set for kt rows per partition (its bytes per
+ * partition; *cols: the columns' bytes, once) */
+int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols);
+/* estimated cycles of op o for a tile of x->kt rows; *only: 1 ACT only, 2
+ * DVE/POOL only, 0 either */
+double nx_rw_op_cycles(const rk *x, const rop *o, int *only);
+/* engines and stages of the ops */
+void nx_rw_assign(rk *x);
+/* value k in buffer set b (rows: [np, kt, C], or row j; statistics) */
+nx_ap nx_rw_vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool as_row);
+/* op o for a tile of np partitions and kt rows in buffer set b */
+void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b);
+
+#endif

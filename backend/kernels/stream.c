@@ -15,7 +15,8 @@
  * engine to be done with tile i-ND (the input buffers), POOL for the
  * compute engine. Elementwise: R = 1, the engine instruction of the op
  * (nx_l_elem_map). Reduction: DVE tensor_reduce over R into fp32 partials,
- * then the init value combined and the cast (as nx_l_reduce). */
+ * then the init value combined and the cast (as nx_l_reduce). Also the
+ * column reduce (reduced axes leading), below. */
 #include "backend/lower.h"
 
 #include <string.h>

@@ -324,12 +324,24 @@ enum { NCB = 4, NCQ = 8, CR_MAX_TILES = 512 };
 
 static int64_t col_width(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t C)
 {
-	int64_t per = NCB * nx_dtype_bytes[in] + 4 + nx_dtype_bytes[out];
+	int64_t per = NCB * nx_dtype_bytes[in] + 4 + nx_dtype_bytes[out] + 4;
 	int64_t cw = (L->sbuf_half - 64 * (NCB + 3)) / per;
 	if (cw > 2048)
 		cw = 2048;
 	cw &= ~(int64_t)15;
 	return cw < C ? cw : C;
+}
+
+/* rows per partition in a full tile: 1, or for narrow C enough for
+ * >= 2 KiB contiguous per partition (bounded by R / 128 and the buffers) */
+static int64_t col_rows(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R, int64_t C)
+{
+	int64_t cmax = col_width(L, in, out, INT64_MAX / 16), k = 2048 / (C * nx_dtype_bytes[in]);
+	if (k > R / 128)
+		k = R / 128;
+	if (k > cmax / C)
+		k = cmax / C;
+	return k < 1 ? 1 : k;
 }
 
 bool nx_l_colreduce_ok(const nx_lower *L, const nx_inst *i, nx_dtype in, nx_dtype out, int64_t R, int64_t C)
@@ -354,13 +366,18 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 		return nx_l_err(L, "reduce computation is not a single add/multiply/max/min");
 	int esz = nx_dtype_bytes[x->dt], osz = nx_dtype_bytes[out->dt];
 	int64_t cw = col_width(L, x->dt, out->dt, C);
-	int64_t o_in = 0, o_acc = NCB * al64(cw * esz), o_out = o_acc + al64(cw * 4), o_init = o_out + al64(cw * osz);
+	/* narrow C: k consecutive rows per partition (k*C contiguous elements,
+	 * >= 2 KiB where R allows); the k column groups are added at the end */
+	int64_t k = col_rows(L, x->dt, out->dt, R, C), wk = k > 1 ? k * C : cw;
+	int64_t nfull = R / (128 * k), rest = R - nfull * 128 * k;
+	int64_t o_in = 0, o_acc = NCB * al64(wk * esz), o_out = o_acc + al64(wk * 4), o_part = o_out + al64(cw * osz);
+	int64_t o_init = o_part + al64(cw * 4);
 	int64_t base;
 	int h;
 	nx_status rc = nx_l_sbuf_begin(L, o_init + 64, &base, &h);
 	if (rc)
 		return rc;
-	int64_t P = R < 128 ? R : 128, nrb = (R + 127) / 128, ncc = (C + cw - 1) / cw;
+	int64_t P = R < 128 ? R : 128, nrb = nfull + (rest + 127) / 128, ncc = (C + cw - 1) / cw;
 	int q[NCQ];
 	for (int k = 0; k < NCQ; k++)
 		q[k] = nx_l_queue(L, NX_ENG_SP);
@@ -368,8 +385,8 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	nx_l_plan_kernel(L, "column-reduce");
 	nx_l_plan(L, "shape", "%lld rows of %lld columns -> %lld (%s)", (long long)R, (long long)C, (long long)C,
 	          nx_alu_names[alu]);
-	nx_l_plan(L, "tiling", "[%lld rows, %lld columns] per tile; %lld row tiles x %lld column chunks", (long long)P,
-	          (long long)cw, (long long)nrb, (long long)ncc);
+	nx_l_plan(L, "tiling", "[%lld rows, %lld columns] per tile, %lld rows per partition; %lld row tiles x %lld column chunks",
+	          (long long)P, (long long)cw, (long long)k, (long long)nrb, (long long)ncc);
 	nx_l_plan(L, "loops", "none (%lld tiles unrolled, %d buffers)", (long long)(nrb * ncc), (int)NCB);
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), tensor_tensor dve, partition_all_reduce pool, store pool q%d",
 	          q[0], (int)NCQ, qs);
@@ -394,30 +411,33 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	int64_t t = 0;
 	for (int64_t cc = 0; cc < ncc; cc++) {
 		int64_t c0 = cc * cw, w = C - c0 < cw ? C - c0 : cw;
-		uint32_t cn[1] = {(uint32_t)w};
-		nx_ap acc = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_acc, 1, s1, cn);
+		uint32_t cn[1] = {(uint32_t)w}, ck[1] = {(uint32_t)(k * w)};
+		nx_ap acc = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_acc, 1, s1, ck);
 		/* the accumulator is free once POOL reduced the previous chunk */
 		nx_l_wait(L, NX_ENG_DVE, &pool);
 		for (int64_t rb = 0; rb < nrb; rb++, t++) {
 			int b = (int)(t % NCB);
-			int64_t r0 = rb * 128, np = R - r0 < 128 ? R - r0 : 128;
-			int64_t ib = base + o_in + b * al64(cw * esz);
+			/* full tiles of k rows per partition, then the rest one row each */
+			int64_t kk = rb < nfull ? k : 1, r0 = rb < nfull ? rb * 128 * k : nfull * 128 * k + (rb - nfull) * 128;
+			int64_t np = R - r0 < 128 * kk ? (R - r0) / kk : 128;
+			uint32_t cl[1] = {(uint32_t)(kk * w)};
+			int64_t ib = base + o_in + b * al64(wk * esz);
 			nx_l_wait(L, NX_ENG_SP, &comp[b]); /* the adds done with this buffer */
 			nx_lsync ld;
 			memset(&ld, 0, sizeof ld);
 			int kq = np < NCQ ? (int)np : NCQ;
 			for (int pc = 0; pc < kq; pc++) {
 				int64_t p0 = np * pc / kq, p1 = np * (pc + 1) / kq;
-				nx_ap hb = nx_ap_hbm(x->dt, x->buf->off + ((r0 + p0) * C + c0) * esz, (int)(p1 - p0), C, 1, s1, cn);
-				nx_ap sb = nx_ap_sbuf(x->dt, (int)p0, (int)(p1 - p0), ib, 1, s1, cn);
+				nx_ap hb = nx_ap_hbm(x->dt, x->buf->off + ((r0 + p0 * kk) * C + c0) * esz, (int)(p1 - p0), kk * C, 1,
+				                     s1, cl);
+				nx_ap sb = nx_ap_sbuf(x->dt, (int)p0, (int)(p1 - p0), ib, 1, s1, cl);
 				nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, q[(t * kq + pc) % NCQ], sb, hb);
 				nx_l_max(&ld, &y);
 			}
 			nx_l_max(&loads, &ld);
 			nx_l_wait(L, NX_ENG_DVE, &ld);
-			nx_ap in = nx_ap_sbuf(x->dt, 0, (int)np, ib, 1, s1, cn);
-			nx_ap a = acc;
-			a.part_count = (int)np;
+			nx_ap in = nx_ap_sbuf(x->dt, 0, (int)np, ib, 1, s1, cl);
+			nx_ap a = nx_ap_sbuf(NX_DT_F32, 0, (int)np, base + o_acc, 1, s1, cl);
 			if (rb == 0) {
 				nx_insn *c = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_COPY);
 				c->ap[0] = a;
@@ -441,8 +461,17 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 			pr->ap[0] = acc;
 			pr->ap[1] = acc;
 		}
-		nx_ap a0 = acc;
-		a0.part_count = 1;
+		nx_ap a0 = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_acc, 1, s1, cn);
+		if (k > 1) { /* the k column groups of partition 0 */
+			int32_t sk[2] = {1, (int32_t)C};
+			uint32_t cg[2] = {(uint32_t)C, (uint32_t)k};
+			a0 = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_part, 1, s1, cn);
+			nx_insn *r = nx_l_emit(L, NX_ENG_POOL, NX_I_TENSOR_REDUCE);
+			r->func = (uint8_t)alu;
+			r->iarg[0] = 1;
+			r->ap[0] = a0;
+			r->ap[1] = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_acc, 2, sk, cg);
+		}
 		nx_ap o = nx_ap_sbuf(out->dt, 0, 1, base + o_out, 1, s1, cn);
 		nx_insn *c = nx_l_emit(L, NX_ENG_POOL, NX_I_TENSOR_TENSOR);
 		c->func = (uint8_t)alu;

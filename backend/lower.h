@@ -335,6 +335,11 @@ int nx_l_reduce_alu(const nx_inst *i);
 nx_status nx_l_elementwise_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out);
 nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t O, int64_t R);
 bool nx_l_reduce_row_fits(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R);
+/* kernels/stream.c: [R, C] reduced over its rows (the reduced axes leading):
+ * row tiles accumulated on DVE, one partition_all_reduce per column chunk.
+ * nx_l_colreduce_ok: float data, R >= 128, the unrolled tiles capped. */
+bool nx_l_colreduce_ok(const nx_lower *L, const nx_inst *i, nx_dtype in, nx_dtype out, int64_t R, int64_t C);
+nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t R, int64_t C);
 
 /* kernels/fused_loop.c: a fusion of elementwise ops (parameters, one-
  * instruction ops, same-type reshapes/converts, all of one element count)

@@ -514,6 +514,16 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	int64_t O = 1, R = 1;
 	for (int k = 0; k < xs->rank; k++)
 		*(red[k] ? &R : &O) *= xs->dims[k];
+	/* the reduced axes leading (a column sum): row tiles, no transpose */
+	bool lead = true;
+	for (int k = 0, seen = 0; k < xs->rank; k++) {
+		if (!red[k])
+			seen = 1;
+		else if (seen && xs->dims[k] > 1)
+			lead = false;
+	}
+	if (lead && O > 1 && nx_l_colreduce_ok(L, i, x->dt, out->dt, R, O))
+		return nx_l_colreduce(L, i, ops, out, R, O);
 	int esz = nx_dtype_bytes[x->dt];
 	/* the same layout nx_l_reduce uses for its partitions */
 	int64_t P = O == 1 ? 1 : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P;

@@ -15,7 +15,8 @@
  * engine to be done with tile i-ND (the input buffers), POOL for the
  * compute engine. Elementwise: R = 1, the engine instruction of the op
  * (nx_l_elem_map). Reduction: DVE tensor_reduce over R into fp32 partials,
- * then the init value combined and the cast (as nx_l_reduce). */
+ * then the init value combined and the cast (as nx_l_reduce). Also the
+ * column reduce (reduced axes leading), below. */
 #include "backend/lower.h"
 
 #include <string.h>
@@ -308,4 +309,188 @@ nx_status nx_l_reduce_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	if (O == 0)
 		return NX_OK;
 	return stream(&x, O);
+}
+
+/* ---------------------------------------------------------- column reduce
+ * [R rows, C columns] (row-major, the reduced axes leading) reduced over the
+ * rows: rows on partitions, one contiguous [np <= 128 rows, cw columns]
+ * tile per DMA (>= 2 KiB per partition where C allows, cut over the SP
+ * queues), accumulated elementwise on DVE into an fp32 [128, cw] tile
+ * (NCB buffers rotate so loads run ahead of the adds), then one POOL
+ * partition_all_reduce per column chunk, the init value and the cast on
+ * POOL, one store. The tiles are emitted unrolled (nx_l_colreduce_ok caps
+ * their count). */
+enum { NCB = 4, NCQ = 8, CR_MAX_TILES = 512 };
+
+static int64_t col_width(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t C)
+{
+	int64_t per = NCB * nx_dtype_bytes[in] + 4 + nx_dtype_bytes[out] + 4;
+	int64_t cw = (L->sbuf_half - 64 * (NCB + 3)) / per;
+	if (cw > 2048)
+		cw = 2048;
+	cw &= ~(int64_t)15;
+	return cw < C ? cw : C;
+}
+
+/* rows per partition in a full tile: 1, or for narrow C enough for
+ * >= 2 KiB contiguous per partition (bounded by R / 128 and the buffers) */
+static int64_t col_rows(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R, int64_t C)
+{
+	int64_t cmax = col_width(L, in, out, INT64_MAX / 16), k = 2048 / (C * nx_dtype_bytes[in]);
+	if (k > R / 128)
+		k = R / 128;
+	if (k > cmax / C)
+		k = cmax / C;
+	return k < 1 ? 1 : k;
+}
+
+bool nx_l_colreduce_ok(const nx_lower *L, const nx_inst *i, nx_dtype in, nx_dtype out, int64_t R, int64_t C)
+{
+	int alu = nx_l_reduce_alu(i);
+	if (i->noperands != 2 || R < 128 || C < 16 || alu < 0 || nx_alu_kinds[alu] == 'i')
+		return false;
+	if (in != NX_DT_F32 && in != NX_DT_BF16 && in != NX_DT_F16)
+		return false;
+	int64_t cw = col_width(L, in, out, C);
+	if (cw < 16)
+		return false;
+	int64_t tiles = (R + 127) / 128 * ((C + cw - 1) / cw);
+	return tiles <= CR_MAX_TILES;
+}
+
+nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lval *out, int64_t R, int64_t C)
+{
+	nx_lval *x = ops[0], *init = ops[1];
+	int alu = nx_l_reduce_alu(i);
+	if (alu < 0)
+		return nx_l_err(L, "reduce computation is not a single add/multiply/max/min");
+	int esz = nx_dtype_bytes[x->dt], osz = nx_dtype_bytes[out->dt];
+	int64_t cw = col_width(L, x->dt, out->dt, C);
+	/* narrow C: k consecutive rows per partition (k*C contiguous elements,
+	 * >= 2 KiB where R allows); the k column groups are added at the end */
+	int64_t k = col_rows(L, x->dt, out->dt, R, C), wk = k > 1 ? k * C : cw;
+	int64_t nfull = R / (128 * k), rest = R - nfull * 128 * k;
+	int64_t o_in = 0, o_acc = NCB * al64(wk * esz), o_out = o_acc + al64(wk * 4), o_part = o_out + al64(cw * osz);
+	int64_t o_init = o_part + al64(cw * 4);
+	int64_t base;
+	int h;
+	nx_status rc = nx_l_sbuf_begin(L, o_init + 64, &base, &h);
+	if (rc)
+		return rc;
+	int64_t P = R < 128 ? R : 128, nrb = nfull + (rest + 127) / 128, ncc = (C + cw - 1) / cw;
+	int q[NCQ];
+	for (int k = 0; k < NCQ; k++)
+		q[k] = nx_l_queue(L, NX_ENG_SP);
+	int qs = nx_l_queue(L, NX_ENG_POOL);
+	nx_l_plan_kernel(L, "column-reduce");
+	nx_l_plan(L, "shape", "%lld rows of %lld columns -> %lld (%s)", (long long)R, (long long)C, (long long)C,
+	          nx_alu_names[alu]);
+	nx_l_plan(L, "tiling", "[%lld rows, %lld columns] per tile, %lld rows per partition; %lld row tiles x %lld column chunks",
+	          (long long)P, (long long)cw, (long long)k, (long long)nrb, (long long)ncc);
+	nx_l_plan(L, "loops", "none (%lld tiles unrolled, %d buffers)", (long long)(nrb * ncc), (int)NCB);
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), tensor_tensor dve, partition_all_reduce pool, store pool q%d",
+	          q[0], (int)NCQ, qs);
+	nx_l_plan(L, "resident", "none");
+	nx_engine engs[3] = {NX_ENG_SP, NX_ENG_DVE, NX_ENG_POOL};
+	for (int k = 0; k < 3; k++)
+		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_SP, &x->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &init->buf->written);
+	nx_l_wait(L, NX_ENG_POOL, &out->buf->war);
+	int32_t s1[1] = {1}, s0[1] = {0};
+	uint32_t c1[1] = {1};
+	nx_lsync loads, stores, comp[NCB], pool;
+	memset(&loads, 0, sizeof loads);
+	memset(&stores, 0, sizeof stores);
+	memset(comp, 0, sizeof comp);
+	memset(&pool, 0, sizeof pool);
+	nx_lsync iy = nx_l_dma_q(L, NX_ENG_SP, q[0], nx_ap_sbuf(init->dt, 0, 1, base + o_init, 1, s1, c1),
+	                         nx_ap_hbm(init->dt, init->buf->off, 1, 0, 1, s1, c1));
+	nx_l_max(&loads, &iy);
+	nx_l_wait(L, NX_ENG_POOL, &iy);
+	int64_t t = 0;
+	for (int64_t cc = 0; cc < ncc; cc++) {
+		int64_t c0 = cc * cw, w = C - c0 < cw ? C - c0 : cw;
+		uint32_t cn[1] = {(uint32_t)w}, ck[1] = {(uint32_t)(k * w)};
+		nx_ap acc = nx_ap_sbuf(NX_DT_F32, 0, (int)P, base + o_acc, 1, s1, ck);
+		/* the accumulator is free once POOL reduced the previous chunk */
+		nx_l_wait(L, NX_ENG_DVE, &pool);
+		for (int64_t rb = 0; rb < nrb; rb++, t++) {
+			int b = (int)(t % NCB);
+			/* full tiles of k rows per partition, then the rest one row each */
+			int64_t kk = rb < nfull ? k : 1, r0 = rb < nfull ? rb * 128 * k : nfull * 128 * k + (rb - nfull) * 128;
+			int64_t np = R - r0 < 128 * kk ? (R - r0) / kk : 128;
+			uint32_t cl[1] = {(uint32_t)(kk * w)};
+			int64_t ib = base + o_in + b * al64(wk * esz);
+			nx_l_wait(L, NX_ENG_SP, &comp[b]); /* the adds done with this buffer */
+			nx_lsync ld;
+			memset(&ld, 0, sizeof ld);
+			int kq = np < NCQ ? (int)np : NCQ;
+			for (int pc = 0; pc < kq; pc++) {
+				int64_t p0 = np * pc / kq, p1 = np * (pc + 1) / kq;
+				nx_ap hb = nx_ap_hbm(x->dt, x->buf->off + ((r0 + p0 * kk) * C + c0) * esz, (int)(p1 - p0), kk * C, 1,
+				                     s1, cl);
+				nx_ap sb = nx_ap_sbuf(x->dt, (int)p0, (int)(p1 - p0), ib, 1, s1, cl);
+				nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, q[(t * kq + pc) % NCQ], sb, hb);
+				nx_l_max(&ld, &y);
+			}
+			nx_l_max(&loads, &ld);
+			nx_l_wait(L, NX_ENG_DVE, &ld);
+			nx_ap in = nx_ap_sbuf(x->dt, 0, (int)np, ib, 1, s1, cl);
+			nx_ap a = nx_ap_sbuf(NX_DT_F32, 0, (int)np, base + o_acc, 1, s1, cl);
+			if (rb == 0) {
+				nx_insn *c = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_COPY);
+				c->ap[0] = a;
+				c->ap[1] = in;
+			} else {
+				nx_insn *c = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_TENSOR);
+				c->func = (uint8_t)alu;
+				c->ap[0] = a;
+				c->ap[1] = a;
+				c->ap[2] = in;
+			}
+			comp[b] = nx_l_signal(L, NX_ENG_DVE);
+		}
+		/* POOL: across the partitions, the init value, the cast, the store */
+		nx_lsync dv = nx_l_signal(L, NX_ENG_DVE);
+		nx_l_wait(L, NX_ENG_POOL, &dv);
+		nx_l_wait(L, NX_ENG_POOL, &stores); /* the out tile's previous store */
+		if (P > 1) {
+			nx_insn *pr = nx_l_emit(L, NX_ENG_POOL, NX_I_PARTITION_REDUCE);
+			pr->func = (uint8_t)alu;
+			pr->ap[0] = acc;
+			pr->ap[1] = acc;
+		}
+		nx_ap a0 = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_acc, 1, s1, cn);
+		if (k > 1) { /* the k column groups of partition 0 */
+			int32_t sk[2] = {1, (int32_t)C};
+			uint32_t cg[2] = {(uint32_t)C, (uint32_t)k};
+			a0 = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_part, 1, s1, cn);
+			nx_insn *r = nx_l_emit(L, NX_ENG_POOL, NX_I_TENSOR_REDUCE);
+			r->func = (uint8_t)alu;
+			r->iarg[0] = 1;
+			r->ap[0] = a0;
+			r->ap[1] = nx_ap_sbuf(NX_DT_F32, 0, 1, base + o_acc, 2, sk, cg);
+		}
+		nx_ap o = nx_ap_sbuf(out->dt, 0, 1, base + o_out, 1, s1, cn);
+		nx_insn *c = nx_l_emit(L, NX_ENG_POOL, NX_I_TENSOR_TENSOR);
+		c->func = (uint8_t)alu;
+		c->ap[0] = o;
+		c->ap[1] = a0;
+		c->ap[2] = nx_ap_sbuf(init->dt, 0, 1, base + o_init, 1, s0, cn);
+		pool = nx_l_signal(L, NX_ENG_POOL);
+		nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, qs, nx_ap_hbm(out->dt, out->buf->off + c0 * osz, 1, w, 1, s1, cn), o);
+		nx_l_max(&stores, &y);
+	}
+	nx_l_max(&x->buf->war, &loads);
+	nx_l_max(&init->buf->war, &loads);
+	nx_l_max(&out->buf->written, &stores);
+	nx_l_max(&out->buf->war, &stores);
+	nx_lsync done = stores;
+	nx_l_max(&done, &loads);
+	nx_l_max(&done, &pool);
+	for (int b = 0; b < NCB; b++)
+		nx_l_max(&done, &comp[b]);
+	nx_l_sbuf_end(L, h, &done);
+	return NX_OK;
 }

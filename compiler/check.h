@@ -42,7 +42,7 @@ int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const
 typedef struct nx_check_cancel {
 	const nx_literal *abssum; /* per element of the output; NULL: no second bound */
 	int64_t nterms;           /* terms per element of the sum */
-	const char *op;           /* "reduce" or "dot", for the message */
+	const char *op;           /* "reduce", "dot" or "scatter", for the message */
 } nx_check_cancel;
 
 /* nx_check_compare with cancel[k] (cancel may be NULL, and cancel[k].abssum
@@ -54,8 +54,8 @@ int nx_check_compare_cancel(FILE *out, const nx_literal *const *refs, nx_literal
  * nx_check_compare's through[k]: NX_F32 for the output's own type). */
 bool nx_check_output_fails(const nx_literal *ref, const nx_literal *got, int64_t Lr, nx_type through);
 
-/* compiler/check_cancel.c. The reduce with an add reducer (one operand) or
- * the dot whose value i is, through shape-only ops (convert from a float,
+/* compiler/check_cancel.c. The reduce with an add reducer (one operand), the
+ * dot, or the scatter with an add combiner (one operand) whose value i is, through shape-only ops (convert from a float,
  * reshape, bitcast, copy, transpose, broadcast, slice, get-tuple-element of a
  * tuple, identity custom calls); *nterms: the terms of each of its sums.
  * NULL when i is not such a value. */
@@ -67,5 +67,18 @@ const nx_inst *nx_check_output_sum(const nx_module *m, int leaf, int64_t *nterms
  * takes the absolute values of its operands. out[r]: replica r's literal, in a. */
 nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo, nx_literal *const *const *args,
                             nx_arena *a, nx_literal **out, nx_diag *d);
+
+/* Relative L2 error ||got - ref|| / ||scale|| (scale NULL: ||ref||; sqrt of
+ * the squared error when that norm is 0); 0 when every non-finite value
+ * matches, infinity when one does not. */
+double nx_check_rel_l2(const nx_literal *ref, const nx_literal *got, const nx_literal *scale);
+
+/* --auto-cast: the bound on an output's relative L2 error against the f32
+ * original, 32 unit roundoffs of the auto-cast type (type: the
+ * --auto-cast-type name; NULL: bf16) and never below 2^-5. An output that
+ * exceeds it and is a sum is measured against sum |terms| instead (the
+ * scale of nx_check_rel_l2 from nx_check_abs_sums of the original module;
+ * docs/numerics.md "Sums against the original"). */
+double nx_check_autocast_bound(const char *type);
 
 #endif

@@ -1,13 +1,15 @@
-/* compiler/check_cancel.c — nxcc check's cancellation-aware bound: for an
+/* compiler/check_cancel.c — nxcc check's cancellation-aware bounds: for an
  * output that fails the normal tolerance and is a sum (a reduce with an add
- * reducer, or a dot) seen through shape-only ops, sum |terms| per element
- * from the evaluator, to bound the rounding of any summation order
- * (docs/numerics.md "Check tolerances"). */
+ * reducer, a dot, or a scatter that adds) seen through shape-only ops, sum
+ * |terms| per element from the evaluator, to bound the rounding of any
+ * summation order, and with --auto-cast the error of the narrow-type
+ * program against the f32 original (docs/numerics.md "Check tolerances"). */
 #include "compiler/check.h"
 
 #include "ir/eval/eval.h"
 #include "ir/map.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,24 @@ const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
 			for (int j = 0; j < i->a.dimensions.n; j++)
 				*nterms *= i->operands[0]->shape->dims[i->a.dimensions.v[j]];
 			return i;
+		case NX_OP_SCATTER: {
+			/* operand + the updates that land on each element: at most
+			 * every scatter index, plus the operand's own value */
+			if (i->noperands != 3 || i->ncalled != 1 || !is_add_reducer(i->called[0]) ||
+			    !nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type))
+				return NULL;
+			const nx_shape *u = i->operands[2]->shape;
+			*nterms = 1;
+			for (int d = 0; d < u->rank; d++) {
+				bool window = false;
+				for (int j = 0; j < i->a.scatter.update_window_dims.n; j++)
+					window |= i->a.scatter.update_window_dims.v[j] == d;
+				if (!window)
+					*nterms *= u->dims[d];
+			}
+			*nterms += 1;
+			return i;
+		}
 		case NX_OP_DOT:
 			if (i->noperands != 2 || !nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type))
 				return NULL;
@@ -132,7 +152,8 @@ static bool abs_module(nx_module *m, int leaf)
 		return false;
 	int before = e->ninsts;
 	for (int j = 0; j < s->noperands; j++)
-		s->operands[j] = new_abs(m, e, s->operands[j]);
+		if (!(s->op == NX_OP_SCATTER && j == 1)) /* not a scatter's indices */
+			s->operands[j] = new_abs(m, e, s->operands[j]);
 	/* the new abs instructions (appended) go just before the sum */
 	int nnew = e->ninsts - before;
 	nx_inst **order = malloc(sizeof *order * (size_t)e->ninsts);
@@ -185,4 +206,19 @@ nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo
 		st = nx_eval_module(c, eo, c->entry->nparams, args, a, out, d);
 	nx_module_free(c);
 	return st;
+}
+
+double nx_check_rel_l2(const nx_literal *ref, const nx_literal *got, const nx_literal *scale)
+{
+	int64_t ne = nx_shape_elems(ref->shape);
+	double num = 0, den = 0;
+	for (int64_t i = 0; i < ne; i++) {
+		double x = nx_lit_get_f64(ref, i), y = nx_lit_get_f64(got, i);
+		if (!isfinite(x) || !isfinite(y))
+			return x == y || (isnan(x) && isnan(y)) ? 0 : INFINITY;
+		double z = scale ? nx_lit_get_f64(scale, i) : x;
+		num += (x - y) * (x - y);
+		den += z * z;
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
 }

@@ -8,7 +8,10 @@
  *            clamp, tanh, logistic) compute in the narrow type; data movement
  *            (broadcast, reshape, transpose, slice, concatenate, copy) follows
  *            its operand. Precision-sensitive ops stay f32: exp, log, divide,
- *            sqrt, rsqrt, power, erf, reductions, compare, and everything else.
+ *            sqrt, rsqrt, power, erf, reductions, compare, and everything else,
+ *            and so does whatever feeds a decision (compare, float-to-integer
+ *            convert, floor, ceil, round, sign, sort) through elementwise
+ *            and data-movement ops (a dropout mask's uniform, an index).
  *            fp8 and tf32 cast only matmul inputs even in `all`.
  * Parameters and the root keep their types: converts are inserted. */
 #include "passes/pass.h"
@@ -32,6 +35,44 @@ static bool movement(nx_opcode op)
 {
 	return op == NX_OP_BROADCAST || op == NX_OP_RESHAPE || op == NX_OP_TRANSPOSE ||
 	       op == NX_OP_SLICE || op == NX_OP_CONCATENATE || op == NX_OP_COPY;
+}
+
+/* An op whose result is a discrete function of its float operands: which
+ * side of a threshold, which integer, which order. */
+static bool decides(const nx_inst *x)
+{
+	switch (x->op) {
+	case NX_OP_COMPARE: case NX_OP_FLOOR: case NX_OP_CEIL: case NX_OP_ROUND_NEAREST_AFZ:
+	case NX_OP_ROUND_NEAREST_EVEN: case NX_OP_SIGN: case NX_OP_SORT:
+		return true;
+	case NX_OP_CONVERT:
+		return nx_shape_is_array(x->shape) && !nx_type_is_float(x->shape->type);
+	default:
+		return false;
+	}
+}
+
+/* keep[i]: old[i] feeds a decision (decides()) through elementwise and
+ * data-movement ops only, so `all` leaves it f32: narrowing it would change
+ * the decision (a dropout mask bit, an index), not round a value. */
+static bool *decision_cones(nx_inst **old, int n, const nx_comp *c)
+{
+	bool *keep = calloc((size_t)n + 1, sizeof(bool));
+	NX_ASSERT(keep);
+	for (int i = n - 1; i >= 0; i--) {
+		const nx_inst *x = old[i];
+		bool through = keep[i] && ((nx_opcode_flags(x->op) & NX_OPF_ELEMENTWISE) || movement(x->op));
+		if (!decides(x) && !through)
+			continue;
+		for (int k = 0; k < x->noperands; k++) {
+			const nx_inst *o = x->operands[k];
+			intptr_t p = (intptr_t)o->aux;
+			if (o->parent == c && p >= 0 && p < n && old[p] == o && nx_shape_is_array(o->shape) &&
+			    nx_type_is_float(o->shape->type))
+				keep[p] = true;
+		}
+	}
+	return keep;
 }
 
 typedef struct {
@@ -91,6 +132,7 @@ nx_status nx_pass_autocast(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 	memcpy(old, c->insts, sizeof(nx_inst *) * (size_t)n);
 	for (int i = 0; i < n; i++)
 		old[i]->aux = (void *)(intptr_t)i;
+	bool *keep = all ? decision_cones(old, n, c) : NULL;
 	bool any = false;
 #define POS(x) ((x)->parent == c && (intptr_t)(x)->aux < n && old[(intptr_t)(x)->aux] == (x) ? (int)(intptr_t)(x)->aux : -1)
 	for (int i = 0; i < n; i++) {
@@ -115,7 +157,7 @@ nx_status nx_pass_autocast(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 			x->operands = ops;
 			nx_pass_log(ctx, 2, "autocast: %s inputs to %s", x->name, tf32 ? "tf32" : nx_type_name(a.t));
 			any = true;
-		} else if (all && f32 && ops_f32 &&
+		} else if (all && f32 && ops_f32 && !keep[i] &&
 		           (elementwise_safe(x->op) || (movement(x->op) && ops_narrow))) {
 			nx_inst **ops = nx_arena_alloc(&m->arena, sizeof(nx_inst *) * (size_t)x->noperands);
 			for (int k = 0; k < x->noperands; k++) {
@@ -186,6 +228,7 @@ nx_status nx_pass_autocast(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 	free(a.narrow);
 	free(a.wide);
 	free(isn);
+	free(keep);
 	free(old);
 	return NX_OK;
 }

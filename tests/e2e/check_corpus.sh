@@ -75,6 +75,15 @@ if [ -f "$f" ]; then
 		fail "bert__bert_dp_graph_4: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
 	echo "$out" | grep -q '^out27 f32\[16\]: ok .*by the cancellation bound: reduce of 2048 terms' ||
 		fail "bert__bert_dp_graph_4: out27 not accepted by the cancellation bound: $(echo "$out" | grep '^out27' | head -1)"
+	# bf16 auto-cast of the same graph: its four dropout masks decide in f32
+	# (passes/autocast.c), and the sums that exceed the 0.125 relative bound
+	# against the f32 original (out27 at 1.2e4) are measured against
+	# sum|terms| (docs/numerics.md "Auto-cast error of a sum"). ~50 s.
+	out=$("$NXCC" check "$f" --framework XLA --target trn1 -O2 --auto-cast all --auto-cast-type bf16 \
+		--random-inputs 1 2>&1) ||
+		fail "bert__bert_dp_graph_4 bf16: $(echo "$out" | grep -E 'MISMATCH|TOO LARGE|error|FAILED' | head -3)"
+	echo "$out" | grep -q '^out27 vs f32 original: .*against sum|terms| of its reduce (2048 terms) [0-9.e-]* ok' ||
+		fail "bert__bert_dp_graph_4 bf16: out27 not measured against sum|terms|: $(echo "$out" | grep '^out27 vs' | head -1)"
 fi
 
 # byte-identical output; the payload is a tar archive with the sections

@@ -3,13 +3,16 @@
  * (docs/numerics.md "Check tolerances"), integers stay exact, and a wrong
  * result still fails; a sum whose terms cancel is accepted by the bound from
  * sum |terms| (compiler/check_cancel.c) where the max|ref| one fails, and a
- * missing or sign-flipped term is still rejected. */
+ * missing or sign-flipped term is still rejected; with --auto-cast, a sum
+ * against the f32 original is measured against sum |terms| and gross errors
+ * are still rejected. */
 #include "testutil.h"
 
 #include "compiler/check.h"
 #include "ir/eval/eval.h"
 
 #include <math.h>
+#include <string.h>
 
 /* out0: f32 through bf16 (auto-cast's converts around an add); out1: pure
  * f32; out2: s32 computed from a bf16 value (exact whatever it passed
@@ -129,6 +132,28 @@ static void test_sum_source(void **state)
 	assert_int_equal(n, 64);
 	assert_null(nx_check_output_sum(m, 4, &n));
 	nx_module_free(m);
+	/* a scatter that adds (an embedding gradient): each element sums at most
+	 * every update row plus its own value; one that replaces is no sum */
+	m = tu_parse("HloModule g\n"
+	             "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+	             "set { a = f32[] parameter(0)\n ROOT b = f32[] parameter(1) }\n"
+	             "ENTRY e {\n"
+	             "  z = f32[] constant(0)\n"
+	             "  o = f32[2,16] broadcast(z), dimensions={}\n"
+	             "  i = s64[2048,1] parameter(0)\n"
+	             "  u = f32[2048,16] parameter(1)\n"
+	             "  s = f32[2,16] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0},"
+	             " scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n"
+	             "  r = f32[2,16] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0},"
+	             " scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=set\n"
+	             "  ROOT t = (f32[2,16], f32[2,16]) tuple(s, r)\n"
+	             "}\n");
+	s = nx_check_output_sum(m, 0, &n);
+	assert_non_null(s);
+	assert_string_equal(s->name, "s");
+	assert_int_equal(n, 2049);
+	assert_null(nx_check_output_sum(m, 1, &n));
+	nx_module_free(m);
 }
 
 /* Row i of p: 63 values in [-1, 1) and minus their sum (rounded to f32):
@@ -213,6 +238,114 @@ static void test_cancellation(void **state)
 	nx_module_free(m);
 }
 
+/* Row i of p: 64 terms; cancel: 63 values in [-1, 1) and minus their sum
+ * (each row sums to noise), else 64 values in [0, 1) (no cancellation). */
+static nx_literal *terms(nx_arena *a, bool cancel)
+{
+	int64_t dims[2] = {16, 64};
+	nx_literal *p = nx_literal_new(a, nx_shape_array(a, NX_F32, 2, dims));
+	uint32_t x = 12345;
+	for (int i = 0; i < 16; i++) {
+		double sum = 0;
+		for (int j = 0; j < 64; j++) {
+			x = x * 1664525u + 1013904223u;
+			double u = (double)(x >> 8) / (1 << 24);
+			float v = (float)(cancel ? u * 2 - 1 : u);
+			if (cancel && j == 63)
+				v = (float)-sum;
+			nx_lit_set_f64(p, i * 64 + j, v);
+			sum += v;
+		}
+	}
+	return p;
+}
+
+/* What a bf16 auto-cast program makes of the sums: each term rounded to
+ * bf16 and then off by a relative error of up to 8 bf16 unit roundoffs
+ * (upstream bf16 arithmetic; deterministic pseudo-random), summed in f32. */
+static void autocast_sums(const nx_literal *p, nx_literal *got)
+{
+	uint32_t x = 777;
+	for (int i = 0; i < 16; i++) {
+		float s = 0;
+		for (int j = 0; j < 64; j++) {
+			x = x * 1664525u + 1013904223u;
+			double delta = ((double)(x >> 8) / (1 << 24) * 2 - 1) * 8 * ldexp(1, -8);
+			uint32_t w;
+			float v = (float)nx_lit_get_f64(p, i * 64 + j);
+			memcpy(&w, &v, 4);
+			w = (w + 0x7fffu + ((w >> 16) & 1u)) & 0xffff0000u; /* round to bf16, nearest even */
+			memcpy(&v, &w, 4);
+			s += (float)(v * (1 + delta));
+		}
+		nx_lit_set_f64(got, i, s);
+	}
+}
+
+static void test_autocast_sums(void **state)
+{
+	(void)state;
+	nx_module *m = tu_parse(SUM);
+	nx_arena a;
+	nx_arena_init(&a);
+	double bound = nx_check_autocast_bound("bf16");
+	assert_true(bound == 0.125);
+	for (int cancel = 1; cancel >= 0; cancel--) {
+		nx_literal *args1[1] = {terms(&a, cancel)};
+		nx_literal *const *argv[1] = {args1};
+		nx_eval_opts eo = {.replicas = 1};
+		nx_diag d = {0};
+		nx_literal *ref = NULL, *abs = NULL;
+		assert_int_equal(nx_eval_module(m, &eo, 1, argv, &a, &ref, &d), NX_OK);
+		assert_int_equal(nx_check_abs_sums(m, 0, &eo, argv, &a, &abs, &d), NX_OK);
+		const nx_literal *r = ref->tuple[0];
+		nx_literal *got = nx_literal_new(&a, nx_shape_copy(&a, r->shape));
+		autocast_sums(args1[0], got);
+		/* bf16 noise: relative to the noise the sums cancel to, it is huge
+		 * (bert_dp_graph_4 out27: 1.2e4); against sum |terms| it is within
+		 * the bound; a sum that does not cancel passes the plain measure */
+		double plain = nx_check_rel_l2(r, got, NULL), vs_abs = nx_check_rel_l2(r, got, abs);
+		if (cancel)
+			assert_true(plain > bound);
+		else
+			assert_true(plain <= bound);
+		assert_true(vs_abs <= bound / 4);
+		/* the signs of the terms lost (got = sum |terms|): rejected either way */
+		for (int i = 0; i < 16; i++)
+			nx_lit_set_f64(got, i, nx_lit_get_f64(abs, i));
+		if (cancel)
+			assert_true(nx_check_rel_l2(r, got, abs) > bound);
+		/* half of the terms missing: rejected (cancelling terms: half of
+		 * them sum to about sqrt(32)/sqrt(3) of 32 x 0.5, under the bound) */
+		for (int i = 0; i < 16; i++) {
+			double h = 0;
+			for (int j = 0; j < 32; j++)
+				h += nx_lit_get_f64(args1[0], i * 64 + j);
+			nx_lit_set_f64(got, i, h);
+		}
+		if (!cancel)
+			assert_true(nx_check_rel_l2(r, got, abs) > bound && nx_check_rel_l2(r, got, NULL) > bound);
+		/* the result negated */
+		for (int i = 0; i < 16; i++)
+			nx_lit_set_f64(got, i, -nx_lit_get_f64(r, i));
+		if (!cancel)
+			assert_true(nx_check_rel_l2(r, got, abs) > bound);
+		/* an error of 0.25 sum|terms| on every element is rejected, 0.05 is
+		 * not: the resolution of a bf16 comparison is 32 u sum|terms| (a
+		 * single missing term, about sum|terms|/64 here, is the device
+		 * check's to find, in the program's own precision) */
+		for (int i = 0; i < 16; i++)
+			nx_lit_set_f64(got, i, nx_lit_get_f64(r, i) + 0.25 * nx_lit_get_f64(abs, i));
+		assert_true(nx_check_rel_l2(r, got, abs) > bound);
+		for (int i = 0; i < 16; i++)
+			nx_lit_set_f64(got, i, nx_lit_get_f64(r, i) - 0.05 * nx_lit_get_f64(abs, i));
+		assert_true(nx_check_rel_l2(r, got, abs) <= bound);
+		nx_diag_clear(&d);
+	}
+	nx_arena_free(&a);
+	nx_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_tolerance),
 		cmocka_unit_test(test_sum_source),
 		cmocka_unit_test(test_cancellation),
+		cmocka_unit_test(test_autocast_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

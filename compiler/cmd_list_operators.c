@@ -32,6 +32,12 @@ int nx_cmd_list_operators(int argc, char **argv)
 	for (int op = 0; op < NX_OP_COUNT; op++)
 		if (nx_lower_supports((nx_opcode)op))
 			printf("%s\n", nx_opcode_name((nx_opcode)op));
+	/* lowered by the backend outside backend/lower.def's table: while
+	 * (backend/lower_while.c, a device loop), topk (a GpSimd kernel,
+	 * backend/gpsimd/gs_lower.c) */
+	static const char *const lowered_outside[] = {"topk", "while"};
+	for (size_t k = 0; k < sizeof lowered_outside / sizeof lowered_outside[0]; k++)
+		printf("%s\n", lowered_outside[k]);
 	for (int k = 0; nx_lower_custom_calls[k]; k++)
 		printf("custom-call:%s\n", nx_lower_custom_calls[k]);
 	/* 2. what the passes turn into the above (passes/, docs/passes.md) */
@@ -43,6 +49,18 @@ int nx_cmd_list_operators(int argc, char **argv)
 		"batch-norm-grad (expanded into reduce and elementwise ops)",
 		"convolution (float: pad, slices, dots and adds, conv-to-dot)",
 		"is-finite (compare(abs(x), inf), op-expand)",
+		"tan (sine / cosine; f32, bf16/f16 through f32: math-expand)",
+		"atan2 (atan of min/max and quadrant selects, C's atan2f on signed zeros and infinities; math-expand)",
+		"cbrt (sign(x) * |x|^(1/3), math-expand)",
+		"sinh (expm1 form, exp(|x|/2)^2/2 beyond 88; math-expand)",
+		"cosh ((e^|x| + e^-|x|)/2, exp(|x|/2)^2/2 beyond 88; math-expand)",
+		"asinh (log1p form, log(|x|) + ln 2 beyond 2^13; math-expand)",
+		"acosh (log1p(t + sqrt(2t + t^2)), t = x - 1; math-expand)",
+		"atanh (log1p(2|x|/(1 - |x|))/2, math-expand)",
+		"asin (atan2(x, sqrt((1-x)(1+x))), math-expand)",
+		"acos (atan2(sqrt((1-x)(1+x)), x), math-expand)",
+		"popcnt (shift/and/add bit tricks, 8 to 64 bits; math-expand)",
+		"count-leading-zeros (bits smeared right, W - popcnt; math-expand)",
 		"all-reduce-start (all-reduce, async-collectives)",
 		"all-reduce-done (async-collectives)",
 		"all-gather-start (all-gather, async-collectives)",
@@ -89,6 +107,8 @@ int nx_cmd_list_operators(int argc, char **argv)
 			size_t n = strlen(name);
 			by_pass = !strncmp(by_passes[k], name, n) && by_passes[k][n] == ' ';
 		}
+		for (size_t k = 0; k < sizeof lowered_outside / sizeof lowered_outside[0] && !by_pass; k++)
+			by_pass = !strcmp(lowered_outside[k], name);
 		if (nx_lower_supports((nx_opcode)op) || by_pass)
 			continue;
 		printf("%s (not lowered yet)\n", name);

@@ -8,7 +8,7 @@
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
-# take_along_axis gather/scatter, select-and-scatter; bitcast-convert; s64/u64 arithmetic, converts, add/arg-max reduces and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
+# take_along_axis gather/scatter, select-and-scatter; math-expand: tan, atan2, cbrt, hyperbolic and inverse trigonometric functions, popcnt, count-leading-zeros (math_expand*); bitcast-convert; s64/u64 arithmetic, converts, add/arg-max reduces and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
 # bf16 for the float-only families (custom, dot_batch, dot_shapes, data, conv_*).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }

@@ -8,7 +8,7 @@
 # integer ops, output aliasing permutations, convolutions lowered by
 # conv-to-dot: forward, depthwise, grouped, JAX input/weight gradients,
 # unusual dim_labels, 1-D, bf16/f16; op-expand: pooling windows, is-finite,
-# take_along_axis gather/scatter, select-and-scatter; math-expand: tan, atan2, cbrt, hyperbolic and inverse trigonometric functions, popcnt, count-leading-zeros (math_expand*); bitcast-convert; s64/u64 arithmetic, converts, add/arg-max reduces and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
+# take_along_axis gather/scatter, select-and-scatter; math-expand: tan, atan2, cbrt, hyperbolic and inverse trigonometric functions, popcnt, count-leading-zeros (math_expand*); complex-split: c64 arithmetic as f32 pairs (complex_split), and the refusal of a c64 value it cannot split; bitcast-convert; s64/u64 arithmetic, converts, add/arg-max reduces and the dropout-seed rng: int64*) at -O1 and -O2 on trn1 and trn2 (a subset also at -O3), auto-cast none and
 # bf16 for the float-only families (custom, dot_batch, dot_shapes, data, conv_*).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
@@ -54,4 +54,12 @@ rc=$?
 rm -f "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo"
 [ $rc -eq 1 ] || fail "s64 reduce: exit $rc, expected 1"
 echo "$out" | grep -q "instruction 'r' (reduce): s64 arithmetic in this op is not supported" || fail "s64 reduce: unexpected message: $out"
+# a c64 value complex-split cannot split (it reads a c64 entry parameter) is
+# refused naming the op and the type, never computed in f32 pairs wrongly
+printf 'HloModule c\nENTRY m {\n  z = c64[8] parameter(0)\n  a = f32[8] parameter(1)\n  w = c64[8] complex(a, a)\n  s = c64[8] add(z, w)\n  ROOT r = f32[8] real(s)\n}\n' > "${TMPDIR:-/tmp}/nx_ops_c64.$$.hlo"
+out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_c64.$$.hlo" 2>&1)
+rc=$?
+rm -f "${TMPDIR:-/tmp}/nx_ops_c64.$$.hlo"
+[ $rc -eq 1 ] || fail "c64 parameter: exit $rc, expected 1"
+echo "$out" | grep -q "instruction 's' (add): c64 is not supported on NeuronCore" || fail "c64 parameter: unexpected message: $out"
 echo "checked $n configurations"

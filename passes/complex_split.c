@@ -20,6 +20,10 @@
  *                           d = br + bi r, ((ar + ai r)/d, (ai - ar r)/d);
  *                           otherwise the same with the parts swapped
  *   exponential             e^ar (cos ai, sin ai)
+ *   sqrt                    t = sqrt(|ar|/2 + |z|/2); ar >= 0: (t, ai/2t),
+ *                           else (|ai|/2t, t with ai's sign); 0: (0, ai)
+ *   log                     (log |z|, atan2(ai, ar)) (math-expand, which
+ *                           runs next, expands the atan2)
  *   dot                     (ar.br - ai.bi, ar.bi + ai.br) as four f32 dots
  *   abs                     m sqrt(1 + (n/m)^2), m = max(|re|,|im|),
  *                           n = min: no overflow or underflow of the
@@ -89,6 +93,28 @@ static nx_inst *cmp(nx_rw *rw, nx_inst *x, nx_inst *y, nx_cmp_dir d)
 	nx_inst *c = bin(rw, NX_OP_COMPARE, x, y);
 	c->a.direction = d;
 	return c;
+}
+
+static nx_inst *cabs_f32(nx_rw *rw, nx_inst *re, nx_inst *im);
+
+/* sqrt(re + i im), principal branch: t = sqrt(|re|/2 + |z|/2) (no
+ * overflow); re >= 0: (t, im/(2t)), else (|im|/(2t), t with im's sign);
+ * z = 0: (0, im) */
+static void csqrt_f32(nx_rw *rw, nx_inst *x, nx_inst *y, nx_inst **re, nx_inst **im)
+{
+	nx_inst *half = nx_rw_splat(rw, x->shape, NX_F32, 0.5), *zero = nx_rw_splat(rw, x->shape, NX_F32, 0);
+	nx_inst *ax = nx_rw_unary(rw, NX_OP_ABS, x), *ay = nx_rw_unary(rw, NX_OP_ABS, y);
+	nx_inst *t = nx_rw_unary(rw, NX_OP_SQRT, bin(rw, NX_OP_ADD, bin(rw, NX_OP_MULTIPLY, ax, half),
+	                                             bin(rw, NX_OP_MULTIPLY, cabs_f32(rw, x, y), half)));
+	nx_inst *t2 = bin(rw, NX_OP_ADD, t, t);
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *yb = nx_rw_add(rw, NX_OP_BITCAST_CONVERT, nx_shape_array(a, NX_S32, y->shape->rank, y->shape->dims),
+	                        &y, 1, NULL);
+	nx_inst *yneg = cmp(rw, yb, nx_rw_splat(rw, yb->shape, NX_S32, 0), NX_CMP_LT);
+	nx_inst *pos = cmp(rw, x, zero, NX_CMP_GE);
+	nx_inst *z0 = bin(rw, NX_OP_AND, cmp(rw, ax, zero, NX_CMP_EQ), cmp(rw, ay, zero, NX_CMP_EQ));
+	*re = sel(rw, z0, zero, sel(rw, pos, t, bin(rw, NX_OP_DIVIDE, ay, t2)));
+	*im = sel(rw, z0, y, sel(rw, pos, bin(rw, NX_OP_DIVIDE, y, t2), sel(rw, yneg, nx_rw_unary(rw, NX_OP_NEGATE, t), t)));
 }
 
 /* the pair of a c64 instruction in, from its operands' pairs; false: none */
@@ -192,6 +218,13 @@ static bool split(nx_rw *rw, cs *s, nx_inst *in, nx_inst **re, nx_inst **im)
 		*im = bin(rw, NX_OP_MULTIPLY, e, nx_rw_unary(rw, NX_OP_SINE, oim[0]));
 		return true;
 	}
+	case NX_OP_SQRT:
+		csqrt_f32(rw, ore[0], oim[0], re, im);
+		return true;
+	case NX_OP_LOG: /* (log|z|, atan2(im, re)); math-expand expands the atan2 */
+		*re = nx_rw_unary(rw, NX_OP_LOG, cabs_f32(rw, ore[0], oim[0]));
+		*im = bin(rw, NX_OP_ATAN2, oim[0], ore[0]);
+		return true;
 	case NX_OP_DOT: {
 		if (n != 2 || in->operands[0]->shape->type != NX_C64 || in->operands[1]->shape->type != NX_C64)
 			return false;

@@ -24,6 +24,7 @@
  *                           else (|ai|/2t, t with ai's sign); 0: (0, ai)
  *   log                     (log |z|, atan2(ai, ar)) (math-expand, which
  *                           runs next, expands the atan2)
+ *   reduce with an add reducer   the sums of the parts
  *   dot                     (ar.br - ai.bi, ar.bi + ai.br) as four f32 dots
  *   abs                     m sqrt(1 + (n/m)^2), m = max(|re|,|im|),
  *                           n = min: no overflow or underflow of the
@@ -218,6 +219,13 @@ static bool split(nx_rw *rw, cs *s, nx_inst *in, nx_inst **re, nx_inst **im)
 		*im = bin(rw, NX_OP_MULTIPLY, e, nx_rw_unary(rw, NX_OP_SINE, oim[0]));
 		return true;
 	}
+	case NX_OP_REDUCE: /* a sum: the parts' sums */
+		if (n != 2 || in->ncalled != 1 || nx_pass_reducer_op(in->called[0]) != NX_OP_ADD ||
+		    in->operands[0]->shape->type != NX_C64 || in->operands[1]->shape->type != NX_C64)
+			return false;
+		*re = nx_rw_reduce(rw, ore[0], ore[1], in->a.dimensions.v, in->a.dimensions.n, NX_OP_ADD);
+		*im = nx_rw_reduce(rw, oim[0], oim[1], in->a.dimensions.v, in->a.dimensions.n, NX_OP_ADD);
+		return true;
 	case NX_OP_SQRT:
 		csqrt_f32(rw, ore[0], oim[0], re, im);
 		return true;

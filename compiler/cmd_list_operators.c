@@ -49,7 +49,7 @@ int nx_cmd_list_operators(int argc, char **argv)
 		"batch-norm-grad (expanded into reduce and elementwise ops)",
 		"convolution (float: pad, slices, dots and adds, conv-to-dot)",
 		"is-finite (compare(abs(x), inf), op-expand)",
-		"complex (c64 values of the entry as (re, im) pairs of f32: complex-split)",
+		"complex (c64 values as (re, im) pairs of f32: complex-split)",
 		"real (the re part of the pair, complex-split)",
 		"imag (the im part of the pair, complex-split)",
 		"tan (sine / cosine; f32, bf16/f16 through f32: math-expand)",

@@ -1,13 +1,13 @@
-/* passes/complex_split.c — c64 values of the entry computation as pairs of
- * f32 arrays (re, im) (docs/passes.md "complex-split", docs/numerics.md
+/* passes/complex_split.c — c64 values as pairs of f32 arrays (re, im) (docs/passes.md "complex-split", docs/numerics.md
  * "Complex numbers").
  *
- * Walks the entry in order and gives each c64 instruction it can express a
+ * Walks every computation in order (the entry, loop bodies: a rotary
+ * embedding in a device loop) and gives each c64 instruction it can express a
  * pair, built from its operands' pairs; the c64 instruction itself stays
  * until nothing reads it (dce). Consumers that leave the complex domain
  * are replaced: real -> re, imag -> im, abs -> the scaled hypot, compare
- * EQ/NE -> both parts. A c64 instruction without a pair (an entry
- * parameter, an op listed nowhere below, c128) stays with its users, and
+ * EQ/NE -> both parts. A c64 instruction without a pair (a parameter or a
+ * tuple element, an op listed nowhere below, c128) stays with its users, and
  * device-types refuses it by name before lowering.
  *   complex(a, b)           (a, b)
  *   constant                two f32 constants
@@ -267,7 +267,7 @@ static nx_inst *cabs_f32(nx_rw *rw, nx_inst *re, nx_inst *im)
 static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 {
 	cs *s = rw->user;
-	if (!rw->c->is_entry || !nx_shape_is_array(in->shape) || in->shape->dynamic)
+	if (!nx_shape_is_array(in->shape) || in->shape->dynamic)
 		return NULL;
 	if (in->shape->type == NX_C64) {
 		nx_inst *re, *im;

@@ -144,7 +144,7 @@ nx_status nx_check_device_types(const nx_module *m, nx_diag *d)
 	const char *hint = ft == NX_S64 || ft == NX_U64
 		? "int64-split expands s64/u64 add, subtract, multiply, negate, abs, min/max, clamp, compare, bitwise ops, shifts, select, divide, remainder, add-reduce/reduce-window, arg-max/arg-min reduce (JAX's), all-reduce with an add/multiply/min/max/and/or reducer, converts to/from 32-bit integers, pred and f32, and data movement of the entry computation; compute this op in s32 (torch: .int(); JAX: leave jax_enable_x64 off)"
 		: ft != NX_F64
-		? "complex-split computes c64 values of the entry as pairs of f32 arrays (complex, real, imag, constants, converts, data movement, add, subtract, negate, multiply, divide, exp, sqrt, log, abs, dot, sums, compare EQ/NE), but not c64 entry parameters or outputs, c128, other ops or other computations; pass and return real and imaginary parts as separate f32 tensors"
+		? "complex-split computes c64 values as pairs of f32 arrays (complex, real, imag, constants, converts, data movement, add, subtract, negate, multiply, divide, exp, sqrt, log, abs, dot, sums, compare EQ/NE), but not c64 parameters, outputs or tuple elements (loop state), c128 or other ops; pass and return real and imaginary parts as separate f32 tensors"
 		: "compute in f32 (torch: .float(); JAX: leave jax_enable_x64 off), or convert to f32 before the value reaches the device";
 	bool i64 = ft == NX_S64 || ft == NX_U64;
 	nx_diag_set(d, NX_ERR_INPUT, m->file, first->line, first->col,

@@ -54,6 +54,12 @@ rc=$?
 rm -f "${TMPDIR:-/tmp}/nx_ops_r64.$$.hlo"
 [ $rc -eq 1 ] || fail "s64 reduce: exit $rc, expected 1"
 echo "$out" | grep -q "instruction 'r' (reduce): s64 arithmetic in this op is not supported" || fail "s64 reduce: unexpected message: $out"
+# complex-split in a loop body that stays a device loop
+for t in trn1 trn2; do
+	out=$("$NXCC" check "$NX_ROOT/tests/e2e/ops/complex_while.hlo" --framework XLA --target $t -O2 --disable-pass=while-unroll --auto-cast none --random-inputs 3 2>&1) ||
+		fail "complex_while device loop $t: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+	n=$((n + 1))
+done
 # a c64 value complex-split cannot split (it reads a c64 entry parameter) is
 # refused naming the op and the type, never computed in f32 pairs wrongly
 printf 'HloModule c\nENTRY m {\n  z = c64[8] parameter(0)\n  a = f32[8] parameter(1)\n  w = c64[8] complex(a, a)\n  s = c64[8] add(z, w)\n  ROOT r = f32[8] real(s)\n}\n' > "${TMPDIR:-/tmp}/nx_ops_c64.$$.hlo"

@@ -83,18 +83,8 @@ static nx_inst *clone_f32(nx_rw *rw, const nx_inst *in, nx_inst **ops)
 
 static nx_inst *bin(nx_rw *rw, nx_opcode op, nx_inst *x, nx_inst *y) { return nx_rw_binary(rw, op, x, y); }
 
-static nx_inst *sel(nx_rw *rw, nx_inst *p, nx_inst *a, nx_inst *b)
-{
-	nx_inst *ops[3] = {p, a, b};
-	return nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(nx_rw_arena(rw), a->shape), ops, 3, NULL);
-}
-
-static nx_inst *cmp(nx_rw *rw, nx_inst *x, nx_inst *y, nx_cmp_dir d)
-{
-	nx_inst *c = bin(rw, NX_OP_COMPARE, x, y);
-	c->a.direction = d;
-	return c;
-}
+static nx_inst *sel(nx_rw *rw, nx_inst *p, nx_inst *a, nx_inst *b) { return nx_rw_select(rw, p, a, b); }
+static nx_inst *cmp(nx_rw *rw, nx_inst *x, nx_inst *y, nx_cmp_dir d) { return nx_rw_compare(rw, x, y, d); }
 
 static nx_inst *cabs_f32(nx_rw *rw, nx_inst *re, nx_inst *im);
 

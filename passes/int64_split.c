@@ -316,18 +316,8 @@ static nx_inst *B(st *S, nx_opcode op, nx_inst *a, nx_inst *b) { return nx_rw_bi
 static nx_inst *U(st *S, nx_opcode op, nx_inst *a) { return nx_rw_unary(S->rw, op, a); }
 static nx_inst *CV(st *S, nx_inst *a, nx_type t) { return nx_rw_convert(S->rw, a, t); }
 
-static nx_inst *CMP(st *S, nx_inst *a, nx_inst *b, nx_cmp_dir d)
-{
-	nx_inst *c = B(S, NX_OP_COMPARE, a, b);
-	c->a.direction = d;
-	return c;
-}
-
-static nx_inst *SEL(st *S, nx_inst *p, nx_inst *a, nx_inst *b)
-{
-	nx_inst *ops[3] = {p, a, b};
-	return nx_rw_add(S->rw, NX_OP_SELECT, shp(S, a->shape, a->shape->type), ops, 3, NULL);
-}
+static nx_inst *CMP(st *S, nx_inst *a, nx_inst *b, nx_cmp_dir d) { return nx_rw_compare(S->rw, a, b, d); }
+static nx_inst *SEL(st *S, nx_inst *p, nx_inst *a, nx_inst *b) { return nx_rw_select(S->rw, p, a, b); }
 
 static nx_inst *bitcast_to(st *S, nx_inst *x, nx_shape *s)
 {

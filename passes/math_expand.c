@@ -53,18 +53,8 @@ static nx_inst *sub(mx *e, nx_inst *x, nx_inst *y) { return bin(e, NX_OP_SUBTRAC
 static nx_inst *mul(mx *e, nx_inst *x, nx_inst *y) { return bin(e, NX_OP_MULTIPLY, x, y); }
 static nx_inst *dvd(mx *e, nx_inst *x, nx_inst *y) { return bin(e, NX_OP_DIVIDE, x, y); }
 
-static nx_inst *cmp(mx *e, nx_inst *x, nx_inst *y, nx_cmp_dir d)
-{
-	nx_inst *c = bin(e, NX_OP_COMPARE, x, y);
-	c->a.direction = d;
-	return c;
-}
-
-static nx_inst *sel(mx *e, nx_inst *p, nx_inst *a, nx_inst *b)
-{
-	nx_inst *ops[3] = {p, a, b};
-	return nx_rw_add(e->rw, NX_OP_SELECT, nx_shape_copy(nx_rw_arena(e->rw), a->shape), ops, 3, NULL);
-}
+static nx_inst *cmp(mx *e, nx_inst *x, nx_inst *y, nx_cmp_dir d) { return nx_rw_compare(e->rw, x, y, d); }
+static nx_inst *sel(mx *e, nx_inst *p, nx_inst *a, nx_inst *b) { return nx_rw_select(e->rw, p, a, b); }
 
 /* sign bit of an f32 value (true for -0 and negative NaN) */
 static nx_inst *sign_bit(mx *e, nx_inst *x)

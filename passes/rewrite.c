@@ -147,6 +147,19 @@ nx_inst *nx_rw_binary(nx_rw *rw, nx_opcode op, nx_inst *x, nx_inst *y)
 	return nx_rw_add(rw, op, s, ops, 2, NULL);
 }
 
+nx_inst *nx_rw_compare(nx_rw *rw, nx_inst *x, nx_inst *y, nx_cmp_dir d)
+{
+	nx_inst *c = nx_rw_binary(rw, NX_OP_COMPARE, x, y);
+	c->a.direction = d;
+	return c;
+}
+
+nx_inst *nx_rw_select(nx_rw *rw, nx_inst *p, nx_inst *a, nx_inst *b)
+{
+	nx_inst *ops[3] = {p, a, b};
+	return nx_rw_add(rw, NX_OP_SELECT, nx_shape_copy(&rw->m->arena, a->shape), ops, 3, NULL);
+}
+
 nx_inst *nx_rw_reshape(nx_rw *rw, nx_inst *x, int rank, const int64_t *dims)
 {
 	nx_shape *s = nx_shape_array(&rw->m->arena, x->shape->type, rank, dims);

@@ -56,6 +56,10 @@ void nx_rw_place(nx_rw *rw, nx_inst *i);
 /* Builders (shape computed here; layout default). */
 nx_inst *nx_rw_unary(nx_rw *rw, nx_opcode op, nx_inst *x);
 nx_inst *nx_rw_binary(nx_rw *rw, nx_opcode op, nx_inst *x, nx_inst *y);
+/* compare(x, y), direction d: pred of x's dims */
+nx_inst *nx_rw_compare(nx_rw *rw, nx_inst *x, nx_inst *y, nx_cmp_dir d);
+/* select(p, a, b) of a's shape */
+nx_inst *nx_rw_select(nx_rw *rw, nx_inst *p, nx_inst *a, nx_inst *b);
 nx_inst *nx_rw_reshape(nx_rw *rw, nx_inst *x, int rank, const int64_t *dims);
 nx_inst *nx_rw_transpose(nx_rw *rw, nx_inst *x, const int64_t *perm);
 /* broadcast of x into shape (type t, rank, dims); bdims[k] = output dim of x's dim k. */

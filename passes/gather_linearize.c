@@ -25,6 +25,9 @@
  * dims are the rest dims in operand order), the combiner too; the result is
  * reshaped and transposed back.
  *
+ * A dynamic-slice with runtime starts in two or more dims is that gather
+ * (one index vector of the starts, every dim a window) and goes the same way.
+ *
  * Other forms are left alone (the backend names what it refuses). */
 #include "passes/rewrite.h"
 
@@ -315,10 +318,53 @@ static nx_inst *scatter(nx_rw *rw, nx_inst *in)
 	return res;
 }
 
+/* dynamic-slice with runtime starts in several dims (the backend takes one):
+ * the gather whose one index vector holds the starts, which XLA clamps the
+ * same way (clamp(s_k, 0, D_k - size_k)), linearized as above. Starts of
+ * types that do not convert to s32 exactly stay as they are. */
+static nx_inst *dynamic_slice(nx_rw *rw, nx_inst *in)
+{
+	nx_inst *x = in->operands[0];
+	int r = x->shape->rank, runtime = 0;
+	if (!nx_shape_is_array(x->shape) || r < 2 || in->noperands != r + 1 || in->a.dynamic_slice_sizes.n != r ||
+	    x->shape->dynamic || in->shape->dynamic)
+		return NULL;
+	for (int k = 0; k < r; k++) {
+		nx_type t = in->operands[k + 1]->shape->type;
+		if (t != NX_S8 && t != NX_S16 && t != NX_S32 && t != NX_U8 && t != NX_U16)
+			return NULL;
+		runtime += !nx_rw_is_const(in->operands[k + 1]);
+	}
+	if (runtime < 2)
+		return NULL;
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *parts[NX_MAX_RANK];
+	int64_t one = 1, zero = 0, rr = r, iv[NX_MAX_RANK];
+	for (int k = 0; k < r; k++) {
+		nx_inst *st = in->operands[k + 1];
+		if (st->shape->type != NX_S32)
+			st = nx_rw_convert(rw, st, NX_S32);
+		parts[k] = nx_rw_reshape(rw, st, 1, &one);
+		iv[k] = k;
+	}
+	nx_inst *starts = nx_rw_add(rw, NX_OP_CONCATENATE, nx_shape_array(a, NX_S32, 1, &rr), parts, r, NULL);
+	starts->a.dimensions = nx_ivec_dup(a, &zero, 1);
+	starts->a.has_dimensions = true;
+	nx_inst *ops[2] = {x, starts};
+	nx_inst *g = nx_rw_add(rw, NX_OP_GATHER, nx_shape_copy(a, in->shape), ops, 2, NULL);
+	g->a.gather.offset_dims = nx_ivec_dup(a, iv, r);
+	g->a.gather.start_index_map = nx_ivec_dup(a, iv, r);
+	g->a.gather.index_vector_dim = 0;
+	g->a.gather.slice_sizes = nx_ivec_dup(a, in->a.dynamic_slice_sizes.v, r);
+	return gather(rw, g); /* NULL: left as it is (what was added is dead) */
+}
+
 static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 {
 	if (in->op == NX_OP_GATHER)
 		return gather(rw, in);
+	if (in->op == NX_OP_DYNAMIC_SLICE)
+		return dynamic_slice(rw, in);
 	if (in->op == NX_OP_SCATTER)
 		return scatter(rw, in);
 	return NULL;

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,8 +177,13 @@ int nx_compile_cached(const nx_compile_flags *f, bool stats, bool result_to_log,
 	nx_diag d = {0};
 	nx_compile_result r = {0};
 	int rc = 0;
-	if (f->no_cache || f->dump_lower) {
-		nx_logf(log, NX_LOG_INFO, "compile cache off (%s)", f->no_cache ? "--no-cache" : "--dump-lower");
+	/* a pipe or terminal (/dev/stdin) can be read only once: the cache key
+	 * would consume what the compile then needs */
+	struct stat sb;
+	bool stream = stat(file, &sb) == 0 && !S_ISREG(sb.st_mode);
+	if (f->no_cache || f->dump_lower || stream) {
+		nx_logf(log, NX_LOG_INFO, "compile cache off (%s)",
+		        f->no_cache ? "--no-cache" : f->dump_lower ? "--dump-lower" : "the input is not a regular file");
 		if (nx_compile_logged(file, f, &o, log, false, &r, &d) != NX_OK || nx_cli_write_file(o.output, r.neff, r.len, &d) != NX_OK)
 			rc = nx_log_report(log, &d);
 		else if (stats)

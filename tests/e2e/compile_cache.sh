@@ -99,4 +99,14 @@ grep -q "^cache miss" "$T/l4" || fail "-O3 shares -O1's key: $(cat "$T/l4")"
 grep -q "enable-fast-loading-neuron-binaries accepted" "$T/l5" || fail "no-effect flag not logged: $(cat "$T/l5")"
 grep -q "^cache hit" "$T/l5" || fail "no-effect flag changed the key"
 "$NXCC" compile "$M" --bogus-flag -o "$T/o.neff" > /dev/null 2>&1 && fail "unknown flag accepted"
+# a pipe is read once: compiled without the cache, twice in a row, and a
+# regular file of the same text then compiles (no entry poisoned by a pipe)
+C5="$T/c5"
+for k in 1 2; do
+	cat "$M" | "$NXCC" compile --cache-dir "$C5" /dev/stdin -o "$T/s$k.neff" > "$T/s$k" 2>&1 ||
+		fail "compile from a pipe ($k): $(cat "$T/s$k")"
+done
+cmp -s "$T/s1.neff" "$T/s2.neff" || fail "two compiles from a pipe differ"
+"$NXCC" compile --cache-dir "$C5" "$M" -o "$T/s3.neff" > "$T/s3" 2>&1 || fail "file after pipe: $(cat "$T/s3")"
+grep -q "^cache miss" "$T/s3" || fail "the pipe compile left a cache entry: $(cat "$T/s3")"
 echo "compile cache: ok"

@@ -134,15 +134,15 @@ echo "instructions: $cs (small) $cl (64x volume)"
 cat > "$tmp/u.hlo" <<'EOT'
 HloModule u
 ENTRY e {
-  p = f32[4] parameter(0)
-  ROOT fl = f32[4] cbrt(p)
+  p = f32[4,4] parameter(0)
+  ROOT fl = f32[4,4] cholesky(p), lower=true
 }
 EOT
 out=$("$NXCC" compile "$tmp/u.hlo" --target trn1 --output "$tmp/u.neff" 2>&1)
 rc=$?
 [ $rc -eq 1 ] || fail "unsupported op: exit $rc"
 echo "$out" | grep -q "'fl'" || fail "message does not name the instruction: $out"
-echo "$out" | grep -q "cbrt" || fail "message does not name the op: $out"
+echo "$out" | grep -q "cholesky" || fail "message does not name the op: $out"
 [ ! -e "$tmp/u.neff" ] || fail "partial output left behind"
 "$NXCC" list-operators --framework XLA | grep -qx dot || fail "list-operators lacks dot"
 "$NXCC" list-operators --framework XLA | grep -qx fft && fail "list-operators claims fft"

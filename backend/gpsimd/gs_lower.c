@@ -737,9 +737,11 @@ static nx_status lower_split_c(nx_lower *L, nx_gs_kind kind, const nx_inst *i, n
 	if (kind == NX_GS_SELSCAT)
 		k.slot[3] = (nx_gs_slot){i->shape->type, k.slot[0].R};
 	int ud = -1, d = split_dim(kind, i, &ud);
-	if (nx_gs_region_bytes(&k, 1) <= L->sbuf_half || d < 0 || nx_shape_elems(i->shape) == 0)
-		return d < 0 && kind == NX_GS_SCATTER && nx_shape_elems(i->shape) ? lower_rows(L, i, ops, out, cache)
-		                                                                    : lower_whole(L, kind, i, ops, out, kc, NULL);
+	bool fits = nx_gs_region_bytes(&k, 1) <= L->sbuf_half;
+	if (fits || nx_shape_elems(i->shape) == 0)
+		return lower_whole(L, kind, i, ops, out, kc, NULL);
+	if (d < 0) /* too large, no independent dimension: a scatter in parts of rows */
+		return kind == NX_GS_SCATTER ? lower_rows(L, i, ops, out, cache) : lower_whole(L, kind, i, ops, out, kc, NULL);
 	const nx_shape *os = ops[0]->shape, *us = ops[kind == NX_GS_SCATTER ? 2 : 1]->shape;
 	int ui = kind == NX_GS_SCATTER ? 2 : 1;
 	int64_t D = os->dims[d], lo = 1, hi = D;

@@ -26,7 +26,9 @@
  * reshaped and transposed back.
  *
  * A dynamic-slice with runtime starts in two or more dims is that gather
- * (one index vector of the starts, every dim a window) and goes the same way.
+ * (one index vector of the starts, every dim a window) and goes the same way;
+ * such a dynamic-update-slice is the overwriting scatter of its whole update
+ * at the clamped starts.
  *
  * Other forms are left alone (the backend names what it refuses). */
 #include "passes/rewrite.h"
@@ -359,8 +361,76 @@ static nx_inst *dynamic_slice(nx_rw *rw, nx_inst *in)
 	return gather(rw, g); /* NULL: left as it is (what was added is dead) */
 }
 
+/* dynamic-update-slice with runtime starts in several dims (the backend
+ * writes one runtime-start slab): XLA clamps every start so that the update
+ * lies inside the operand, clamp(s_k, 0, D_k - U_k); with the starts so
+ * clamped it is the overwriting scatter of the whole update at one index
+ * vector, which never falls outside (GpSimd's scatter path). */
+static nx_inst *dynamic_update_slice(nx_rw *rw, nx_inst *in)
+{
+	nx_inst *x = in->operands[0], *u = in->operands[1];
+	int r = x->shape->rank, runtime = 0;
+	if (!nx_shape_is_array(x->shape) || !nx_shape_is_array(u->shape) || r < 2 || u->shape->rank != r ||
+	    in->noperands != r + 2 || x->shape->dynamic || u->shape->dynamic)
+		return NULL;
+	for (int k = 0; k < r; k++) {
+		nx_type t = in->operands[k + 2]->shape->type;
+		if (t != NX_S8 && t != NX_S16 && t != NX_S32 && t != NX_U8 && t != NX_U16)
+			return NULL;
+		if (u->shape->dims[k] > x->shape->dims[k])
+			return NULL;
+		runtime += !nx_rw_is_const(in->operands[k + 2]);
+	}
+	/* the backend's own form: the update covers every dim but at most one,
+	 * where it is one slab thick (the other starts clamp to 0) */
+	int partial = 0, thick = 0;
+	for (int k = 0; k < r; k++)
+		if (u->shape->dims[k] != x->shape->dims[k]) {
+			partial++;
+			thick += u->shape->dims[k] != 1;
+		}
+	if (runtime < 2 || (partial <= 1 && thick == 0))
+		return NULL;
+	nx_module *m = rw->m;
+	nx_arena *a = nx_rw_arena(rw);
+	nx_inst *parts[NX_MAX_RANK];
+	int64_t one = 1, zero = 0, rr = r, iv[NX_MAX_RANK];
+	for (int k = 0; k < r; k++) {
+		nx_inst *st = clamp_s32(rw, in->operands[k + 2], 0, x->shape->dims[k] - u->shape->dims[k]);
+		parts[k] = nx_rw_reshape(rw, st, 1, &one);
+		iv[k] = k;
+	}
+	nx_inst *starts = nx_rw_add(rw, NX_OP_CONCATENATE, nx_shape_array(a, NX_S32, 1, &rr), parts, r, NULL);
+	starts->a.dimensions = nx_ivec_dup(a, &zero, 1);
+	starts->a.has_dimensions = true;
+	/* the overwrite combiner: (old, new) -> new; callees precede callers */
+	nx_comp *ow = nx_comp_new(m, nx_rw_unique_name(rw, "overwrite"));
+	memmove(m->comps + 1, m->comps, sizeof(nx_comp *) * (size_t)(m->ncomps - 1));
+	m->comps[0] = ow;
+	nx_inst *p[2];
+	for (int k = 0; k < 2; k++) {
+		p[k] = nx_inst_new(ow, NX_OP_PARAMETER, nx_shape_scalar(&m->arena, x->shape->type), NULL, 0,
+		                   nx_rw_unique_name(rw, k ? "new" : "old"));
+		p[k]->a.parameter_number = k;
+		nx_comp_add_param(ow, p[k]);
+	}
+	ow->root = p[1];
+	nx_inst *ops[3] = {x, starts, u};
+	nx_inst *sc = nx_rw_add(rw, NX_OP_SCATTER, nx_shape_copy(a, in->shape), ops, 3, NULL);
+	sc->a.scatter.update_window_dims = nx_ivec_dup(a, iv, r);
+	sc->a.scatter.scatter_dims_to_operand_dims = nx_ivec_dup(a, iv, r);
+	sc->a.scatter.index_vector_dim = 0;
+	sc->a.scatter.unique_indices = true;
+	sc->called = nx_arena_alloc(a, sizeof(nx_comp *));
+	sc->called[0] = ow;
+	sc->ncalled = 1;
+	return sc;
+}
+
 static nx_inst *rewrite(nx_rw *rw, nx_inst *in)
 {
+	if (in->op == NX_OP_DYNAMIC_UPDATE_SLICE)
+		return dynamic_update_slice(rw, in);
 	if (in->op == NX_OP_GATHER)
 		return gather(rw, in);
 	if (in->op == NX_OP_DYNAMIC_SLICE)

@@ -217,6 +217,26 @@ out:
 	return rc;
 }
 
+/* Lowers one iteration of the body over the loop state: the body's root is
+ * copied back into the state and released. The current instruction and debug
+ * position are the while's again afterwards. */
+static nx_status lower_body(nx_lower *L, const nx_comp *body, nx_lval *st)
+{
+	const nx_inst *cur = L->cur;
+	uint32_t cur_debug = L->cur_debug;
+	int node = L->node;
+	nx_lval *root = NULL;
+	nx_status rc = nx_l_lower_comp(L, body, st, &root);
+	L->cur = cur;
+	L->cur_debug = cur_debug;
+	L->node = node;
+	if (rc != NX_OK || (rc = copy_back(L, root, st)) != NX_OK)
+		return rc;
+	if (root != st)
+		nx_l_release_val(L, root);
+	return NX_OK;
+}
+
 static void pad(nx_lower *L, nx_engine e, int sem, int64_t n)
 {
 	while (n > 0) {
@@ -330,7 +350,7 @@ static nx_status dd_loop(nx_lower *L, const nx_inst *i, nx_lval *init, bool init
 {
 	const nx_comp *body = i->called[1];
 	pins p = {0};
-	nx_lval *st = NULL, *root = NULL;
+	nx_lval *st = NULL;
 	nx_status rc = make_state(L, body, init, init_dies, &p, &st);
 	if (rc != NX_OK)
 		goto out;
@@ -354,17 +374,8 @@ static nx_status dd_loop(nx_lower *L, const nx_inst *i, nx_lval *init, bool init
 	nx_lsync s0;
 	counts(L, &s0);
 	int64_t adv0 = L->dloop_adv;
-	const nx_inst *cur = L->cur;
-	uint32_t cur_debug = L->cur_debug;
-	int node = L->node;
-	rc = nx_l_lower_comp(L, body, st, &root);
-	L->cur = cur;
-	L->cur_debug = cur_debug;
-	L->node = node;
-	if (rc != NX_OK || (rc = copy_back(L, root, st)) != NX_OK)
+	if ((rc = lower_body(L, body, st)) != NX_OK)
 		goto out;
-	if (root != st)
-		nx_l_release_val(L, root);
 	if ((rc = predicate(L, i, st, &pred)) != NX_OK)
 		goto out;
 	int64_t D = iteration_end(L, &s0); /* its barrier covers the predicate */
@@ -392,7 +403,7 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 		return nx_l_err(L, "while loops nested deeper than %d device loops", NX_CTRL_DEPTH);
 	const nx_comp *body = i->called[1];
 	pins p = {0};
-	nx_lval *st = NULL, *root = NULL;
+	nx_lval *st = NULL;
 	nx_status rc = make_state(L, body, init, init_dies, &p, &st);
 	if (rc != NX_OK)
 		goto out;
@@ -402,9 +413,6 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 	nx_l_plan(L, "state", "%d invariant, %d taken over from the init, %d copied", p.ninv, p.nadopt, p.ncopy);
 	if (t.n == 0)
 		goto out;
-	const nx_inst *cur = L->cur;
-	uint32_t cur_debug = L->cur_debug;
-	int node = L->node;
 	if (!L->ndloops)
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			nx_l_setreg(L, (nx_engine)e, NX_LREG_ITER, 0);
@@ -415,14 +423,8 @@ nx_status nx_l_while(nx_lower *L, const nx_inst *i, nx_lval *init, bool init_die
 	counts(L, &s0);
 	int64_t adv0 = L->dloop_adv;
 	L->dloop_adv = 0; /* the inner loops' advance in one iteration */
-	rc = nx_l_lower_comp(L, body, st, &root);
-	L->cur = cur;
-	L->cur_debug = cur_debug;
-	L->node = node;
-	if (rc != NX_OK || (rc = copy_back(L, root, st)) != NX_OK)
+	if ((rc = lower_body(L, body, st)) != NX_OK)
 		goto out;
-	if (root != st)
-		nx_l_release_val(L, root);
 	int64_t D = iteration_end(L, &s0);
 	/* NX_LREG_ITER advances by the inner loops' advance and D per iteration,
 	 * less D after the loop; with the static counts it must stay a 32-bit

@@ -126,31 +126,50 @@ nx_status nx_l_dma_vv(nx_lower *L, const nx_lview *src, const nx_lview *dst, con
  * a row-major view of dst) on engine e's queues. */
 static nx_status copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst, nx_engine e);
 
-/* A copy of 1 MiB or more: its outermost axis cut into up to 8 pieces,
- * one DMA each on its own SP queue (one DMA moves ~17 B/ns); of 4 MiB or
- * more into up to 16, the second half issued by POOL on its queues. */
+/* A copy of 1 MiB or more: cut into up to 8 pieces, one DMA each on its own
+ * SP queue (one DMA moves ~17 B/ns); of 4 MiB or more into up to 16, the
+ * second half issued by POOL on its queues. The outermost axis is cut; when
+ * it has fewer indices than pieces, each index is its own slab and the next
+ * axis is cut too (a [4, 512, 16, 64] permutation: 4 x 4 pieces), so every
+ * piece stays one contiguous block of dst. */
 nx_status nx_l_copy_view(nx_lower *L, const nx_lview *src, nx_lval *dst)
 {
 	int64_t n = 1;
-	int k0 = -1;
+	int k0 = -1, k1 = -1;
 	for (int k = 0; k < src->rank; k++) {
 		n *= src->dims[k];
+		if (k0 >= 0 && k1 < 0 && src->dims[k] > 1)
+			k1 = k;
 		if (k0 < 0 && src->dims[k] > 1)
 			k0 = k;
 	}
-	if (k0 < 0 || n * nx_dtype_bytes[dst->dt] < ((int64_t)1 << 20))
+	int es = nx_dtype_bytes[dst->dt];
+	if (k0 < 0 || n * es < ((int64_t)1 << 20))
 		return copy_view(L, src, dst, NX_ENG_SP);
-	int64_t D = src->dims[k0], inner = n / D, nmax = n * nx_dtype_bytes[dst->dt] >= ((int64_t)4 << 20) ? 16 : 8;
-	int64_t npc = D < nmax ? D : nmax;
+	int64_t D = src->dims[k0], nmax = n * es >= ((int64_t)4 << 20) ? 16 : 8;
+	int64_t c0 = D < nmax ? D : nmax, c1 = 1;
+	if (c0 < nmax && k1 >= 0) {
+		c1 = nmax / c0;
+		c1 = src->dims[k1] < c1 ? src->dims[k1] : c1;
+	}
+	int64_t inner0 = n / D, D1 = c1 > 1 ? src->dims[k1] : 1, inner1 = inner0 / D1;
 	nx_lbuf *real = dst->buf;
 	nx_lsync w = real->written, war = real->war;
-	for (int64_t pc = 0; pc < npc; pc++) {
-		int64_t a = D * pc / npc, b = D * (pc + 1) / npc;
+	for (int64_t pc = 0; pc < c0 * c1; pc++) {
+		int64_t p0 = pc / c1, p1 = pc % c1;
+		int64_t a = D * p0 / c0, b = D * (p0 + 1) / c0;
 		nx_lview ps = *src;
 		ps.off += a * src->stride[k0];
 		ps.dims[k0] = b - a;
+		int64_t doff = a * inner0;
+		if (c1 > 1) { /* one index of k0 (c0 == D), a range of k1 */
+			int64_t a1 = D1 * p1 / c1, b1 = D1 * (p1 + 1) / c1;
+			ps.off += a1 * src->stride[k1];
+			ps.dims[k1] = b1 - a1;
+			doff += a1 * inner1;
+		}
 		nx_lbuf db = *real;
-		db.off += a * inner * nx_dtype_bytes[dst->dt];
+		db.off += doff * es;
 		nx_lval dv = *dst;
 		dv.buf = &db;
 		nx_status rc = copy_view(L, &ps, &dv, pc < 8 ? NX_ENG_SP : NX_ENG_POOL);

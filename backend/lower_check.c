@@ -245,7 +245,7 @@ static void hbm_accesses(const nx_lower *L, hacc **out, size_t *nout)
 				ap_extent(&ap, trip, depth, &lo, &hi);
 				int64_t x = ap.part_stride * esz * ((int64_t)ap.part_count - 1);
 				*(x < 0 ? &lo : &hi) += x;
-				if (in->op == NX_I_DMA_GATHER && a == 1) {
+				if ((in->op == NX_I_DMA_GATHER && a == 1) || (in->op == NX_I_DMA_SCATTER && a == 0)) {
 					hi += (int64_t)(in->iarg[2] > 0 ? in->iarg[2] - 1 : 0) * in->iarg[3];
 					dense = false;
 				}

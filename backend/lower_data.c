@@ -772,6 +772,59 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 }
 
 /* --------------------------------------------------- dynamic indexing */
+/* out = x with its slab at the runtime index idx along dim d replaced by u
+ * (x viewed as [A, D, B], the slab A rows of B): x copied to out (unless
+ * out is x's buffer), then one dma_scatter writes u's A x B elements at
+ * out + idx * B, idx clamped into [0, D - 1] (dynamic-update-slice) or, with
+ * drop, the write skipped when idx is out of range (scatter). False when the
+ * shapes or types do not fit one such DMA (the row program does it). */
+static bool slab_scatter(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx, int64_t idx_off, int d, bool drop,
+                         nx_lval *out, nx_status *rc)
+{
+	const nx_shape *s = x->shape;
+	int64_t A = 1, D = s->dims[d], B = 1;
+	for (int k = 0; k < d; k++)
+		A *= s->dims[k];
+	for (int k = d + 1; k < s->rank; k++)
+		B *= s->dims[k];
+	int es = nx_dtype_bytes[x->dt];
+	if ((idx->dt != NX_DT_S32 && idx->dt != NX_DT_U32) || u->dt != x->dt || out->dt != x->dt || A * B == 0 ||
+	    A > (1 << 24) || B > (1 << 24) || D * B > INT32_MAX || B * es > INT32_MAX || D > INT32_MAX)
+		return false;
+	*rc = NX_OK;
+	if (out->buf->off != x->buf->off) {
+		nx_lview v = nx_l_view_of(x);
+		if ((*rc = nx_l_copy_view(L, &v, out)) != NX_OK)
+			return true;
+	}
+	int32_t st[2] = {(int32_t)(D * B), 1}, su[2] = {(int32_t)B, 1}, s1[1] = {1};
+	uint32_t c2[2] = {(uint32_t)A, (uint32_t)B}, c1[1] = {1};
+	nx_ap row = nx_ap_hbm(out->dt, out->buf->off, 1, 0, 2, st, c2);
+	nx_ap src = nx_ap_hbm(u->dt, u->buf->off, 1, 0, 2, su, c2);
+	nx_ap ia = nx_ap_hbm(idx->dt, idx->buf->off + idx_off * nx_dtype_bytes[idx->dt], 1, 0, 1, s1, c1);
+	nx_l_wait(L, NX_ENG_SP, &u->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &idx->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &out->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &out->buf->war);
+	nx_lsync y = nx_l_dma(L, NX_ENG_SP, row, src);
+	nx_insn *in = &L->s[NX_ENG_SP].v[L->s[NX_ENG_SP].n - 1];
+	NX_ASSERT(in->op == NX_I_DMA);
+	in->op = NX_I_DMA_SCATTER;
+	in->ap[2] = ia;
+	in->iarg[2] = (int32_t)D;
+	in->iarg[3] = (int32_t)(B * es);
+	in->flags = drop ? NX_IF_DROP : 0;
+	nx_l_plan_kernel(L, "scatter-dma");
+	nx_l_plan(L, "slab", "%lld x %lld elements at a runtime index of %lld (%s)%s", (long long)A, (long long)B,
+	          (long long)D, drop ? "dropped when out of range" : "clamped",
+	          out->buf->off != x->buf->off ? ", after a copy of the operand" : ", in place");
+	nx_l_max(&u->buf->war, &y);
+	nx_l_max(&idx->buf->war, &y);
+	nx_l_max(&out->buf->written, &y);
+	nx_l_max(&out->buf->war, &y);
+	return true;
+}
+
 /* out = x with the slab x[..., idx, ...] (dim d) replaced by u (or, add,
  * increased by u), idx a runtime scalar: a row program over rows (a, j) of x
  * viewed as [A*D, B] selecting by (iota j == idx), the update broadcast over
@@ -791,6 +844,8 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
 	if (nx_shape_elems(s) == 0)
 		return NX_OK;
 	nx_status rc;
+	if (!add && slab_scatter(L, x, u, idx, idx_off, d, !clamp, out, &rc))
+		return rc;
 	/* row index j of each row, and the index broadcast to every row */
 	int64_t ad[3] = {A, D, B1};
 	nx_inst fi;

@@ -475,6 +475,18 @@ static nx_status check_semantics(ctx *c, const nx_neff *n, const char *sec, size
 		    (uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]) * a[2].part_count * nx_ap_free_elems(&a[2]))
 			return err(c, "%s: instruction %zu: dma_gather destination is not one row per index", sec, i);
 		/* fall through */
+	case NX_I_DMA_SCATTER:
+		if (in->op == NX_I_DMA_SCATTER) {
+			if (in->iarg[2] < 1 || in->iarg[3] < 0)
+				return err(c, "%s: instruction %zu: dma_scatter needs a row count >= 1 and a row stride >= 0",
+				           sec, i);
+			if ((uint64_t)a[1].part_count * nx_ap_free_elems(&a[1]) !=
+			    (uint64_t)a[0].part_count * nx_ap_free_elems(&a[0]) * a[2].part_count * nx_ap_free_elems(&a[2]))
+				return err(c, "%s: instruction %zu: dma_scatter source is not one row per index", sec, i);
+			if (a[0].space != NX_MEM_HBM)
+				return err(c, "%s: instruction %zu: dma_scatter writes rows of HBM", sec, i);
+		}
+		/* fall through */
 	case NX_I_DMA:
 		if (in->iarg[0] < 0 || in->iarg[0] >= t->dma_engines)
 			return err(c, "%s: instruction %zu: DMA queue %d out of range (%d queues)", sec, i,

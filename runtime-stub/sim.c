@@ -114,7 +114,7 @@ static void count_insn(const nx_target *t, const nx_insn *in, nx_rt_stats *st)
 		st->pe_peak_ns += fl / (tf * 1e3);
 		return;
 	}
-	if (in->op != NX_I_DMA && in->op != NX_I_DMA_GATHER)
+	if (in->op != NX_I_DMA && in->op != NX_I_DMA_GATHER && in->op != NX_I_DMA_SCATTER)
 		return;
 	const nx_ap *dst = &in->ap[0], *src = &in->ap[1];
 	uint64_t n = (uint64_t)src->part_count * nx_ap_free_elems(src);
@@ -127,7 +127,9 @@ static void count_insn(const nx_target *t, const nx_insn *in, nx_rt_stats *st)
 	if (src->space == NX_MEM_HBM)
 		st->hbm_read_bytes += bytes;
 	if (dst->space == NX_MEM_HBM)
-		st->hbm_write_bytes += (uint64_t)dst->part_count * nx_ap_free_elems(dst) * nx_dtype_bytes[dst->dtype];
+		st->hbm_write_bytes += in->op == NX_I_DMA_SCATTER /* one destination row per index */
+		                           ? bytes
+		                           : (uint64_t)dst->part_count * nx_ap_free_elems(dst) * nx_dtype_bytes[dst->dtype];
 }
 
 static nx_status run(nx_sim *s, const nx_rt_opts *o, nx_rt_stats *st, nx_rt_profile *tr)

@@ -547,6 +547,27 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 		scatter(s, &v[0], o);
 		return NX_OK;
 	}
+	case NX_I_DMA_SCATTER: {
+		uint64_t R = v[2].np * v[2].nf, row = v[0].np * v[0].nf;
+		if (v[1].np * v[1].nf != R * row)
+			return fail(s, "%s: source is not %llu rows of %llu", info->name, (unsigned long long)R,
+			            (unsigned long long)row);
+		double *ix = gather(s, 2, &v[2]), *src = gather(s, 1, &v[1]);
+		for (uint64_t r = 0; r < R; r++) {
+			double j = ix[r];
+			bool out = !(j >= 0) || j >= (double)in->iarg[2];
+			if (out && (in->flags & NX_IF_DROP))
+				continue;
+			int64_t k = !(j > 0) ? 0 : j >= (double)in->iarg[2] ? in->iarg[2] - 1 : (int64_t)j;
+			nx_ap a = in->ap[0];
+			a.offset += k * (int64_t)in->iarg[3];
+			view w;
+			if (resolve(s, &a, li, depth, &w) != NX_OK)
+				return s->d->status;
+			scatter(s, &w, src + r * row);
+		}
+		return NX_OK;
+	}
 	case NX_I_DMA: {
 		if (v[0].np * v[0].nf != v[1].np * v[1].nf)
 			return fail(s, "%s: source and destination sizes differ", info->name);

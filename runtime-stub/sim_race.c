@@ -147,6 +147,8 @@ static void hbm_writes(nx_race *r)
 				int64_t ext = a->loop_stride[d] * (trip[d] > 0 ? trip[d] - 1 : 0);
 				*(ext < 0 ? &x.lo : &x.hi) += ext;
 			}
+			if (in->op == NX_I_DMA_SCATTER) /* rows chosen by data: all of them */
+				x.hi += (int64_t)(in->iarg[2] > 0 ? in->iarg[2] - 1 : 0) * in->iarg[3];
 			size_t c2 = cap;
 			v = grow(v, &c2, 2 * n + 2, sizeof *v);
 			cap = c2;
@@ -614,7 +616,8 @@ nx_status nx_race_access(nx_race *r, nx_sim *s, int eng, int queue, const nx_ins
 		x.write = (a == 0 && in->op != NX_I_LDREG) || (in->op == NX_I_ACTIVATE && a == 3) || (in->op == NX_I_CALL && a < in->iarg[1]);
 		if (in->op == NX_I_CALL && a >= in->iarg[1])
 			x.write = false;
-		if (in->op == NX_I_DMA_GATHER && a == 1) { /* rows chosen by data: all of them */
+		if ((in->op == NX_I_DMA_GATHER && a == 1) || (in->op == NX_I_DMA_SCATTER && a == 0)) {
+			/* rows chosen by data: all of them */
 			x.hi += (int64_t)(in->iarg[2] > 0 ? in->iarg[2] - 1 : 0) * in->iarg[3];
 			x.box = true;
 		}

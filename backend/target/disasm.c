@@ -93,6 +93,8 @@ void nx_isa_disasm(const nx_insn *in, char *buf, size_t n)
 		put(&s, " start");
 	if (in->flags & NX_IF_REVERSE)
 		put(&s, " reverse");
+	if (in->flags & NX_IF_DROP)
+		put(&s, " drop");
 	for (int a = 0; a < info->nap; a++) {
 		put(&s, a == 0 ? " " : a == 1 ? " <- " : ", ");
 		put_ap(&s, &in->ap[a]);

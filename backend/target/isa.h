@@ -66,7 +66,7 @@ typedef enum nx_opcode_isa {
 #undef INSN
 	NX_I_COUNT
 } nx_isa_op;
-_Static_assert(NX_I_COUNT == 33, "isa.def rows: update the opcode count (append only)");
+_Static_assert(NX_I_COUNT == 34, "isa.def rows: update the opcode count (append only)");
 
 typedef enum nx_act_func {
 #define ACT(e, name) NX_ACT_##e,
@@ -90,7 +90,8 @@ typedef enum nx_cost_id { NX_COST_CTRL, NX_COST_MATMUL, NX_COST_ACT, NX_COST_VEC
 enum {
 	NX_IF_START = 1 << 0,   /* matmul: overwrite the PSUM bank instead of accumulating */
 	NX_IF_REVERSE = 1 << 1, /* tensor_scalar: scalar op src */
-	NX_IF_ALL = 3,
+	NX_IF_DROP = 1 << 2,    /* dma_scatter: an index out of range drops its row */
+	NX_IF_ALL = 7,
 };
 
 typedef struct nx_ap {

@@ -36,8 +36,8 @@ typedef struct st {
 	nx_engine ce;
 	int64_t R, tr, Ro;
 	int64_t in_off[4], out_off, part_off, init_off, bufb, step;
-	int ql[8], qs[8], kl, ks; /* queues; pieces (partition ranges) per load / the store */
-	int64_t base_l[8], base_s[8], base_c;
+	int ql[16], qs[8], kl, ks; /* queues; pieces (partition ranges) per load / the store */
+	int64_t base_l[16], base_s[8], base_c;
 	int lv;      /* loop level of the tile loop, -1 outside */
 	nx_lsync loads, stores, comp;
 } st;
@@ -187,15 +187,34 @@ static nx_status stream(st *x, int64_t O)
 		x->in_off[k] += base;
 	x->out_off += base, x->part_off += base, x->init_off += base;
 	/* the 8 SP queues shared by the operands' loads, the 8 POOL queues by
-	 * the store: a full tile is cut into that many partition ranges */
-	int nld = x->reduce ? 1 : x->nops;
-	x->kl = 8 / nld, x->ks = 8;
-	for (int k = 0; k < nld * x->kl; k++)
+	 * the store: a full tile is cut into that many partition ranges. An
+	 * elementwise loop of 8 tiles or more that loads more bytes than it
+	 * stores splits the 16 queues by bytes: its loads borrow POOL queues
+	 * no store uses (bert_layer's [2048,1024] multiplies: 10 load and 6
+	 * store queues). SP first waits for what a borrowed queue carries: a
+	 * queue's completions count in issue order. */
+	int64_t T = O / (128 * tr), rem = O % (128 * tr), q = rem / tr, s = rem % tr;
+	int nld = x->reduce ? 1 : x->nops, nl = 8;
+	if (!x->reduce && T >= 8) {
+		int64_t bl = 0, bs = nx_dtype_bytes[x->out->dt];
+		for (int k = 0; k < nld; k++)
+			bl += nx_dtype_bytes[x->ops[k]->dt];
+		nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
+		nl = nl < 8 ? 8 : nl > 15 ? 15 : nl;
+	}
+	x->kl = nl / nld;
+	x->ks = 16 - nld * x->kl > 8 ? 8 : 16 - nld * x->kl;
+	for (int k = 0; k < nld * x->kl && k < 8; k++)
 		x->ql[k] = nx_l_queue(L, NX_ENG_SP);
 	for (int k = 0; k < x->ks; k++)
 		x->qs[k] = nx_l_queue(L, NX_ENG_POOL);
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int k = 8; k < nld * x->kl; k++) {
+		x->ql[k] = nx_l_queue(L, NX_ENG_POOL);
+		bq.s[x->ql[k]] = L->qcount[x->ql[k]];
+	}
 	x->lv = -1;
-	int64_t T = O / (128 * tr), rem = O % (128 * tr), q = rem / tr, s = rem % tr;
 	nx_l_plan_kernel(L, x->reduce ? "reduce-loop" : "elementwise-loop");
 	nx_l_plan(L, "shape", "%lld rows of %lld -> %lld, %d operands", (long long)O, (long long)x->R, (long long)x->Ro,
 	          x->nops);
@@ -215,6 +234,7 @@ static nx_status stream(st *x, int64_t O)
 		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
 	for (int k = 0; k < x->nops; k++)
 		nx_l_wait(L, NX_ENG_SP, &x->ops[k]->buf->written);
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
 	if (x->reduce) {
 		/* the init value, once, into every partition */

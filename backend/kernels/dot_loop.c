@@ -26,10 +26,12 @@
 #include <string.h>
 
 enum { R_SP_PE, R_PE_LD, R_PE_ACT, R_ACT_PE, R_ACT_ST, R_POOL_ACT, R_PE_LDX };
-/* loads go to up to NQL queues (PE counts queue q >= 1 in register
- * R_PE_LDX + q - 1) */
-enum { NQL = 8 };
-_Static_assert(R_PE_LDX + NQL - 1 <= 16, "PE registers");
+/* loads go to up to NQL queues: SP's 8 and POOL's but the store queue
+ * (SP borrows them); every queue gets one piece (a partition range) per
+ * operand part, so PE counts them all in register R_PE_LD, except a
+ * ragged K tile of fewer rows than queues: its pieces go on the first nrag
+ * queues only, which PE counts in R_PE_LDX */
+enum { NQL = NX_LQ - 1 };
 
 typedef struct dl {
 	nx_lower *L;
@@ -39,7 +41,7 @@ typedef struct dl {
 	int ea, eb, eo;
 	int64_t a_off, b_off, o_off; /* SBUF addresses */
 	int64_t pbase;
-	int ql[NQL], nql, qs;        /* load and store queues */
+	int ql[NQL], nql, nrag, qs;  /* load and store queues */
 	int64_t base_l[NQL], base_s, base_pe, base_act;
 	int64_t kblocks;             /* K blocks per output tile */
 	/* loop level (0 = outermost) of each dimension's loop, -1 outside one */
@@ -88,8 +90,7 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 	int64_t kadv = x->KTb * x->kt; /* K elements per iteration of the K-block loop */
 	/* SP: wait until PE consumed the previous K block, then load */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, R_SP_PE);
-	int64_t cnt[NQL] = {0};
-	int qn = 0; /* pieces go round-robin over the load queues */
+	int64_t per = 0, perx = 0; /* pieces per queue; more on the first nrag */
 	for (int side = 0; side < 2; side++) {
 		const nx_ldmat *V = side ? B : A;
 		int esz = side ? x->eb : x->ea;
@@ -101,36 +102,37 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 			int64_t nt_ = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 			if (nt_ == 0)
 				continue;
-			/* the part's K tiles in up to nql pieces of consecutive tiles */
-			int64_t npc = nt_ < x->nql ? nt_ : x->nql;
-			for (int64_t pc = 0; pc < npc; pc++) {
-				int64_t t0 = nt_ * pc / npc, t1 = nt_ * (pc + 1) / npc;
-				int64_t kk = k0 + (part ? nfull * x->kt : 0) + t0 * x->kt;
-				int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w};
-				uint32_t hc[2] = {(uint32_t)(t1 - t0), (uint32_t)w};
-				nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + kk * s_k) * esz, (int)np,
-				                   s_k, 2, hs, hc);
+			/* the part's K tiles [np partitions, nt_ tiles, w] in nq
+			 * partition ranges */
+			int64_t kk = k0 + (part ? nfull * x->kt : 0);
+			int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w}, ss[2] = {(int32_t)wt, 1};
+			uint32_t hc[2] = {(uint32_t)nt_, (uint32_t)w};
+			int nq = np < x->nql ? (int)np : x->nql;
+			NX_ASSERT(nq == x->nql || nq == x->nrag);
+			for (int q = 0; q < nq; q++) {
+				int64_t p0 = np * q / nq, p1 = np * (q + 1) / nq;
+				nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + (kk + p0) * s_k) * esz,
+				                   (int)(p1 - p0), s_k, 2, hs, hc);
 				strides(x, &h, V->sb * esz, side ? 0 : x->mt * s_w * esz, side ? x->nt * s_w * esz : 0,
 				        kadv * s_k * esz);
-				int32_t ss[2] = {(int32_t)wt, 1};
-				nx_ap sb = nx_ap_sbuf(V->dt, 0, (int)np, sbuf + ((part ? nfull : 0) + t0) * wt * esz, 2,
-				                      ss, hc);
-				int q = qn++ % x->nql;
+				nx_ap sb = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0),
+				                      sbuf + (part ? nfull : 0) * wt * esz, 2, ss, hc);
 				nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[q], sb, h);
 				nx_l_max(&x->loads, &y);
-				cnt[q]++;
 			}
+			if (nq == x->nql)
+				per++;
+			else
+				perx++;
 		}
 	}
 	nx_l_addreg(L, NX_ENG_SP, R_SP_PE, 1);
 	/* PE: wait for the loads, accumulate */
-	for (int q = 0; q < x->nql; q++) {
-		if (cnt[q] == 0)
-			continue;
-		int r = q ? R_PE_LDX + q - 1 : R_PE_LD;
-		nx_l_addreg(L, NX_ENG_PE, r, cnt[q]);
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], r);
-	}
+	nx_l_addreg(L, NX_ENG_PE, R_PE_LD, per);
+	if (x->nrag)
+		nx_l_addreg(L, NX_ENG_PE, R_PE_LDX, per + perx);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], q < x->nrag ? R_PE_LDX : R_PE_LD);
 	for (int part = 0; part < 2; part++) {
 		int64_t cnt = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 		if (cnt == 0)
@@ -1091,11 +1093,16 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.o_off = x.b_off + al64(x.KTb * x.nt * x.eb);
 	int ph = L->pidx++ & 1;
 	x.pbase = ph * (t->psum_banks / 2) * t->psum_bank_bytes;
-	/* one load queue per K tile of a block, up to NQL */
-	x.nql = x.KTb < NQL ? (int)x.KTb : NQL;
-	for (int q = 0; q < x.nql; q++)
-		x.ql[q] = nx_l_queue(L, NX_ENG_SP);
+	/* load queues: up to NQL, at most the partitions of every part, and
+	 * 64 KiB or more per transfer (a wait per queue per K block on PE) */
+	int64_t kbb = x.KTb * x.kt * per / 65536;
+	x.nql = x.kt < NQL ? (int)x.kt : NQL;
+	if (kbb < x.nql)
+		x.nql = kbb > 1 ? (int)kbb : 1;
+	x.nrag = K % x.kt && K % x.kt < x.nql ? (int)(K % x.kt) : 0;
 	x.qs = nx_l_queue(L, NX_ENG_POOL);
+	for (int q = 0; q < x.nql; q++) /* SP's queues, then POOL's but qs */
+		x.ql[q] = nx_l_queue(L, q < NX_LQ / 2 ? NX_ENG_SP : NX_ENG_POOL);
 	x.lv_b = x.lv_m = x.lv_n = x.lv_k = -1;
 	nx_l_plan_kernel(L, "dot-loop");
 	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)Bt, (long long)M,
@@ -1127,8 +1134,16 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.base_act = L->ecount[NX_ENG_ACT];
 	nx_l_setreg(L, NX_ENG_SP, R_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_LD, 0);
-	for (int q = 1; q < x.nql; q++)
-		nx_l_setreg(L, NX_ENG_PE, R_PE_LDX + q - 1, 0);
+	if (x.nrag)
+		nx_l_setreg(L, NX_ENG_PE, R_PE_LDX, 0);
+	/* SP loading on POOL's queues: the semaphore counts assume one issuing
+	 * engine per queue at a time, so SP first waits for everything earlier
+	 * on them (and POOL for SP's loads at the end) */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int q = NX_LQ / 2; q < x.nql; q++)
+		bq.s[x.ql[q]] = x.base_l[q];
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_ACT, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_ST, 0);
@@ -1169,6 +1184,9 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 		endloop_all(&x, 4);
 
 	/* kernel exit */
+	for (int q = NX_LQ / 2; q < x.nql; q++)
+		bq.s[x.ql[q]] = L->qcount[x.ql[q]];
+	nx_l_wait(L, NX_ENG_POOL, &bq);
 	nx_l_max(&A->buf->war, &x.loads);
 	nx_l_max(&B->buf->war, &x.loads);
 	nx_l_max(&out->buf->written, &x.stores);

@@ -247,6 +247,11 @@ nx_status nx_l_err(nx_lower *L, const char *fmt, ...) __attribute__((format(prin
  * L->sbuf_free[*half] before writing it, nx_l_sbuf_end records the kernel's
  * completion there. */
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half);
+/* a region of more than half the partition (up to nx_l_sbuf_big) for a
+ * kernel whose plan gains from it: it overlaps the neighbouring kernels'
+ * regions, so those do not run beside it */
+nx_status nx_l_sbuf_begin_big(nx_lower *L, int64_t bytes, int64_t *base, int *half);
+int64_t nx_l_sbuf_big(const nx_lower *L);
 void nx_l_sbuf_end(nx_lower *L, int half, const nx_lsync *done);
 /* The engines a loop kernel with these compute stages uses: SP (loads), POOL
  * (stores) and each stage's engine. */

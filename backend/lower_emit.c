@@ -239,6 +239,13 @@ void nx_l_wait_rel(nx_lower *L, nx_engine e, int sem, int64_t base, int r)
 }
 
 /* ---------------------------------------------------------- on-chip */
+/* 15/16 of the partition: a little room stays for small kernels beside it */
+int64_t nx_l_sbuf_big(const nx_lower *L)
+{
+	int64_t p = L->t->sbuf_partition_bytes;
+	return p - p / 16 > L->sbuf_half ? p - p / 16 : L->sbuf_half;
+}
+
 int64_t nx_l_div_le(int64_t n, int64_t cap)
 {
 	if (n <= cap)
@@ -256,12 +263,18 @@ static bool overlaps(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 
 nx_status nx_l_sbuf_begin(nx_lower *L, int64_t bytes, int64_t *base, int *half)
 {
-	nx_l_check_sbuf(L);
 	if (bytes > L->sbuf_half)
 		return nx_l_err(L, "kernel needs %lld SBUF bytes per partition; %s allows %lld per kernel "
 		                   "(half of the %lld-byte partition)",
 		                (long long)bytes, L->t->name, (long long)L->sbuf_half,
 		                (long long)L->t->sbuf_partition_bytes);
+	return nx_l_sbuf_begin_big(L, bytes, base, half);
+}
+
+nx_status nx_l_sbuf_begin_big(nx_lower *L, int64_t bytes, int64_t *base, int *half)
+{
+	nx_l_check_sbuf(L);
+	NX_ASSERT(bytes <= nx_l_sbuf_big(L));
 	int64_t b = (bytes + 63) & ~(int64_t)63, total = L->t->sbuf_partition_bytes;
 	if (b == 0)
 		b = 64;

@@ -26,10 +26,12 @@
 #include <string.h>
 
 enum { R_SP_PE, R_PE_LD, R_PE_ACT, R_ACT_PE, R_ACT_ST, R_POOL_ACT, R_PE_LDX };
-/* loads go to up to NQL queues (PE counts queue q >= 1 in register
- * R_PE_LDX + q - 1) */
-enum { NQL = 8 };
-_Static_assert(R_PE_LDX + NQL - 1 <= 16, "PE registers");
+/* loads go to up to NQL queues: SP's 8 and POOL's but the store queue
+ * (SP borrows them); every queue gets one piece (a partition range) per
+ * operand part, so PE counts them all in register R_PE_LD, except a
+ * ragged K tile of fewer rows than queues: its pieces go on the first nrag
+ * queues only, which PE counts in R_PE_LDX */
+enum { NQL = NX_LQ - 1 };
 
 typedef struct dl {
 	nx_lower *L;
@@ -39,7 +41,7 @@ typedef struct dl {
 	int ea, eb, eo;
 	int64_t a_off, b_off, o_off; /* SBUF addresses */
 	int64_t pbase;
-	int ql[NQL], nql, qs;        /* load and store queues */
+	int ql[NQL], nql, nrag, qs;  /* load and store queues */
 	int64_t base_l[NQL], base_s, base_pe, base_act;
 	int64_t kblocks;             /* K blocks per output tile */
 	/* loop level (0 = outermost) of each dimension's loop, -1 outside one */
@@ -88,8 +90,7 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 	int64_t kadv = x->KTb * x->kt; /* K elements per iteration of the K-block loop */
 	/* SP: wait until PE consumed the previous K block, then load */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, R_SP_PE);
-	int64_t cnt[NQL] = {0};
-	int qn = 0; /* pieces go round-robin over the load queues */
+	int64_t per = 0, perx = 0; /* pieces per queue; more on the first nrag */
 	for (int side = 0; side < 2; side++) {
 		const nx_ldmat *V = side ? B : A;
 		int esz = side ? x->eb : x->ea;
@@ -101,36 +102,37 @@ static void kblock(dl *x, int64_t msz, int64_t m0, int64_t nsz, int64_t n0, int6
 			int64_t nt_ = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 			if (nt_ == 0)
 				continue;
-			/* the part's K tiles in up to nql pieces of consecutive tiles */
-			int64_t npc = nt_ < x->nql ? nt_ : x->nql;
-			for (int64_t pc = 0; pc < npc; pc++) {
-				int64_t t0 = nt_ * pc / npc, t1 = nt_ * (pc + 1) / npc;
-				int64_t kk = k0 + (part ? nfull * x->kt : 0) + t0 * x->kt;
-				int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w};
-				uint32_t hc[2] = {(uint32_t)(t1 - t0), (uint32_t)w};
-				nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + kk * s_k) * esz, (int)np,
-				                   s_k, 2, hs, hc);
+			/* the part's K tiles [np partitions, nt_ tiles, w] in nq
+			 * partition ranges */
+			int64_t kk = k0 + (part ? nfull * x->kt : 0);
+			int32_t hs[2] = {(int32_t)(x->kt * s_k), (int32_t)s_w}, ss[2] = {(int32_t)wt, 1};
+			uint32_t hc[2] = {(uint32_t)nt_, (uint32_t)w};
+			int nq = np < x->nql ? (int)np : x->nql;
+			NX_ASSERT(nq == x->nql || nq == x->nrag);
+			for (int q = 0; q < nq; q++) {
+				int64_t p0 = np * q / nq, p1 = np * (q + 1) / nq;
+				nx_ap h = nx_ap_hbm(V->dt, V->buf->off + (V->off + o0 * s_w + (kk + p0) * s_k) * esz,
+				                   (int)(p1 - p0), s_k, 2, hs, hc);
 				strides(x, &h, V->sb * esz, side ? 0 : x->mt * s_w * esz, side ? x->nt * s_w * esz : 0,
 				        kadv * s_k * esz);
-				int32_t ss[2] = {(int32_t)wt, 1};
-				nx_ap sb = nx_ap_sbuf(V->dt, 0, (int)np, sbuf + ((part ? nfull : 0) + t0) * wt * esz, 2,
-				                      ss, hc);
-				int q = qn++ % x->nql;
+				nx_ap sb = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0),
+				                      sbuf + (part ? nfull : 0) * wt * esz, 2, ss, hc);
 				nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[q], sb, h);
 				nx_l_max(&x->loads, &y);
-				cnt[q]++;
 			}
+			if (nq == x->nql)
+				per++;
+			else
+				perx++;
 		}
 	}
 	nx_l_addreg(L, NX_ENG_SP, R_SP_PE, 1);
 	/* PE: wait for the loads, accumulate */
-	for (int q = 0; q < x->nql; q++) {
-		if (cnt[q] == 0)
-			continue;
-		int r = q ? R_PE_LDX + q - 1 : R_PE_LD;
-		nx_l_addreg(L, NX_ENG_PE, r, cnt[q]);
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], r);
-	}
+	nx_l_addreg(L, NX_ENG_PE, R_PE_LD, per);
+	if (x->nrag)
+		nx_l_addreg(L, NX_ENG_PE, R_PE_LDX, per + perx);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], q < x->nrag ? R_PE_LDX : R_PE_LD);
 	for (int part = 0; part < 2; part++) {
 		int64_t cnt = part ? (rr > 0) : nfull, np = part ? rr : x->kt;
 		if (cnt == 0)
@@ -311,6 +313,8 @@ typedef struct sd {
 	 * runs at half the DMA rate */
 	bool tpe;
 	int64_t nw, t_off[2];
+	double est;    /* the cost model's time (ns) */
+	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
 	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
 	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
@@ -689,7 +693,7 @@ static int64_t even_tile(int64_t n, int64_t cap)
 }
 
 /* Plans the stationary schedule; false when it does not apply. */
-static bool sd_plan(nx_lower *L, sd *x)
+static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 {
 	const nx_target *t = L->t;
 	int64_t mte = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
@@ -747,7 +751,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 					continue;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
 				                2 * al64(G * nt * x->eo);
-				if (bytes + 128 > L->sbuf_half)
+				if (bytes + 128 > budget)
 					continue;
 				/* batch steps may load a resident operand stored [w, K] as it
 				 * is and transpose it on PE (the 128-row tiles of a step side
@@ -755,7 +759,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 				int64_t rbw = G * rw, nw = rbw / 128;
 				bool tpe_ok = bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
-				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= L->sbuf_half;
+				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
@@ -833,6 +837,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 						}
 						if (!found || tot < best) {
 							found = true, best = tot;
+							c.est = tot, c.bytes = bytes;
 							c.G = G, c.gb = gb, c.NB = RT / G, c.NS = ST;
 							c.nql = nql, c.nqs = nqs, c.nls = nls, c.nqs_res = nres, c.rp = rp, c.rsq = rsq;
 							c.tpe = tpe, c.nw = nw;
@@ -846,6 +851,25 @@ static bool sd_plan(nx_lower *L, sd *x)
 	return found;
 }
 
+/* Plans within half the SBUF partition (the neighbouring kernels run
+ * beside it), and within more of it (nx_l_sbuf_big: the neighbours wait):
+ * the larger plan when the model says it is at least 3 % faster. A
+ * larger region holds a whole resident operand that would otherwise come
+ * in blocks, each loaded before its first step (bert_layer's K = 4096
+ * dots). */
+static bool sd_plan_any(nx_lower *L, sd *x)
+{
+	sd big = *x;
+	bool ok = sd_plan(L, x, L->sbuf_half);
+	int64_t lim = nx_l_sbuf_big(L);
+	bool okb = lim > L->sbuf_half && sd_plan(L, &big, lim);
+	if (okb && (!ok || big.est < 0.97 * x->est)) {
+		*x = big;
+		return true;
+	}
+	return ok;
+}
+
 static nx_status sd_emit(nx_lower *L, sd *x)
 {
 	const nx_target *t = L->t;
@@ -856,7 +880,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
 	int h;
 	nx_status rc;
-	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
+	if ((rc = nx_l_sbuf_begin_big(L, bytes, &base, &h)))
 		return rc;
 	L->st.flops += 2.0 * (double)x->Bt * (double)x->M * (double)x->N * (double)x->K;
 	x->r_off[0] = base;
@@ -1012,7 +1036,7 @@ bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
 	NX_ASSERT(A->B2 > 0 && A->B2 == B->B2);
 	return Bt > 0 && M > 0 && N > 0 && K > 0 && A->sb1 <= INT32_MAX && B->sb1 <= INT32_MAX &&
-	       sd_fits(L->t, A, B, M, N) && sd_plan(L, &sc);
+	       sd_fits(L->t, A, B, M, N) && sd_plan_any(L, &sc);
 }
 
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -1033,7 +1057,7 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	sd sc;
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
-	if (sd_fits(t, A, B, M, N) && sd_plan(L, &sc))
+	if (sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc))
 		return sd_emit(L, &sc);
 	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;
@@ -1069,11 +1093,16 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.o_off = x.b_off + al64(x.KTb * x.nt * x.eb);
 	int ph = L->pidx++ & 1;
 	x.pbase = ph * (t->psum_banks / 2) * t->psum_bank_bytes;
-	/* one load queue per K tile of a block, up to NQL */
-	x.nql = x.KTb < NQL ? (int)x.KTb : NQL;
-	for (int q = 0; q < x.nql; q++)
-		x.ql[q] = nx_l_queue(L, NX_ENG_SP);
+	/* load queues: up to NQL, at most the partitions of every part, and
+	 * 64 KiB or more per transfer (a wait per queue per K block on PE) */
+	int64_t kbb = x.KTb * x.kt * per / 65536;
+	x.nql = x.kt < NQL ? (int)x.kt : NQL;
+	if (kbb < x.nql)
+		x.nql = kbb > 1 ? (int)kbb : 1;
+	x.nrag = K % x.kt && K % x.kt < x.nql ? (int)(K % x.kt) : 0;
 	x.qs = nx_l_queue(L, NX_ENG_POOL);
+	for (int q = 0; q < x.nql; q++) /* SP's queues, then POOL's but qs */
+		x.ql[q] = nx_l_queue(L, q < NX_LQ / 2 ? NX_ENG_SP : NX_ENG_POOL);
 	x.lv_b = x.lv_m = x.lv_n = x.lv_k = -1;
 	nx_l_plan_kernel(L, "dot-loop");
 	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)Bt, (long long)M,
@@ -1105,8 +1134,16 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.base_act = L->ecount[NX_ENG_ACT];
 	nx_l_setreg(L, NX_ENG_SP, R_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_LD, 0);
-	for (int q = 1; q < x.nql; q++)
-		nx_l_setreg(L, NX_ENG_PE, R_PE_LDX + q - 1, 0);
+	if (x.nrag)
+		nx_l_setreg(L, NX_ENG_PE, R_PE_LDX, 0);
+	/* SP loading on POOL's queues: the semaphore counts assume one issuing
+	 * engine per queue at a time, so SP first waits for everything earlier
+	 * on them (and POOL for SP's loads at the end) */
+	nx_lsync bq;
+	memset(&bq, 0, sizeof bq);
+	for (int q = NX_LQ / 2; q < x.nql; q++)
+		bq.s[x.ql[q]] = x.base_l[q];
+	nx_l_wait(L, NX_ENG_SP, &bq);
 	nx_l_setreg(L, NX_ENG_PE, R_PE_ACT, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, R_ACT_ST, 0);
@@ -1147,6 +1184,9 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 		endloop_all(&x, 4);
 
 	/* kernel exit */
+	for (int q = NX_LQ / 2; q < x.nql; q++)
+		bq.s[x.ql[q]] = L->qcount[x.ql[q]];
+	nx_l_wait(L, NX_ENG_POOL, &bq);
 	nx_l_max(&A->buf->war, &x.loads);
 	nx_l_max(&B->buf->war, &x.loads);
 	nx_l_max(&out->buf->written, &x.stores);

@@ -855,10 +855,10 @@ static bool sd_plan(nx_lower *L, sd *x)
 				                2 * al64(G * nt * x->eo) + (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0);
 				/* the epilogue's streamed inputs: queues of their own, each
 				 * with a partition range of every tile */
-				int nqe = x->epi && x->epi->nstr ? (x->epi->nstr < 3 ? 2 + 2 * x->epi->nstr : 8) : 0;
-				while (nqe > 1 && (mt < nqe || (side && srag && srag < nqe)))
-					nqe /= 2;
-				c.nqe = nqe;
+				static const int nqe_opt[] = {1, 2, 4, 8};
+				int nqe_n = x->epi && x->epi->nstr ? 4 : 1;
+				while (nqe_n > 1 && (mt < nqe_opt[nqe_n - 1] || (side && srag && srag < nqe_opt[nqe_n - 1])))
+					nqe_n--;
 				if (bytes + 128 > L->sbuf_half)
 					continue;
 				/* batch steps may load a resident operand stored [w, K] as it
@@ -873,8 +873,11 @@ static bool sd_plan(nx_lower *L, sd *x)
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
 				 * issuing on POOL queues beyond its 8) */
 				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
-				for (int wide = 0; wide < (int)(sizeof nqs_opt / sizeof nqs_opt[0]); wide++) {
-					int nqs = nqs_opt[wide];
+				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
+				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
+					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
+					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
+					c.nqe = nqe;
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
@@ -984,9 +987,9 @@ static void sd_epi_setup(sd *x, int64_t off)
 		x->qe[q] = nx_l_queue(x->L, spq++ < SQS ? NX_ENG_SP : NX_ENG_POOL);
 }
 
-/* kernel entry: DVE takes the region; SP loads the bias rows (every
- * partition the same row, on the first load queue, before the counts
- * start), DVE waits for them; then the counts */
+/* kernel entry: DVE takes the region; POOL loads the bias rows (every
+ * partition the same row) on the store queues, idle until the first
+ * stores, before the counts start; DVE waits for them; then the counts */
 static void sd_epi_entry(sd *x, int h)
 {
 	const nx_ldepi *e = x->epi;
@@ -994,15 +997,26 @@ static void sd_epi_entry(sd *x, int h)
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 	for (int k = 0; k < e->nstr; k++)
 		nx_l_wait(L, NX_ENG_SP, &e->str[k]->buf->written);
+	nx_lsync sq;
+	memset(&sq, 0, sizeof sq);
+	for (int q = 0; q < x->nqs; q++) /* SP's queues: its transfers first */
+		if (x->qs[q] < SQS)
+			sq.s[x->qs[q]] = L->qcount[x->qs[q]];
+	if (e->nrow)
+		nx_l_wait(L, NX_ENG_POOL, &sq);
+	int nq = x->nqs < x->mt ? x->nqs : (int)x->mt;
 	for (int k = 0; k < e->nrow; k++) {
-		nx_l_wait(L, NX_ENG_SP, &e->row[k]->buf->written);
+		nx_l_wait(L, NX_ENG_POOL, &e->row[k]->buf->written);
 		int32_t s1[1] = {1};
 		uint32_t cn[1] = {(uint32_t)x->N};
-		nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)x->mt, 0, 1, s1, cn);
-		nx_ap sb = nx_ap_sbuf(e->dt, 0, (int)x->mt, x->e_row[k], 1, s1, cn);
-		nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[0], sb, hb);
-		nx_l_max(&x->eloads, &y);
-		nx_l_wait(L, NX_ENG_DVE, &y);
+		for (int q = 0; q < nq; q++) {
+			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
+			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
+			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[q], sb, hb);
+			nx_l_max(&x->eloads, &y);
+			nx_l_wait(L, NX_ENG_DVE, &y);
+		}
 	}
 	for (int q = 0; q < x->nqe; q++)
 		x->base_e[q] = L->qcount[x->qe[q]];

@@ -352,7 +352,10 @@ static nx_inst *epi_of(split *s, const nx_inst *F, int k, bool root)
 	const nx_comp *b = s->b;
 	const nx_inst *D = F->operands[k];
 	int d = ix(s, D);
-	if (d < 0 || D->op != NX_OP_DOT || s->kind[d] != K_HEAVY || D == b->root || (root && merges_later(s)))
+	/* small dots take the unrolled kernel (and a fused kernel the whole
+	 * fusion), never the dot-loop that applies epilogues */
+	if (d < 0 || D->op != NX_OP_DOT || s->kind[d] != K_HEAVY || D == b->root || (root && merges_later(s)) ||
+	    nx_shape_elems(D->shape) < ((int64_t)1 << 18) || !nx_l_fusion_whole(s->L, F))
 		return NULL;
 	int lv = -2;
 	for (int j = d + 1; j < b->ninsts; j++)

@@ -396,8 +396,8 @@ nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops
 	if (rc || e.used)
 		return rc;
 	const nx_inst *r = nx_l_dot_epi_region(L, f);
-	if (!r || !nx_l_fused_loop_ok(L, r))
-		return nx_l_err(L, "dot epilogue: the region is no fused loop");
+	if (!r || !nx_l_fusion_whole(L, r))
+		return nx_l_err(L, "dot epilogue: no kernel takes the region after the dot");
 	nx_lval **rops = nx_arena_alloc(&L->a, sizeof *rops * (size_t)(r->noperands + 1));
 	for (int q = 0; q < r->noperands; q++) {
 		rops[q] = &dv;
@@ -406,5 +406,5 @@ nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops
 				rops[q] = ops[k];
 	}
 	nx_l_plan(L, "epilogue", "none (not in the dot kernel's plan); the region follows in place");
-	return nx_l_fused_loop(L, r, rops, out);
+	return nx_l_fused(L, r, rops, out);
 }

@@ -10,7 +10,8 @@
 # its own kernel costs): the region follows the dot as a fused loop in
 # place. `nxcc check` must pass on trn1 and trn2, the plan must show the
 # epilogue and the kernel count, `nxcc run --check-races` (HBM too) must
-# find no race; qkv also with --auto-cast all --auto-cast-type bf16. gfwd,
+# find no race; bat is a batched dot (batches as steps) with scale, bias
+# row and a streamed input; qkv also with --auto-cast all --auto-cast-type bf16. gfwd,
 # the GELU after a dot, keeps the split: tanh runs on ACT, which the
 # epilogue (DVE ops) does not take yet.
 set -u
@@ -188,12 +189,36 @@ ENTRY %e (x: f32[2048,512], w: f32[512,1024], b: f32[1024]) -> f32[2048,1024] {
   ROOT %f = f32[2048,1024] fusion(%x, %w, %b), kind=kOutput, calls=%fc
 }
 EOT
+cat > "$tmp/bat.hlo" <<'EOT'
+HloModule bat
+%fc (p0: f32[16,512,64], p1: f32[16,64,512], p2: f32[512], p3: f32[16,512,512]) -> f32[16,512,512] {
+  %p0 = f32[16,512,64] parameter(0)
+  %p1 = f32[16,64,512] parameter(1)
+  %d = f32[16,512,512] dot(%p0, %p1), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %p2 = f32[512] parameter(2)
+  %bb = f32[16,512,512] broadcast(%p2), dimensions={2}
+  %h = f32[] constant(0.125)
+  %hb = f32[16,512,512] broadcast(%h), dimensions={}
+  %s = f32[16,512,512] multiply(%d, %hb)
+  %y = f32[16,512,512] add(%s, %bb)
+  %p3 = f32[16,512,512] parameter(3)
+  ROOT %o = f32[16,512,512] add(%y, %p3)
+}
+ENTRY %e (x: f32[16,512,64], w: f32[16,64,512], b: f32[512], m: f32[16,512,512]) -> f32[16,512,512] {
+  %x = f32[16,512,64] parameter(0)
+  %w = f32[16,64,512] parameter(1)
+  %b = f32[512] parameter(2)
+  %m = f32[16,512,512] parameter(3)
+  ROOT %f = f32[16,512,512] fusion(%x, %w, %b, %m), kind=kOutput, calls=%fc
+}
+EOT
 # name:kernels:epilogue line ('-': none)
 for spec in "qkv:2:1 op on dve per store group, 1 bias row resident, 0 streamed inputs" \
 	"r2:1:4 ops on dve per store group, 1 bias row resident, 2 streamed inputs" \
 	"bf:1:2 ops on dve per store group, 1 bias row resident, 1 streamed input" \
 	"gelu:1:9 ops on dve per store group, 0 bias rows resident, 4 streamed inputs" \
-	"gelu4:2:none (not in the dot kernel's plan); the region follows in place" "gfwd:2:-"; do
+	"gelu4:2:none (not in the dot kernel's plan); the region follows in place" "gfwd:2:-" \
+	"bat:1:3 ops on dve per store group, 1 bias row resident, 1 streamed input"; do
 	g=${spec%%:*} rest=${spec#*:}
 	want=${rest%%:*} epi=${rest#*:}
 	for t in trn1 trn2; do

@@ -540,7 +540,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		    i->op != NX_OP_OPT_BARRIER)
 			return nx_l_err(L, "tuple operands are not supported here");
 		nx_status mrc;
-		if (ops[k]->tsrc && i->op != NX_OP_DOT && (mrc = materialize(L, ops[k])))
+		if (ops[k]->tsrc && i->op != NX_OP_DOT && !nx_l_dot_epi_operand(i, k) && (mrc = materialize(L, ops[k])))
 			return mrc;
 	}
 	if (defer_transpose(L, i, ops[0], out))
@@ -667,7 +667,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	case NX_OP_DOT: return nx_l_dot(L, i, ops, v);
 	case NX_OP_REDUCE: return nx_l_reduce(L, i, ops, v);
 	case NX_OP_IOTA: return nx_l_iota(L, i, v);
-	case NX_OP_FUSION: return nx_l_fused(L, i, ops, v);
+	case NX_OP_FUSION: return nx_l_is_dot_epi(i) ? nx_l_dot_epi_fusion(L, i, ops, v) : nx_l_fused(L, i, ops, v);
 	default:
 		if (nx_l_elementwise_ok(i))
 			return nx_l_elementwise(L, i, ops, v);
@@ -867,7 +867,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 			continue;
 		for (int j = 0; j < ns.v[k]->noperands; j++) {
 			ent(L, resolve(L, ns.v[k]->operands[j]))->last_use = k;
-			if (ns.v[k]->op != NX_OP_DOT)
+			if (ns.v[k]->op != NX_OP_DOT && !nx_l_dot_epi_operand(ns.v[k], j))
 				ent(L, resolve(L, ns.v[k]->operands[j]))->nondot = true;
 		}
 	}

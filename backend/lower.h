@@ -142,6 +142,7 @@ typedef struct nx_lower {
 	int64_t chk_trip[NX_ENG_COUNT][NX_LOOP_DEPTH];
 	int kidx, pidx;
 	int64_t sbuf_half, sbuf_peak;
+	struct nx_ldepi *epi; /* kernels/dot_epi.c: the epilogue for the next dot-loop (NULL none) */
 	bool o3;           /* -O3: kernels search a wider plan space by their cost estimates */
 	int node;          /* current node (program order) */
 	const nx_inst *cur;
@@ -329,6 +330,55 @@ typedef struct nx_lemap {
 	float imm;
 } nx_lemap;
 bool nx_l_elem_map(const nx_inst *i, nx_lemap *m);
+
+/* kernels/dot_epi.c: a dot epilogue, the elementwise region that reads a
+ * dot's result, applied by the dot kernel to every evacuated output tile
+ * before its store (docs/lowering.md, "Dot epilogue"). Values: 0 the dot's
+ * result (the evacuated tile), then the nrow bias rows (N elements along
+ * the result's last axis, resident in SBUF), the nstr streamed inputs (the
+ * result's shape, loaded per tile), then op k's result. Every value has the
+ * result's device type; op nop - 1 is the kernel's output. */
+enum { NX_LEPI_IN = 4, NX_LEPI_OPS = 24 };
+typedef struct nx_ldepi_op {
+	nx_lemap m;   /* instruction, function, flags, immediate */
+	int nops;
+	int src[2];   /* operand values */
+	nx_engine e;  /* DVE: per store group after the evacuation */
+} nx_ldepi_op;
+typedef struct nx_ldepi {
+	nx_dtype dt;
+	int nrow, nstr, nop;
+	nx_lval *row[NX_LEPI_IN], *str[NX_LEPI_IN];
+	nx_ldepi_op op[NX_LEPI_OPS];
+	char desc[96]; /* the plan line */
+	bool used;     /* set by the dot kernel that applied it */
+} nx_ldepi;
+/* the first value of op k, of streamed input k, of bias row k */
+#define NX_LEPI_OP(e, k) (1 + (e)->nrow + (e)->nstr + (k))
+#define NX_LEPI_STR(e, k) (1 + (e)->nrow + (k))
+#define NX_LEPI_ROW(e, k) (1 + (k))
+/* SBUF bytes per partition of the epilogue's buffers for tiles of nt
+ * columns, G tiles per step, gb per store group, N columns in all */
+int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N);
+/* DVE time of one store group [128, w] (the target model) */
+double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, int64_t w);
+/* emits the ops on engine e over one group: dst / val[v] the operands'
+ * access patterns (val[0] the evacuated tile, scratch for the ops from
+ * `scratch`, w elements per partition apart) */
+void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                   int64_t w);
+/* whether fusion f is a dot with its epilogue (lower_split.c made it), and
+ * whether its operand k is read only by the dot; nx_l_dot_epi_ok: whether
+ * the body is in the epilogue's subset (*e filled when e is not NULL) */
+bool nx_l_is_dot_epi(const nx_inst *f);
+bool nx_l_dot_epi_operand(const nx_inst *f, int k);
+bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dot, nx_ldepi *e);
+/* lowers it: the dot-loop applies the epilogue; when the dot takes another
+ * kernel, the region runs after it in place (nx_l_dot_epi_region) */
+nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out);
+/* lower_split.c: f's body with its dot's value read as a parameter
+ * (number f->noperands, after f's own): a fusion the fused loop takes */
+const nx_inst *nx_l_dot_epi_region(nx_lower *L, const nx_inst *f);
 
 /* the ALU operator of a reduce's computation (single add/multiply/max/min/
  * and/or of its parameters), -1 otherwise */

@@ -297,6 +297,108 @@ static bool leaves(const split *s, int k)
 	return false;
 }
 
+/* the kind of a dot with its epilogue (nx_l_is_dot_epi: by address) */
+static const char dot_epi_kind[] = "kOutput";
+
+bool nx_l_is_dot_epi(const nx_inst *i)
+{
+	return i->op == NX_OP_FUSION && i->a.fusion_kind == dot_epi_kind;
+}
+
+/* region F (a synthetic fusion) with its operand k, dot D, computed inside:
+ * D's operands and F's others as parameters */
+static nx_inst *absorb(nx_lower *L, const nx_inst *F, int k, const nx_inst *D)
+{
+	const nx_comp *fb = F->called[0];
+	region g;
+	region_init(&g, L, NULL, 0, nx_arena_printf(&L->a, "%s.d", F->name), fb);
+	for (int j = 0; j < D->noperands; j++)
+		nx_ptrmap_put(&g.cm, D->operands[j], (intptr_t)param(&g, D->operands[j]));
+	nx_inst *dc = clone(&g, D);
+	for (int p = 0; p < fb->nparams; p++)
+		if (fb->params[p])
+			nx_ptrmap_put(&g.cm, fb->params[p], (intptr_t)(p == k ? dc : param(&g, F->operands[p])));
+	for (int j = 0; j < fb->ninsts; j++)
+		clone(&g, fb->insts[j]);
+	nx_inst *m = finish(&g, clone(&g, fb->root), F, F);
+	m->a.fusion_kind = dot_epi_kind;
+	return m;
+}
+
+/* A dot read only by one region (a single-output synthetic fusion) goes
+ * into it when the dot kernel can apply the region as its epilogue
+ * (kernels/dot_epi.c): one node instead of two, and the dot's result never
+ * goes through HBM. */
+/* whether the fusion's result goes to one fusion that one kernel takes
+ * (the driver merges a region into it, which the dot's epilogue would
+ * prevent: the region then costs that kernel nothing) */
+static bool merges_later(const split *s)
+{
+	const nx_comp *c = s->f->parent;
+	const nx_inst *u = NULL;
+	int n = 0;
+	for (int j = 0; c && j < c->ninsts; j++)
+		for (int q = 0; q < c->insts[j]->noperands; q++)
+			if (c->insts[j]->operands[q] == s->f)
+				u = c->insts[j], n++;
+	return n == 1 && u != c->root && nx_l_fusion_whole(s->L, u);
+}
+
+/* region F (reading dot D at operand k) with D inside, when that is a dot
+ * epilogue: D is read only by F's members; root: F computes the fusion's
+ * result (left to the driver's merge when one fusion kernel reads it) */
+static nx_inst *epi_of(split *s, const nx_inst *F, int k, bool root)
+{
+	const nx_comp *b = s->b;
+	const nx_inst *D = F->operands[k];
+	int d = ix(s, D);
+	/* small dots take the unrolled kernel (and a fused kernel the whole
+	 * fusion), never the dot-loop that applies epilogues */
+	if (d < 0 || D->op != NX_OP_DOT || s->kind[d] != K_HEAVY || D == b->root || (root && merges_later(s)) ||
+	    nx_shape_elems(D->shape) < ((int64_t)1 << 18) || !nx_l_fusion_whole(s->L, F))
+		return NULL;
+	int lv = -2;
+	for (int j = d + 1; j < b->ninsts; j++)
+		for (int q = 0; q < b->insts[j]->noperands; q++)
+			if (b->insts[j]->operands[q] == D) {
+				if (s->kind[j] != K_EW || (lv != -2 && lv != s->lvl[j]))
+					return NULL;
+				lv = s->lvl[j];
+			}
+	nx_inst *m = absorb(s->L, F, k, D);
+	return nx_l_dot_epi_ok(s->L, m, NULL, NULL) ? m : NULL;
+}
+
+static void dot_epilogues(split *s)
+{
+	const nx_comp *b = s->b;
+	nx_lsplit *o = s->out;
+	for (int a = 0; a < o->nnode; a++) {
+		const nx_inst *F = o->node[a];
+		if (!nx_l_is_region(F) || !nx_shape_is_array(F->shape) || F->noperands != F->called[0]->nparams)
+			continue;
+		bool root = false;
+		for (int j = 0; j < o->nmap; j++)
+			root |= o->to[j] == F && o->from[j] == b->root;
+		for (int k = 0; k < F->noperands; k++) {
+			int dn = -1;
+			for (int j = 0; j < a; j++)
+				dn = o->node[j] == F->operands[k] ? j : dn;
+			nx_inst *m = dn < 0 ? NULL : epi_of(s, F, k, root);
+			if (!m)
+				continue;
+			for (int j = 0; j < o->nmap; j++)
+				if (o->to[j] == F)
+					o->to[j] = m;
+			o->node[a] = m;
+			memmove(&o->node[dn], &o->node[dn + 1], sizeof *o->node * (size_t)(o->nnode - dn - 1));
+			o->nnode--;
+			a--;
+			break;
+		}
+	}
+}
+
 static void do_region(split *s, int r)
 {
 	const nx_comp *b = s->b;
@@ -348,6 +450,10 @@ static void do_region(split *s, int r)
 		 * resident for the next; the fused kernel stores it) */
 		if (nx_l_fusion_whole(s->L, f) && (ncomp > 1 || (nfree > 0 && nx_l_fused_loop_ok(s->L, f))))
 			F = f;
+		/* or the epilogue of a dot (dot_epilogues) */
+		for (int k = 0; !F && nout == 1 && k < f->noperands; k++)
+			if (epi_of(s, f, k, b->insts[first] == b->root))
+				F = f;
 	}
 	if (!F) {
 		s->refused += comp && nout > 0;
@@ -380,6 +486,27 @@ static void do_region(split *s, int r)
 	}
 }
 
+const nx_inst *nx_l_dot_epi_region(nx_lower *L, const nx_inst *f)
+{
+	const nx_comp *fb = f->called[0];
+	const nx_inst *D = NULL;
+	for (int j = 0; j < fb->ninsts; j++)
+		D = fb->insts[j]->op == NX_OP_DOT ? fb->insts[j] : D;
+	if (!D || fb->nparams != f->noperands)
+		return NULL;
+	region g;
+	region_init(&g, L, NULL, 0, nx_arena_printf(&L->a, "%s.r", f->name), fb);
+	for (int p = 0; p < fb->nparams; p++)
+		if (fb->params[p] && !nx_l_dot_epi_operand(f, p))
+			nx_ptrmap_put(&g.cm, fb->params[p], (intptr_t)param(&g, f->operands[p]));
+	nx_ptrmap_put(&g.cm, D, (intptr_t)param(&g, D));
+	for (int j = 0; j < fb->ninsts; j++)
+		if (fb->insts[j] != D && !(fb->insts[j]->op == NX_OP_PARAMETER))
+			clone(&g, fb->insts[j]);
+	nx_inst *r = finish(&g, clone(&g, fb->root), f, f);
+	return r;
+}
+
 static bool plan(split *s, bool wide)
 {
 	const nx_comp *b = s->b;
@@ -403,6 +530,7 @@ static bool plan(split *s, bool wide)
 			if (s->kind[k] == K_HEAVY && s->lvl[k] == r)
 				node(s, b->insts[k]);
 	}
+	dot_epilogues(s);
 	return true;
 }
 

@@ -289,6 +289,9 @@ static void endloop4(nx_lower *L)
  * cost model over the target's DMA and PE rates picks side, nt, G and the
  * queue split. */
 enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+/* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
+ * and its loads, POOL DVE's groups */
+enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct sd {
@@ -321,6 +324,12 @@ typedef struct sd {
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
 	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
+	/* the epilogue (NULL none): DVE applies it per store group; SP loads
+	 * its streamed inputs on nqe queues of their own */
+	const nx_ldepi *epi;
+	int nqe, qe[8];
+	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
+	nx_lsync eloads, dve;
 } sd;
 
 /* elements between the outer loop's batches: the outer level of a two-level
@@ -468,6 +477,77 @@ static void sd_transpose(sd *x, int par)
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
 }
 
+/* the epilogue's per-step work: SP loads the streamed inputs of the step
+ * into E[par] (the stores' pattern); DVE, per store group once ACT
+ * evacuated it, applies the ops in place in O[par] (dot_epi.c); POOL's
+ * stores wait for DVE (sd_step) */
+static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int64_t mrow, int64_t ncol)
+{
+	const nx_ldepi *e = x->epi;
+	if (!e->nstr)
+		return;
+	nx_lower *L = x->L;
+	/* E[par] is free once DVE finished the step before the last */
+	int64_t nst = x->G / x->gb;
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve - nst, S_SP_DVE);
+	nx_l_addreg(L, NX_ENG_SP, S_SP_DVE, nst);
+	int64_t tstep = x->side ? x->nt : x->mt * x->N, lss[3] = {0, 0, 0};
+	int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)ncol};
+	int es = nx_dtype_bytes[e->dt];
+	for (int k = 0; k < e->nstr; k++) {
+		const nx_lval *v = e->str[k];
+		split_dma(x, NX_ENG_SP, x->qe, x->nqe, true, e->dt, v->buf->off + hoff0 * es, x->N, mrow, hs, ss, cn,
+		          x->e_str[k][par], lso, lss, es, &x->eloads);
+	}
+}
+
+static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
+{
+	const nx_ldepi *e = x->epi;
+	nx_lower *L = x->L;
+	int es = nx_dtype_bytes[e->dt];
+	if (x->tpe)
+		nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->KT);
+	if (e->nstr) {
+		nx_l_addreg(L, NX_ENG_DVE, S_DVE_LD, e->nstr);
+		for (int q = 0; q < x->nqe; q++)
+			nx_l_wait_rel(L, NX_ENG_DVE, x->qe[q], x->base_e[q], S_DVE_LD);
+	}
+	nx_l_loop(L, NX_ENG_DVE, x->G / x->gb);
+	int dg = L->s[NX_ENG_DVE].depth - 1;
+	nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->gb);
+	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_DVE_ACT);
+	nx_ap val[1 + 2 * NX_LEPI_IN];
+	int32_t ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
+	val[0] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->o_off[par], 2, ss, cn);
+	val[0].loop_stride[dg] = x->gb * x->nt * es;
+	for (int k = 0; k < e->nrow; k++) {
+		/* side 0: the step's columns, every tile of a group the same; side
+		 * 1: the group's tiles side by side along N */
+		int32_t rs[2] = {x->side ? (int32_t)x->nt : 0, 1};
+		nx_ap r = nx_ap_sbuf(e->dt, 0, (int)mrow, x->e_row[k] + (x->side ? 0 : stl * x->nt * es), 2, rs, cn);
+		if (x->side) {
+			r.loop_stride[dg] = x->gb * x->nt * es;
+			if (x->lv_o >= 0 && x->Bt == 1)
+				r.loop_stride[x->lv_o] = x->G * x->nt * es;
+		} else if (x->lv_s >= 0 && !x->bstep) {
+			r.loop_stride[x->lv_s] = 2 * x->nt * es;
+		}
+		val[NX_LEPI_ROW(e, k)] = r;
+	}
+	for (int k = 0; k < e->nstr; k++) {
+		nx_ap a = val[0];
+		a.offset = x->e_str[k][par];
+		val[NX_LEPI_STR(e, k)] = a;
+	}
+	nx_l_epi_emit(L, e, NX_ENG_DVE, val, val[0], x->e_scr, x->gb * x->nt);
+	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_max(&x->dve, &y);
+	nx_l_endloop(L, NX_ENG_DVE);
+}
+
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
  * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
  * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
@@ -500,6 +580,17 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
+	/* the output's pattern: the step's elements from hoff0, loop strides olso */
+	int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt, olso[3];
+	int64_t hoff0 = bat * x->M * x->N + m0 * x->N + n0, eo = x->eo;
+	if (x->Bt > 1) /* a batch, or B2 of them (two levels) */
+		olso[0] = (x->A->B2 ? x->A->B2 : 1) * x->M * x->N * eo;
+	else
+		olso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * x->N * eo;
+	olso[1] = x->bstep ? 2 * x->M * x->N * eo : x->side ? 2 * x->mt * x->N * eo : 2 * x->nt * eo;
+	olso[2] = x->gb * (x->side ? x->nt : x->mt * x->N) * eo;
+	if (x->epi)
+		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
@@ -593,6 +684,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
 	}
+	if (x->epi)
+		sd_epi_ops(x, par, stl, mrow, ncol);
 	/* ---- POOL: store each group of gb tiles of O[par] once ACT evacuated it
 	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
@@ -602,24 +695,34 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
 	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+	if (x->epi) {
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_DVE, 1);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_POOL_DVE);
+	}
 	{
-		int64_t N = x->N, eo = x->eo, tstep = x->side ? x->nt : x->mt * N;
+		int64_t tstep = x->side ? x->nt : x->mt * x->N;
 		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
 		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
-		int64_t m0 = x->side ? stl * x->mt : 0, n0 = x->side ? 0 : stl * x->nt;
-		int64_t hoff = x->out->buf->off + (bat * x->M * N + m0 * N + n0) * eo;
-		int64_t lso[3], lss[3] = {0, 0, x->gb * x->nt * eo};
-		if (x->Bt > 1) /* a batch, or B2 of them (two levels) */
-			lso[0] = (x->A->B2 ? x->A->B2 : 1) * x->M * N * eo;
-		else
-			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
-		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
-		lso[2] = x->gb * tstep * eo;
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
-		          lss, (int)eo, &x->stores);
+		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->out->buf->off + hoff0 * eo, x->N, mrow, hs,
+		          ss, cn, x->o_off[par], olso, lss, (int)eo, &x->stores);
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
 	x->lv_g = -1;
+}
+
+static void sd_loop(sd *x, int64_t n)
+{
+	loop4(x->L, n);
+	if (x->epi)
+		nx_l_loop(x->L, NX_ENG_DVE, n);
+}
+
+static void sd_endloop(sd *x)
+{
+	endloop4(x->L);
+	if (x->epi)
+		nx_l_endloop(x->L, NX_ENG_DVE);
 }
 
 static void sd_block(sd *x)
@@ -631,6 +734,8 @@ static void sd_block(sd *x)
 		 * tiles are evacuated, and stored: program order) */
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+		if (x->epi && x->epi->nstr)
+			nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_SP_DVE);
 		sd_resident(x, 0, 0, 1);
 		sd_resident(x, 0, 0, 2);
 		/* PE: on the streaming queues the block's pieces come before its
@@ -652,11 +757,11 @@ static void sd_block(sd *x)
 	int64_t pairs = nfull / 2;
 	if (pairs > 0) {
 		/* a loop even of one pair: the same code for any step count */
-		loop4(x->L, pairs);
+		sd_loop(x, pairs);
 		x->lv_s = L->s[NX_ENG_SP].depth - 1;
 		sd_step(x, 0, 0, sw);
 		sd_step(x, 1, 1, sw);
-		endloop4(x->L);
+		sd_endloop(x);
 		x->lv_s = -1;
 	}
 	if (nfull % 2) {
@@ -750,7 +855,13 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
 					continue;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                2 * al64(G * nt * x->eo);
+				                2 * al64(G * nt * x->eo) + (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0);
+				/* the epilogue's streamed inputs: queues of their own, each
+				 * with a partition range of every tile */
+				static const int nqe_opt[] = {1, 2, 4, 8};
+				int nqe_n = x->epi && x->epi->nstr ? 4 : 1;
+				while (nqe_n > 1 && (mt < nqe_opt[nqe_n - 1] || (side && srag && srag < nqe_opt[nqe_n - 1])))
+					nqe_n--;
 				if (bytes + 128 > budget)
 					continue;
 				/* batch steps may load a resident operand stored [w, K] as it
@@ -765,14 +876,18 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
 				 * issuing on POOL queues beyond its 8) */
 				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
-				for (int wide = 0; wide < (int)(sizeof nqs_opt / sizeof nqs_opt[0]); wide++) {
-					int nqs = nqs_opt[wide];
+				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
+				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
+					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
+					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
+					c.nqe = nqe;
 					if (nqs > mt)
 						nqs = (int)mt;
-					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
+					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
 					/* fewer than 8 store queues lend theirs to the loads, more
 					 * than 8 borrow SP's (every store range one partition at least) */
-					if ((nqs < SQS && nql <= SQS) || (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
+					if ((nqe ? nql + nqs < SQ - nqe : nqs < SQS && nql <= SQS) ||
+					    (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */
@@ -807,6 +922,13 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							ev += (double)x->KT * cpy;
 						}
 						double step = pe;
+						if (x->epi) {
+							/* DVE per store group; the streamed inputs per step */
+							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, gb * nt);
+							double eld = nqe ? x->epi->nstr * dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqe) : 0;
+							step = dve > step ? dve : step;
+							step = eld > step ? eld : step;
+						}
 						if (ld > step)
 							step = ld;
 						if (st > step)
@@ -870,6 +992,73 @@ static bool sd_plan_any(nx_lower *L, sd *x)
 	return ok;
 }
 
+/* the epilogue's buffers from `off` (bias rows, E[2] per streamed input,
+ * DVE's scratch) and queues (the ones the dot leaves: SP's side first) */
+static void sd_epi_setup(sd *x, int64_t off)
+{
+	const nx_ldepi *e = x->epi;
+	int es = nx_dtype_bytes[e->dt];
+	for (int k = 0; k < e->nrow; k++, off += al64(x->N * es))
+		x->e_row[k] = off;
+	for (int k = 0; k < e->nstr; k++)
+		for (int p = 0; p < 2; p++, off += al64(x->G * x->nt * es))
+			x->e_str[k][p] = off;
+	x->e_scr = off;
+	int spq = (x->nql < SQS ? x->nql : SQS) + (x->nqs > SQS ? x->nqs - SQS : 0);
+	for (int q = 0; q < x->nqe; q++)
+		x->qe[q] = nx_l_queue(x->L, spq++ < SQS ? NX_ENG_SP : NX_ENG_POOL);
+}
+
+/* kernel entry: DVE takes the region; POOL loads the bias rows (every
+ * partition the same row) on the store queues, idle until the first
+ * stores, before the counts start; DVE waits for them; then the counts */
+static void sd_epi_entry(sd *x, int h)
+{
+	const nx_ldepi *e = x->epi;
+	nx_lower *L = x->L;
+	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+	for (int k = 0; k < e->nstr; k++)
+		nx_l_wait(L, NX_ENG_SP, &e->str[k]->buf->written);
+	nx_lsync sq;
+	memset(&sq, 0, sizeof sq);
+	for (int q = 0; q < x->nqs; q++) /* SP's queues: its transfers first */
+		if (x->qs[q] < SQS)
+			sq.s[x->qs[q]] = L->qcount[x->qs[q]];
+	if (e->nrow)
+		nx_l_wait(L, NX_ENG_POOL, &sq);
+	int nq = x->nqs < x->mt ? x->nqs : (int)x->mt;
+	for (int k = 0; k < e->nrow; k++) {
+		nx_l_wait(L, NX_ENG_POOL, &e->row[k]->buf->written);
+		int32_t s1[1] = {1};
+		uint32_t cn[1] = {(uint32_t)x->N};
+		for (int q = 0; q < nq; q++) {
+			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
+			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
+			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[q], sb, hb);
+			nx_l_max(&x->eloads, &y);
+			nx_l_wait(L, NX_ENG_DVE, &y);
+		}
+	}
+	for (int q = 0; q < x->nqe; q++)
+		x->base_e[q] = L->qcount[x->qe[q]];
+	x->base_dve = L->ecount[NX_ENG_DVE];
+	nx_l_setreg(L, NX_ENG_SP, S_SP_DVE, 0);
+	nx_l_setreg(L, NX_ENG_DVE, S_DVE_ACT, 0);
+	nx_l_setreg(L, NX_ENG_DVE, S_DVE_LD, 0);
+	nx_l_setreg(L, NX_ENG_POOL, S_POOL_DVE, 0);
+	/* relative waits on DVE (SP, POOL) and on ACT (DVE) see only this
+	 * kernel's signals */
+	nx_lsync e0;
+	memset(&e0, 0, sizeof e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_DVE] = x->base_dve;
+	nx_l_wait(L, NX_ENG_SP, &e0);
+	nx_l_wait(L, NX_ENG_POOL, &e0);
+	memset(&e0, 0, sizeof e0);
+	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = L->ecount[NX_ENG_ACT];
+	nx_l_wait(L, NX_ENG_DVE, &e0);
+}
+
 static nx_status sd_emit(nx_lower *L, sd *x)
 {
 	const nx_target *t = L->t;
@@ -878,6 +1067,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t obytes = al64(x->G * x->nt * x->eo);
 	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
 	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
+	if (x->epi)
+		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N);
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin_big(L, bytes, &base, &h)))
@@ -895,6 +1086,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->ql[q] = nx_l_queue(L, q < SQS ? NX_ENG_SP : NX_ENG_POOL);
 	for (int q = 0; q < x->nqs; q++) /* POOL issues every store, on either side's queues */
 		x->qs[q] = nx_l_queue(L, q < SQS ? NX_ENG_POOL : NX_ENG_SP);
+	if (x->epi)
+		sd_epi_setup(x, x->t_off[1] + tbytes);
 	/* resident partitions: the same share per piece queue */
 	int npl = x->rsq ? x->nql : x->nql - x->nls;
 	x->nsp = npl + x->nqs_res ? x->kt * npl / (npl + x->nqs_res) : x->kt;
@@ -935,6 +1128,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          (long long)x->K, (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
 	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
 	          (long long)x->K, (long long)sw);
+	if (x->epi)
+		nx_l_plan(L, "epilogue", "%s%s", x->epi->desc,
+		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
@@ -945,6 +1141,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
 	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
+	if (x->epi)
+		sd_epi_entry(x, h);
 	for (int q = 0; q < x->nql; q++)
 		x->base_l[q] = L->qcount[x->ql[q]];
 	for (int q = 0; q < x->nqs; q++)
@@ -958,6 +1156,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	memset(&bq, 0, sizeof bq);
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = x->base_l[q];
+	for (int q = 0; q < x->nqe; q++)
+		if (x->qe[q] >= SQS)
+			bq.s[x->qe[q]] = x->base_e[q];
 	nx_l_wait(L, NX_ENG_SP, &bq);
 	/* likewise POOL storing on SP-side queues */
 	memset(&bs, 0, sizeof bs);
@@ -991,13 +1192,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 
 	int64_t nout = x->bstep ? (x->A->B2 ? x->Bt / x->A->B2 : 1) : x->Bt > 1 ? x->Bt : x->NB;
-	loop4(L, nout); /* a loop even of one block: the same code for any volume */
+	sd_loop(x, nout); /* a loop even of one block: the same code for any volume */
 	x->lv_o = L->s[NX_ENG_SP].depth - 1;
 	sd_block(x);
-	endloop4(L);
+	sd_endloop(x);
 
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
+	for (int q = 0; q < x->nqe; q++)
+		if (x->qe[q] >= SQS)
+			bq.s[x->qe[q]] = L->qcount[x->qe[q]];
 	nx_l_wait(L, NX_ENG_POOL, &bq);
 	for (int q = SQS; q < x->nqs; q++)
 		bs.s[x->qs[q]] = L->qcount[x->qs[q]];
@@ -1011,6 +1215,15 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->loads);
 	nx_l_max(&done, &x->pe);
 	nx_l_max(&done, &x->act);
+	if (x->epi) {
+		nx_l_max(&done, &x->dve);
+		nx_l_max(&done, &x->eloads);
+		nx_l_max(&x->out->buf->written, &x->dve);
+		for (int k = 0; k < x->epi->nrow; k++)
+			nx_l_max(&x->epi->row[k]->buf->war, &x->eloads);
+		for (int k = 0; k < x->epi->nstr; k++)
+			nx_l_max(&x->epi->str[k]->buf->war, &x->eloads);
+	}
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
 }
@@ -1056,9 +1269,24 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.kt = K < t->pe_rows ? K : t->pe_rows;
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	sd sc;
+	nx_ldepi *epi = L->epi; /* dot_epi.c: applied by the stationary schedule only */
+	L->epi = NULL;
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
-	if (sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc))
-		return sd_emit(L, &sc);
+	sc.epi = epi;
+	sd pl;
+	sd_init(&pl, L, A, B, out, Bt, M, K, N);
+	bool plain = sd_fits(t, A, B, M, N) && sd_plan_any(L, &pl);
+	if (epi && sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc)) {
+		/* unless the region's own kernel (its streamed bytes at the
+		 * DMA peak) costs less than the epilogue costs the dot */
+		double reg = (double)(2 + epi->nstr) * (double)(Bt * M * N * x.eo) / nx_target_dma_peak_gbps(t) + 3000;
+		if (!plain || sc.est <= pl.est + reg) {
+			epi->used = true;
+			return sd_emit(L, &sc);
+		}
+	}
+	if (plain)
+		return sd_emit(L, &pl);
 	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;
 	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;

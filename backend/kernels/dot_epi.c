@@ -1,0 +1,410 @@
+/* backend/kernels/dot_epi.c — a dot epilogue: the elementwise region that
+ * reads a dot's result (a bias add, a residual add, a scale, a gradient
+ * product), applied by the dot kernel to each output tile after its PSUM
+ * evacuation and before its store, so the dot writes only the final value
+ * (docs/lowering.md, "Dot epilogue").
+ *
+ * lower_split.c gives a dot and the region that alone reads it one fusion
+ * (nx_l_is_dot_epi); nx_l_dot_epi_ok says whether its body is in the subset:
+ *   - one dot whose operands are parameters, read only by the region;
+ *   - bias rows: a parameter of N elements (the dot's last-axis extent)
+ *     broadcast along the result's trailing axes, loaded once into SBUF
+ *     ([128 partitions, N], the same row on every partition);
+ *   - streamed inputs: parameters of the result's shape, loaded per step;
+ *   - scalar constants broadcast: the immediate of a tensor_scalar;
+ *   - reshape / bitcast / copy / convert to the same type: the same value;
+ *   - elementwise ops of one DVE instruction (nx_l_elem_map) on <= 2
+ *     operands, every value of the result's float type.
+ * The dot-loop's stationary schedule (dot_loop.c) runs the ops on DVE per
+ * store group (the tiles ACT evacuated), in place in the output buffer;
+ * POOL stores after DVE. The intermediate values take scratch slots of one
+ * store group. When the dot takes another kernel, the region runs after it
+ * as a fused loop, in place in the output. */
+#include "backend/lower.h"
+#include "backend/lower_ext.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int64_t al64(int64_t x)
+{
+	return (x + 63) & ~(int64_t)63;
+}
+
+/* body classification: the epilogue value of each instruction, while the
+ * inputs are still being found: rows, streamed inputs and ops numbered
+ * apart (renumbered as nx_ldepi's values at the end) */
+enum { V_NONE = -1, V_IMM = -2, V_DOTOP = -3, V_ROW = 1000, V_STR = 2000, V_OP = 3000 };
+
+typedef struct ebuild {
+	const nx_comp *b;
+	nx_ptrmap val; /* instruction -> value + 8 (V_* + 8 for the specials) */
+	nx_ptrmap imm; /* scalar broadcast -> its constant */
+	nx_ldepi *e;
+	const nx_inst *dot;
+	const nx_inst *rowp[NX_LEPI_IN], *strp[NX_LEPI_IN];
+	int64_t n, N;
+} ebuild;
+
+static int vget(const ebuild *x, const nx_inst *i)
+{
+	return (int)nx_ptrmap_get(&x->val, i, V_NONE + 8) - 8;
+}
+
+static void vput(ebuild *x, const nx_inst *i, int v)
+{
+	nx_ptrmap_put(&x->val, i, v + 8);
+}
+
+static int param_no(const nx_comp *b, const nx_inst *i)
+{
+	for (int p = 0; p < b->nparams; p++)
+		if (b->params[p] == i)
+			return p;
+	return -1;
+}
+
+/* the value a parameter of the result's shape stands for (a streamed input) */
+static int stream_of(ebuild *x, const nx_inst *p)
+{
+	nx_ldepi *e = x->e;
+	for (int k = 0; k < e->nstr; k++)
+		if (x->strp[k] == p)
+			return V_STR + k;
+	return V_NONE;
+}
+
+/* a broadcast of parameter p along the result's trailing axes, N elements */
+static bool row_bcast(const ebuild *x, const nx_inst *i)
+{
+	const nx_inst *o = i->operands[0];
+	const nx_shape *os = o->shape;
+	int off = i->shape->rank - os->rank;
+	if (o->op != NX_OP_PARAMETER || off < 0 || i->a.dimensions.n != os->rank || nx_shape_elems(os) != x->N)
+		return false;
+	for (int j = 0; j < os->rank; j++)
+		if (i->a.dimensions.v[j] != off + j || os->dims[j] != i->shape->dims[off + j])
+			return false;
+	return true;
+}
+
+/* the immediate of scalar constant c in type dt */
+static bool imm_of(const nx_inst *c, nx_dtype dt, float *f)
+{
+	uint8_t b[8] = {0};
+	int d;
+	if (!c || c->op != NX_OP_CONSTANT || !nx_lower_literal_bytes(c->a.literal, b, &d) || d != (int)dt)
+		return false;
+	uint32_t w = dt == NX_DT_BF16 ? (uint32_t)(b[0] | b[1] << 8) << 16
+	                              : (uint32_t)(b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24);
+	memcpy(f, &w, 4);
+	return true;
+}
+
+static bool dve_ok(const nx_lemap *m)
+{
+	if (!(nx_isa_table[m->op].engines & NX_EM_DVE))
+		return false;
+	return m->op == NX_I_TENSOR_TENSOR || m->op == NX_I_TENSOR_SCALAR || m->op == NX_I_TENSOR_COPY;
+}
+
+/* one instruction of the body; false: not in the subset */
+static bool classify(ebuild *x, const nx_inst *i)
+{
+	nx_ldepi *e = x->e;
+	const nx_comp *b = x->b;
+	if (i->op == NX_OP_PARAMETER || i->op == NX_OP_DOT)
+		return true; /* placed by their readers; the dot before */
+	if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
+		return false;
+	int64_t ne = nx_shape_elems(i->shape);
+	if (i->op == NX_OP_CONSTANT)
+		return ne == 1;
+	if (ne != x->n || nx_lower_dtype(i->shape->type) != (int)e->dt)
+		return false;
+	if (i->op == NX_OP_BROADCAST) {
+		const nx_inst *o = i->operands[0];
+		if (nx_shape_elems(o->shape) == 1 && o->op == NX_OP_CONSTANT) {
+			nx_ptrmap_put(&x->imm, i, (intptr_t)o);
+			vput(x, i, V_IMM);
+			return true;
+		}
+		if (!row_bcast(x, i) || nx_lower_dtype(o->shape->type) != (int)e->dt)
+			return false;
+		for (int k = 0; k < e->nrow; k++)
+			if (x->rowp[k] == o) {
+				vput(x, i, V_ROW + k);
+				return true;
+			}
+		if (e->nrow == NX_LEPI_IN)
+			return false;
+		x->rowp[e->nrow++] = o;
+		vput(x, i, V_ROW + e->nrow - 1);
+		return true;
+	}
+	/* operands: the dot, values so far, parameters of the result's shape */
+	int src[3];
+	for (int j = 0; j < i->noperands; j++) {
+		const nx_inst *o = i->operands[j];
+		int v = o == x->dot ? 0 : vget(x, o);
+		if (v == V_NONE && o->op == NX_OP_PARAMETER && param_no(b, o) >= 0 && nx_shape_elems(o->shape) == x->n &&
+		    nx_lower_dtype(o->shape->type) == (int)e->dt) {
+			v = stream_of(x, o);
+			if (v == V_NONE) {
+				if (e->nstr == NX_LEPI_IN)
+					return false;
+				x->strp[e->nstr++] = o;
+				v = V_STR + e->nstr - 1;
+			}
+		}
+		if (v == V_NONE || v == V_DOTOP)
+			return false;
+		src[j] = v;
+	}
+	if ((i->op == NX_OP_RESHAPE || i->op == NX_OP_BITCAST || i->op == NX_OP_COPY || i->op == NX_OP_CONVERT) &&
+	    i->noperands == 1) {
+		if (src[0] == V_IMM)
+			return false;
+		vput(x, i, src[0]);
+		return true;
+	}
+	nx_lemap m;
+	if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || i->noperands < 1 || i->noperands > 2 || !nx_l_elem_map(i, &m))
+		return false;
+	for (int j = 0; j < i->noperands; j++)
+		if (nx_lower_dtype(i->operands[j]->shape->type) != (int)e->dt)
+			return false;
+	if (e->nop == NX_LEPI_OPS)
+		return false;
+	nx_ldepi_op *op = &e->op[e->nop];
+	memset(op, 0, sizeof *op);
+	op->m = m;
+	op->nops = i->noperands;
+	op->e = NX_ENG_DVE;
+	for (int j = 0; j < i->noperands; j++)
+		op->src[j] = src[j];
+	int ni = (op->nops > 0 && src[0] == V_IMM) + (op->nops > 1 && src[1] == V_IMM);
+	if (ni) {
+		/* a scalar operand: tensor_scalar with the immediate (reversed
+		 * when it comes first) */
+		int c = src[0] == V_IMM ? 0 : 1;
+		if (ni > 1 || op->nops != 2 || m.op != NX_I_TENSOR_TENSOR || m.func >= NX_ALU_COUNT ||
+		    (nx_alu_kinds[m.func] != 'a' && nx_alu_kinds[m.func] != 'c'))
+			return false;
+		const nx_inst *k = (const nx_inst *)nx_ptrmap_get(&x->imm, i->operands[c], 0);
+		if (!imm_of(k, e->dt, &op->m.imm))
+			return false;
+		op->m.op = NX_I_TENSOR_SCALAR;
+		op->m.flags = c == 0 ? NX_IF_REVERSE : 0;
+		op->src[0] = src[1 - c];
+		op->nops = 1;
+	}
+	if (!dve_ok(&op->m))
+		return false;
+	vput(x, i, V_OP + e->nop);
+	e->nop++;
+	return true;
+}
+
+/* the dot's N: the product of its rhs dims that are neither batch nor contracting */
+static int64_t dot_n(const nx_inst *d)
+{
+	const nx_dot_dnums *dn = &d->a.dot;
+	const nx_shape *s = d->operands[1]->shape;
+	int64_t N = 1;
+	for (int k = 0; k < s->rank; k++) {
+		bool u = false;
+		for (int j = 0; j < dn->rhs_contracting.n; j++)
+			u |= dn->rhs_contracting.v[j] == k;
+		for (int j = 0; j < dn->rhs_batch.n; j++)
+			u |= dn->rhs_batch.v[j] == k;
+		if (!u)
+			N *= s->dims[k];
+	}
+	return N;
+}
+
+bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, nx_ldepi *eo)
+{
+	(void)L;
+	if (f->op != NX_OP_FUSION || f->ncalled != 1 || !f->called[0]->root || !nx_shape_is_array(f->shape))
+		return false;
+	const nx_comp *b = f->called[0];
+	ebuild x;
+	nx_ldepi e;
+	memset(&x, 0, sizeof x);
+	memset(&e, 0, sizeof e);
+	x.b = b, x.e = &e;
+	for (int k = 0; k < b->ninsts; k++)
+		if (b->insts[k]->op == NX_OP_DOT) {
+			if (x.dot)
+				return false;
+			x.dot = b->insts[k];
+		}
+	const nx_inst *d = x.dot;
+	if (!d || d == b->root || d->noperands != 2 || !nx_shape_is_array(d->shape) || nx_lower_dtype(d->shape->type) < 0)
+		return false;
+	e.dt = (nx_dtype)nx_lower_dtype(d->shape->type);
+	if ((e.dt != NX_DT_F32 && e.dt != NX_DT_BF16) || nx_lower_dtype(f->shape->type) != (int)e.dt)
+		return false;
+	x.n = nx_shape_elems(d->shape), x.N = dot_n(d);
+	if (x.n <= 0 || x.N <= 0)
+		return false;
+	nx_ptrmap_init(&x.val, (size_t)b->ninsts + 1);
+	nx_ptrmap_init(&x.imm, 8);
+	bool ok = true;
+	for (int j = 0; j < 2; j++) {
+		if (d->operands[j]->op != NX_OP_PARAMETER || param_no(b, d->operands[j]) < 0)
+			ok = false;
+		else
+			vput(&x, d->operands[j], V_DOTOP);
+	}
+	for (int k = 0; k < b->ninsts && ok; k++)
+		ok = classify(&x, b->insts[k]);
+	int rv = ok ? vget(&x, b->root) : V_NONE;
+	/* the root is the last op; the dot's operands feed only the dot */
+	ok = ok && e.nop > 0 && rv == V_OP + e.nop - 1;
+	for (int k = 0; k < e.nop && ok; k++)
+		for (int j = 0; j < e.op[k].nops; j++) {
+			int v = e.op[k].src[j];
+			e.op[k].src[j] = v >= V_OP ? NX_LEPI_OP(&e, v - V_OP)
+			                 : v >= V_STR ? NX_LEPI_STR(&e, v - V_STR)
+			                 : v >= V_ROW ? NX_LEPI_ROW(&e, v - V_ROW) : v;
+		}
+	nx_ptrmap_free(&x.val);
+	nx_ptrmap_free(&x.imm);
+	if (!ok)
+		return false;
+	if (dotp)
+		*dotp = d;
+	if (eo) {
+		*eo = e;
+		/* parameter numbers until the lowering binds the values */
+		for (int k = 0; k < e.nrow; k++)
+			eo->row[k] = (nx_lval *)(intptr_t)(param_no(b, x.rowp[k]) + 1);
+		for (int k = 0; k < e.nstr; k++)
+			eo->str[k] = (nx_lval *)(intptr_t)(param_no(b, x.strp[k]) + 1);
+	}
+	return true;
+}
+
+bool nx_l_dot_epi_operand(const nx_inst *f, int k)
+{
+	if (!nx_l_is_dot_epi(f) || k < 0 || k >= f->called[0]->nparams)
+		return false;
+	const nx_comp *b = f->called[0];
+	const nx_inst *p = b->params[k];
+	bool dot = false;
+	for (int j = 0; j < b->ninsts; j++)
+		for (int o = 0; o < b->insts[j]->noperands; o++)
+			if (b->insts[j]->operands[o] == p) {
+				if (b->insts[j]->op != NX_OP_DOT)
+					return false;
+				dot = true;
+			}
+	return dot;
+}
+
+int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N)
+{
+	int esz = nx_dtype_bytes[e->dt];
+	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz);
+}
+
+double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, int64_t w)
+{
+	double ns = 0;
+	for (int k = 0; k < e->nop; k++) {
+		nx_insn in;
+		memset(&in, 0, sizeof in);
+		in.op = (uint16_t)e->op[k].m.op;
+		in.engine = (uint8_t)e->op[k].e;
+		in.func = (uint8_t)e->op[k].m.func;
+		int32_t s1[1] = {1};
+		uint32_t c[1] = {(uint32_t)w};
+		for (int a = 0; a <= e->op[k].nops; a++)
+			in.ap[a] = nx_ap_sbuf(e->dt, 0, 128, 0, 1, s1, c);
+		ns += nx_target_ns(L->t, &in) + L->t->ctrl_cycles / L->t->freq_ghz[e->op[k].e];
+	}
+	return ns;
+}
+
+void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                   int64_t w)
+{
+	int nin = 1 + e->nrow + e->nstr;
+	int64_t slot = al64(w * nx_dtype_bytes[e->dt]);
+	nx_ap v[1 + 2 * NX_LEPI_IN + NX_LEPI_OPS];
+	for (int k = 0; k < nin; k++)
+		v[k] = val[k];
+	for (int k = 0; k < e->nop; k++) {
+		const nx_ldepi_op *op = &e->op[k];
+		nx_ap o = dst;
+		if (k < e->nop - 1) {
+			/* a scratch slot of the group's shape, the same every iteration */
+			o.offset = scratch + k * slot;
+			memset(o.loop_stride, 0, sizeof o.loop_stride);
+		}
+		nx_insn *in = nx_l_emit(L, eng, op->m.op);
+		in->func = (uint8_t)op->m.func;
+		in->flags = (uint16_t)op->m.flags;
+		in->fimm[0] = op->m.imm;
+		in->ap[0] = o;
+		for (int j = 0; j < op->nops; j++)
+			in->ap[1 + j] = v[op->src[j]];
+		v[nin + k] = o;
+	}
+}
+
+/* the plan line: ops by name and operand kind */
+static void describe(nx_ldepi *e)
+{
+	char *p = e->desc;
+	size_t n = sizeof e->desc;
+	int w = snprintf(p, n, "%d op%s on dve per store group, %d bias row%s resident, %d streamed input%s", e->nop,
+	                 e->nop > 1 ? "s" : "", e->nrow, e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
+	(void)w;
+}
+
+nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
+{
+	const nx_inst *d;
+	nx_ldepi e;
+	if (!nx_l_dot_epi_ok(L, f, &d, &e))
+		return nx_l_err(L, "fusion is no dot with an epilogue");
+	for (int k = 0; k < e.nrow; k++)
+		e.row[k] = ops[(intptr_t)e.row[k] - 1];
+	for (int k = 0; k < e.nstr; k++)
+		e.str[k] = ops[(intptr_t)e.str[k] - 1];
+	describe(&e);
+	const nx_comp *b = f->called[0];
+	nx_lval *dops[2];
+	for (int j = 0; j < 2; j++)
+		dops[j] = ops[param_no(b, d->operands[j])];
+	/* the dot writes the output buffer (its shape): the result, or its raw
+	 * value that the region then updates in place */
+	nx_lval dv = *out;
+	dv.shape = d->shape;
+	L->epi = &e;
+	bool done = false;
+	nx_status rc = nx_l_data(L, d, dops, &dv, &done);
+	L->epi = NULL;
+	if (rc)
+		return rc;
+	if (!done)
+		rc = nx_l_dot(L, d, dops, &dv);
+	if (rc || e.used)
+		return rc;
+	const nx_inst *r = nx_l_dot_epi_region(L, f);
+	if (!r || !nx_l_fusion_whole(L, r))
+		return nx_l_err(L, "dot epilogue: no kernel takes the region after the dot");
+	nx_lval **rops = nx_arena_alloc(&L->a, sizeof *rops * (size_t)(r->noperands + 1));
+	for (int q = 0; q < r->noperands; q++) {
+		rops[q] = &dv;
+		for (int k = 0; k < f->noperands; k++)
+			if (f->operands[k] == r->operands[q])
+				rops[q] = ops[k];
+	}
+	nx_l_plan(L, "epilogue", "none (not in the dot kernel's plan); the region follows in place");
+	return nx_l_fused(L, r, rops, out);
+}

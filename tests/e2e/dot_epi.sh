@@ -1,0 +1,241 @@
+#!/bin/sh
+# End to end: dot epilogues (backend/kernels/dot_epi.c). A dot read only by
+# the elementwise region after it (lower_split.c) is one dot-loop kernel
+# that applies the region to each evacuated tile on DVE before the store:
+# qkv a bias row (BERT's q/k/v projections: bias add, reshape for the
+# heads); r2 a scale, a bias row and two streamed residuals on shapes that
+# are no multiples of 128 (3000 x 1000); bf the same in bf16; gelu the
+# GELU-backward product with four streamed inputs. gelu4 (N = 4096) is
+# refused by the dot's plan (the inputs' DMA would slow the dot more than
+# its own kernel costs): the region follows the dot as a fused loop in
+# place. `nxcc check` must pass on trn1 and trn2, the plan must show the
+# epilogue and the kernel count, `nxcc run --check-races` (HBM too) must
+# find no race; bat is a batched dot (batches as steps) with scale, bias
+# row and a streamed input; qkv also with --auto-cast all --auto-cast-type bf16. gfwd,
+# the GELU after a dot, keeps the split: tanh runs on ACT, which the
+# epilogue (DVE ops) does not take yet.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/qkv.hlo" <<'EOT'
+HloModule qkv
+%fc (p0: f32[2048,1024], p1: f32[1024,1024], p2: f32[1024]) -> f32[4,512,16,64] {
+  %p0 = f32[2048,1024] parameter(0)
+  %p1 = f32[1024,1024] parameter(1)
+  %d = f32[2048,1024] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = f32[1024] parameter(2)
+  %bb = f32[2048,1024] broadcast(%p2), dimensions={1}
+  %q = f32[2048,1024] add(%d, %bb)
+  ROOT %r = f32[4,512,16,64] reshape(%q)
+}
+ENTRY %e (x: f32[2048,1024], w: f32[1024,1024], b: f32[1024]) -> f32[4,16,512,64] {
+  %x = f32[2048,1024] parameter(0)
+  %w = f32[1024,1024] parameter(1)
+  %b = f32[1024] parameter(2)
+  %f = f32[4,512,16,64] fusion(%x, %w, %b), kind=kOutput, calls=%fc
+  ROOT %t = f32[4,16,512,64] transpose(%f), dimensions={0,2,1,3}
+}
+EOT
+cat > "$tmp/r2.hlo" <<'EOT'
+HloModule resid
+%fc (p0: f32[3000,256], p1: f32[256,1000], p2: f32[1000], p3: f32[3000,1000], p4: f32[3000,1000]) -> f32[3000,1000] {
+  %p0 = f32[3000,256] parameter(0)
+  %p1 = f32[256,1000] parameter(1)
+  %d = f32[3000,1000] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = f32[1000] parameter(2)
+  %bb = f32[3000,1000] broadcast(%p2), dimensions={1}
+  %h = f32[] constant(0.5)
+  %hb = f32[3000,1000] broadcast(%h), dimensions={}
+  %s = f32[3000,1000] multiply(%d, %hb)
+  %y = f32[3000,1000] add(%bb, %s)
+  %p3 = f32[3000,1000] parameter(3)
+  %z = f32[3000,1000] subtract(%p3, %y)
+  %p4 = f32[3000,1000] parameter(4)
+  ROOT %o = f32[3000,1000] add(%z, %p4)
+}
+ENTRY %e (x: f32[3000,256], w: f32[256,1000], b: f32[1000], r: f32[3000,1000], r2: f32[3000,1000]) -> f32[3000,1000] {
+  %x = f32[3000,256] parameter(0)
+  %w = f32[256,1000] parameter(1)
+  %b = f32[1000] parameter(2)
+  %r = f32[3000,1000] parameter(3)
+  %r2 = f32[3000,1000] parameter(4)
+  ROOT %f = f32[3000,1000] fusion(%x, %w, %b, %r, %r2), kind=kOutput, calls=%fc
+}
+EOT
+cat > "$tmp/bf.hlo" <<'EOT'
+HloModule bf
+%fc (p0: bf16[4096,512], p1: bf16[512,2048], p2: bf16[2048], p3: bf16[4096,2048]) -> bf16[4096,2048] {
+  %p0 = bf16[4096,512] parameter(0)
+  %p1 = bf16[512,2048] parameter(1)
+  %d = bf16[4096,2048] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = bf16[2048] parameter(2)
+  %bb = bf16[4096,2048] broadcast(%p2), dimensions={1}
+  %y = bf16[4096,2048] add(%d, %bb)
+  %p3 = bf16[4096,2048] parameter(3)
+  ROOT %o = bf16[4096,2048] multiply(%y, %p3)
+}
+ENTRY %e (x: bf16[4096,512], w: bf16[512,2048], b: bf16[2048], g: bf16[4096,2048]) -> bf16[4096,2048] {
+  %x = bf16[4096,512] parameter(0)
+  %w = bf16[512,2048] parameter(1)
+  %b = bf16[2048] parameter(2)
+  %g = bf16[4096,2048] parameter(3)
+  ROOT %f = bf16[4096,2048] fusion(%x, %w, %b, %g), kind=kOutput, calls=%fc
+}
+EOT
+cat > "$tmp/gelu.hlo" <<'EOT'
+HloModule gelu
+%fc (p0: f32[2048,1024], p1: f32[1024,1024], p2: f32[2048,1024], p3: f32[2048,1024], p4: f32[2048,1024], p5: f32[2048,1024]) -> f32[2048,1024] {
+  %p0 = f32[2048,1024] parameter(0)
+  %p1 = f32[1024,1024] parameter(1)
+  %d = f32[2048,1024] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = f32[2048,1024] parameter(2)
+  %th2 = f32[2048,1024] multiply(%p2, %p2)
+  %one = f32[] constant(1)
+  %oneF = f32[2048,1024] broadcast(%one), dimensions={}
+  %omt = f32[2048,1024] subtract(%oneF, %th2)
+  %p3 = f32[2048,1024] parameter(3)
+  %c = f32[] constant(0.134145)
+  %cF = f32[2048,1024] broadcast(%c), dimensions={}
+  %a3 = f32[2048,1024] multiply(%p3, %cF)
+  %du = f32[2048,1024] add(%oneF, %a3)
+  %p4 = f32[2048,1024] parameter(4)
+  %hfo = f32[2048,1024] multiply(%p4, %omt)
+  %g2 = f32[2048,1024] multiply(%hfo, %du)
+  %p5 = f32[2048,1024] parameter(5)
+  %h = f32[] constant(0.5)
+  %hF = f32[2048,1024] broadcast(%h), dimensions={}
+  %g1 = f32[2048,1024] multiply(%p5, %hF)
+  %gp = f32[2048,1024] add(%g1, %g2)
+  ROOT %df = f32[2048,1024] multiply(%d, %gp)
+}
+ENTRY %e (x: f32[2048,1024], w: f32[1024,1024], a: f32[2048,1024], b: f32[2048,1024], c: f32[2048,1024], g: f32[2048,1024]) -> f32[2048,1024] {
+  %x = f32[2048,1024] parameter(0)
+  %w = f32[1024,1024] parameter(1)
+  %a = f32[2048,1024] parameter(2)
+  %b = f32[2048,1024] parameter(3)
+  %c = f32[2048,1024] parameter(4)
+  %g = f32[2048,1024] parameter(5)
+  ROOT %f = f32[2048,1024] fusion(%x, %w, %a, %b, %c, %g), kind=kOutput, calls=%fc
+}
+EOT
+cat > "$tmp/gelu4.hlo" <<'EOT'
+HloModule gelu
+%fc (p0: f32[2048,1024], p1: f32[1024,4096], p2: f32[2048,4096], p3: f32[2048,4096], p4: f32[2048,4096], p5: f32[2048,4096]) -> f32[2048,4096] {
+  %p0 = f32[2048,1024] parameter(0)
+  %p1 = f32[1024,4096] parameter(1)
+  %d = f32[2048,4096] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = f32[2048,4096] parameter(2)
+  %th2 = f32[2048,4096] multiply(%p2, %p2)
+  %one = f32[] constant(1)
+  %oneF = f32[2048,4096] broadcast(%one), dimensions={}
+  %omt = f32[2048,4096] subtract(%oneF, %th2)
+  %p3 = f32[2048,4096] parameter(3)
+  %c = f32[] constant(0.134145)
+  %cF = f32[2048,4096] broadcast(%c), dimensions={}
+  %a3 = f32[2048,4096] multiply(%p3, %cF)
+  %du = f32[2048,4096] add(%oneF, %a3)
+  %p4 = f32[2048,4096] parameter(4)
+  %hfo = f32[2048,4096] multiply(%p4, %omt)
+  %g2 = f32[2048,4096] multiply(%hfo, %du)
+  %p5 = f32[2048,4096] parameter(5)
+  %h = f32[] constant(0.5)
+  %hF = f32[2048,4096] broadcast(%h), dimensions={}
+  %g1 = f32[2048,4096] multiply(%p5, %hF)
+  %gp = f32[2048,4096] add(%g1, %g2)
+  ROOT %df = f32[2048,4096] multiply(%d, %gp)
+}
+ENTRY %e (x: f32[2048,1024], w: f32[1024,4096], a: f32[2048,4096], b: f32[2048,4096], c: f32[2048,4096], g: f32[2048,4096]) -> f32[2048,4096] {
+  %x = f32[2048,1024] parameter(0)
+  %w = f32[1024,4096] parameter(1)
+  %a = f32[2048,4096] parameter(2)
+  %b = f32[2048,4096] parameter(3)
+  %c = f32[2048,4096] parameter(4)
+  %g = f32[2048,4096] parameter(5)
+  ROOT %f = f32[2048,4096] fusion(%x, %w, %a, %b, %c, %g), kind=kOutput, calls=%fc
+}
+EOT
+cat > "$tmp/gfwd.hlo" <<'EOT'
+HloModule gfwd
+%fc (p0: f32[2048,512], p1: f32[512,1024], p2: f32[1024]) -> f32[2048,1024] {
+  %p0 = f32[2048,512] parameter(0)
+  %p1 = f32[512,1024] parameter(1)
+  %d = f32[2048,1024] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = f32[1024] parameter(2)
+  %bb = f32[2048,1024] broadcast(%p2), dimensions={1}
+  %y = f32[2048,1024] add(%d, %bb)
+  %y2 = f32[2048,1024] multiply(%y, %y)
+  %y3 = f32[2048,1024] multiply(%y2, %y)
+  %k = f32[] constant(0.044715)
+  %kb = f32[2048,1024] broadcast(%k), dimensions={}
+  %ky3 = f32[2048,1024] multiply(%y3, %kb)
+  %in = f32[2048,1024] add(%y, %ky3)
+  %c = f32[] constant(0.7978846)
+  %cb = f32[2048,1024] broadcast(%c), dimensions={}
+  %ci = f32[2048,1024] multiply(%in, %cb)
+  %t = f32[2048,1024] tanh(%ci)
+  %one = f32[] constant(1)
+  %ob = f32[2048,1024] broadcast(%one), dimensions={}
+  %t1 = f32[2048,1024] add(%t, %ob)
+  %h = f32[] constant(0.5)
+  %hb = f32[2048,1024] broadcast(%h), dimensions={}
+  %yh = f32[2048,1024] multiply(%y, %hb)
+  ROOT %g = f32[2048,1024] multiply(%yh, %t1)
+}
+ENTRY %e (x: f32[2048,512], w: f32[512,1024], b: f32[1024]) -> f32[2048,1024] {
+  %x = f32[2048,512] parameter(0)
+  %w = f32[512,1024] parameter(1)
+  %b = f32[1024] parameter(2)
+  ROOT %f = f32[2048,1024] fusion(%x, %w, %b), kind=kOutput, calls=%fc
+}
+EOT
+cat > "$tmp/bat.hlo" <<'EOT'
+HloModule bat
+%fc (p0: f32[16,512,64], p1: f32[16,64,512], p2: f32[512], p3: f32[16,512,512]) -> f32[16,512,512] {
+  %p0 = f32[16,512,64] parameter(0)
+  %p1 = f32[16,64,512] parameter(1)
+  %d = f32[16,512,512] dot(%p0, %p1), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %p2 = f32[512] parameter(2)
+  %bb = f32[16,512,512] broadcast(%p2), dimensions={2}
+  %h = f32[] constant(0.125)
+  %hb = f32[16,512,512] broadcast(%h), dimensions={}
+  %s = f32[16,512,512] multiply(%d, %hb)
+  %y = f32[16,512,512] add(%s, %bb)
+  %p3 = f32[16,512,512] parameter(3)
+  ROOT %o = f32[16,512,512] add(%y, %p3)
+}
+ENTRY %e (x: f32[16,512,64], w: f32[16,64,512], b: f32[512], m: f32[16,512,512]) -> f32[16,512,512] {
+  %x = f32[16,512,64] parameter(0)
+  %w = f32[16,64,512] parameter(1)
+  %b = f32[512] parameter(2)
+  %m = f32[16,512,512] parameter(3)
+  ROOT %f = f32[16,512,512] fusion(%x, %w, %b, %m), kind=kOutput, calls=%fc
+}
+EOT
+# name:kernels:epilogue line ('-': none)
+for spec in "qkv:2:1 op on dve per store group, 1 bias row resident, 0 streamed inputs" \
+	"r2:1:4 ops on dve per store group, 1 bias row resident, 2 streamed inputs" \
+	"bf:1:2 ops on dve per store group, 1 bias row resident, 1 streamed input" \
+	"gelu:1:9 ops on dve per store group, 0 bias rows resident, 4 streamed inputs" \
+	"gelu4:2:none (not in the dot kernel's plan); the region follows in place" "gfwd:2:-" \
+	"bat:1:3 ops on dve per store group, 1 bias row resident, 1 streamed input"; do
+	g=${spec%%:*} rest=${spec#*:}
+	want=${rest%%:*} epi=${rest#*:}
+	for t in trn1 trn2; do
+		out=$("$NXCC" check "$tmp/$g.hlo" --target $t -O2 --random-inputs 3 2>&1) || fail "check $g $t: $out"
+	done
+	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --no-cache --stats --dump-lower plan --output "$tmp/$g.neff" \
+		> "$tmp/st.txt" 2>&1 || fail "compile $g: $(cat "$tmp/st.txt")"
+	k=$(sed -n 's/^kernels: *//p' "$tmp/st.txt")
+	[ "$k" = "$want" ] || fail "$g: $k kernels, expected $want: $(grep '^kernel' "$tmp/st.txt")"
+	if [ "$epi" = - ]; then
+		! grep -q "epilogue:" "$tmp/st.txt" || fail "$g: an epilogue: $(grep epilogue "$tmp/st.txt")"
+	else
+		grep -qF "epilogue: $epi" "$tmp/st.txt" || fail "$g: no 'epilogue: $epi': $(grep epilogue "$tmp/st.txt")"
+	fi
+	NX_CHECK_RACES_HBM=1 "$NXCC" run "$tmp/$g.neff" --timing-only --check-races > "$tmp/run" 2>&1 ||
+		fail "$g: run --check-races: $(grep -m2 -E 'race|error' "$tmp/run")"
+done
+out=$("$NXCC" check "$tmp/qkv.hlo" --target trn1 -O2 --auto-cast all --auto-cast-type bf16 --random-inputs 2 2>&1) ||
+	fail "check qkv bf16: $out"
+exit 0

@@ -317,6 +317,11 @@ typedef struct sd {
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
 	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
+	/* a row epilogue (kernels/dot_rows.c): DVE's statistics slots per PSUM
+	 * bank at rows_off, ACT's row sums after them; ACT waits for DVE */
+	nx_ldrows *rows;
+	int64_t rows_off, base_dve;
+	nx_lsync dve;
 } sd;
 
 /* elements between the outer loop's batches: the outer level of a two-level
@@ -520,6 +525,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	/* a loop even of one pair: the code does not depend on G */
 	nx_l_loop(L, NX_ENG_PE, npair);
 	nx_l_loop(L, NX_ENG_ACT, npair);
+	if (x->rows)
+		nx_l_loop(L, NX_ENG_DVE, npair);
 	int dj = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
 	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
 	if (!x->bstep) {
@@ -572,19 +579,37 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		}
 		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
 		nx_l_max(&x->pe, &y);
-		/* ACT: evacuate the bank into O[par] with the cast */
-		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
-		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
-		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		/* ACT: evacuate the bank into O[par] with the cast (a row
+		 * epilogue: after DVE's statistics of the bank, kernels/dot_rows.c) */
 		uint32_t cn[1] = {(uint32_t)ncol};
-		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
-		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
-		cp->ap[0].loop_stride[da] = tp * x->nt * x->eo;
+		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
+		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
+		po.loop_stride[da] = tp * x->nt * x->eo;
+		int64_t st_nb = x->rows_off + (pb - x->pbase) / x->bank * 4, st_sum = st_nb + 16;
+		if (x->rows) {
+			nx_l_addreg(L, NX_ENG_DVE, 0, 1);
+			nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
+			nx_l_dot_rows_stats(L, x->rows, pp, st_nb);
+			y = nx_l_signal(L, NX_ENG_DVE);
+			nx_l_max(&x->dve, &y);
+		}
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + (x->rows ? NX_ENG_DVE : NX_ENG_PE),
+		              x->rows ? x->base_dve : x->base_pe, S_ACT_PE);
+		if (x->rows) {
+			nx_l_dot_rows_evac(L, x->rows, po, pp, st_nb, st_sum);
+		} else {
+			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+			cp->ap[0] = po;
+			cp->ap[1] = pp;
+		}
 		y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
 	}
 	nx_l_endloop(L, NX_ENG_PE);
 	nx_l_endloop(L, NX_ENG_ACT);
+	if (x->rows)
+		nx_l_endloop(L, NX_ENG_DVE);
 	if (!x->bstep) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -649,10 +674,14 @@ static void sd_block(sd *x)
 	if (pairs > 0) {
 		/* a loop even of one pair: the same code for any step count */
 		loop4(x->L, pairs);
+		if (x->rows)
+			nx_l_loop(L, NX_ENG_DVE, pairs);
 		x->lv_s = L->s[NX_ENG_SP].depth - 1;
 		sd_step(x, 0, 0, sw);
 		sd_step(x, 1, 1, sw);
 		endloop4(x->L);
+		if (x->rows)
+			nx_l_endloop(L, NX_ENG_DVE);
 		x->lv_s = -1;
 	}
 	if (nfull % 2) {
@@ -720,7 +749,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 				if (srag && srag < SQS)
 					continue;
 			}
-			if (nt * 4 > bank)
+			if (nt * 4 > bank || (x->rows && nt != x->N))
 				continue;
 			c.side = side, c.nt = nt, c.mt = mt, c.srag = srag;
 			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
@@ -753,7 +782,7 @@ static bool sd_plan(nx_lower *L, sd *x)
 				 * is and transpose it on PE (the 128-row tiles of a step side
 				 * by side in one PSUM bank) */
 				int64_t rbw = G * rw, nw = rbw / 128;
-				bool tpe_ok = bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
 				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= L->sbuf_half;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
@@ -853,7 +882,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
 	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
-	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + (x->rows ? 64 : 0), base;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
@@ -864,6 +893,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
 	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
+	x->rows_off = x->t_off[1] + tbytes;
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
@@ -911,6 +941,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          (long long)x->K, (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
 	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
 	          (long long)x->K, (long long)sw);
+	if (x->rows)
+		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
@@ -927,6 +959,12 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->base_s[q] = L->qcount[x->qs[q]];
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
+	x->base_dve = L->ecount[NX_ENG_DVE];
+	if (x->rows) {
+		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+		nx_l_setreg(L, NX_ENG_DVE, 0, 0);
+		x->rows->done = true;
+	}
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
 	 * earlier on them (and POOL waits for SP's loads at the end) */
@@ -968,9 +1006,13 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 
 	int64_t nout = x->bstep ? (x->A->B2 ? x->Bt / x->A->B2 : 1) : x->Bt > 1 ? x->Bt : x->NB;
 	loop4(L, nout); /* a loop even of one block: the same code for any volume */
+	if (x->rows)
+		nx_l_loop(L, NX_ENG_DVE, nout);
 	x->lv_o = L->s[NX_ENG_SP].depth - 1;
 	sd_block(x);
 	endloop4(L);
+	if (x->rows)
+		nx_l_endloop(L, NX_ENG_DVE);
 
 	for (int q = SQS; q < x->nql; q++)
 		bq.s[x->ql[q]] = L->qcount[x->ql[q]];
@@ -987,6 +1029,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->loads);
 	nx_l_max(&done, &x->pe);
 	nx_l_max(&done, &x->act);
+	nx_l_max(&done, &x->dve);
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
 }
@@ -1005,6 +1048,16 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
 }
 
+/* the plan with the row epilogue when a tile can hold whole rows, else without */
+static bool sd_plan_rows(nx_lower *L, sd *x)
+{
+	x->rows = L->dot_rows && L->dot_rows->C == x->N ? L->dot_rows : NULL;
+	if (x->rows && sd_plan(L, x))
+		return true;
+	x->rows = NULL;
+	return sd_plan(L, x);
+}
+
 bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                          int64_t K, int64_t N)
 {
@@ -1012,7 +1065,7 @@ bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
 	NX_ASSERT(A->B2 > 0 && A->B2 == B->B2);
 	return Bt > 0 && M > 0 && N > 0 && K > 0 && A->sb1 <= INT32_MAX && B->sb1 <= INT32_MAX &&
-	       sd_fits(L->t, A, B, M, N) && sd_plan(L, &sc);
+	       sd_fits(L->t, A, B, M, N) && sd_plan_rows(L, &sc);
 }
 
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -1033,7 +1086,7 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	sd sc;
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
-	if (sd_fits(t, A, B, M, N) && sd_plan(L, &sc))
+	if (sd_fits(t, A, B, M, N) && sd_plan_rows(L, &sc))
 		return sd_emit(L, &sc);
 	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;

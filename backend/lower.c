@@ -940,6 +940,20 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 			plan_inplace(L, i, k);
 		nx_lent *ie = ent(L, i);
 		L->dot_rows = ie->rows_f ? &ie->rows : NULL;
+		if (ie->rows_f && ie->rows.kind == NX_DR_SOFTMAX_BWD) {
+			/* p: computed already, contiguous in the dot result's layout */
+			nx_lval *pv = val(L, ie->rows_f->operands[ie->rows.pk]);
+			nx_lview w;
+			memset(&w, 0, sizeof w);
+			bool ok = pv && !pv->tuple && !pv->tsrc;
+			if (ok)
+				w = nx_l_view_of(pv), ok = w.off == 0;
+			for (int d = w.rank - 1, st = 1; ok && d >= 0; st *= (int)w.dims[d], d--)
+				ok = w.dims[d] == 1 || w.stride[d] == st;
+			ie = ent(L, i);
+			ie->rows.P = ok ? pv : NULL;
+			L->dot_rows = ok ? &ie->rows : NULL;
+		}
 		rc = lower_node(L, i, &v);
 		L->dot_rows = NULL;
 		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)

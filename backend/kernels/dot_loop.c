@@ -318,9 +318,14 @@ typedef struct sd {
 	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
 	/* a row epilogue (kernels/dot_rows.c): DVE's statistics slots per PSUM
-	 * bank at rows_off, ACT's row sums after them; ACT waits for DVE */
+	 * bank at rows_off, ACT's row sums after them; ACT waits for DVE. With
+	 * a P operand (batch steps only): P[par] ([mt, G, nt] like O) loaded
+	 * last on every load queue (lp = 1 more per queue and step), free once
+	 * the stores of the step before the last are done; DVE's products per
+	 * bank at tmp_off */
 	nx_ldrows *rows;
-	int64_t rows_off, base_dve;
+	int64_t rows_off, base_dve, p_off[2], tmp_off;
+	int lp, ep;
 	nx_lsync dve;
 } sd;
 
@@ -501,13 +506,31 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
+	if (x->lp) {
+		/* P[par] ([mt, G, nt] as O) once the stores of the step before the last are done */
+		nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
+		for (int q = 0; q < x->nqs; q++)
+			nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
+		const nx_lval *P = x->rows->P;
+		int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
+		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
+		int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
+		int64_t lss[3] = {0, 0, 0};
+		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt,
+		          hs, ss, cn, x->p_off[par], lso, lss, x->ep, &x->loads);
+	}
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
 	bool both = x->bstep && x->nls == x->nql;
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, both ? 2 : 1);
-	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++)
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
+	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) /* (not the step's P, the last) */
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
+	if (x->lp) { /* DVE: the step's P */
+		nx_l_addreg(L, NX_ENG_DVE, 1, (both ? 2 : 1) + x->lp);
+		for (int q = 0; q < x->nql; q++)
+			nx_l_wait_rel(L, NX_ENG_DVE, x->ql[q], x->base_l[q], 1);
+	}
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
 	int64_t nst = x->G / x->gb; /* stores per queue per step */
 	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
@@ -585,11 +608,15 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
 		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
 		po.loop_stride[da] = tp * x->nt * x->eo;
-		int64_t st_nb = x->rows_off + (pb - x->pbase) / x->bank * 4, st_sum = st_nb + 16;
+		int64_t bi = (pb - x->pbase) / x->bank, st_nb = x->rows_off + bi * 4, st_sum = st_nb + 16;
+		int64_t st_tmp = x->tmp_off + bi * x->nt * 4;
 		if (x->rows) {
+			nx_ap pt = nx_ap_sbuf(x->lp ? x->rows->P->dt : NX_DT_F32, 0, (int)mrow,
+			                      x->p_off[par] + j * x->nt * x->ep, 1, s1, cn);
+			pt.loop_stride[L->s[NX_ENG_DVE].depth - 1] = tp * x->nt * x->ep;
 			nx_l_addreg(L, NX_ENG_DVE, 0, 1);
 			nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
-			nx_l_dot_rows_stats(L, x->rows, pp, st_nb);
+			nx_l_dot_rows_stats(L, x->rows, pp, pt, st_nb, st_tmp);
 			y = nx_l_signal(L, NX_ENG_DVE);
 			nx_l_max(&x->dve, &y);
 		}
@@ -597,7 +624,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + (x->rows ? NX_ENG_DVE : NX_ENG_PE),
 		              x->rows ? x->base_dve : x->base_pe, S_ACT_PE);
 		if (x->rows) {
-			nx_l_dot_rows_evac(L, x->rows, po, pp, st_nb, st_sum);
+			nx_l_dot_rows_evac(L, x->rows, po, pp, st_nb, st_sum, st_tmp);
 		} else {
 			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
 			cp->ap[0] = po;
@@ -636,6 +663,13 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
 		lso[2] = x->gb * tstep * eo;
+		if (x->lp) { /* the epilogue's last op, on the group */
+			uint32_t cg[1] = {(uint32_t)(x->gb * ncol)};
+			nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], 1, s1, cg);
+			nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
+			o.loop_stride[x->lv_g] = x->gb * x->nt * eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
+			nx_l_dot_rows_post(L, x->rows, o, p);
+		}
 		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
 		          lss, (int)eo, &x->stores);
 	}
@@ -775,7 +809,9 @@ static bool sd_plan(nx_lower *L, sd *x)
 				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
 					continue;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                2 * al64(G * nt * x->eo);
+				                2 * al64(G * nt * x->eo) + (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0);
+				if (x->rows && x->rows->P && !bstep)
+					continue; /* P loads per batch step only */
 				if (bytes + 128 > L->sbuf_half)
 					continue;
 				/* batch steps may load a resident operand stored [w, K] as it
@@ -845,6 +881,8 @@ static bool sd_plan(nx_lower *L, sd *x)
 							int nr = nls < nql ? nql - nls : nql;
 							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
 							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
+							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
+								lr += dma_est(t, (double)x->M * x->N * nx_dtype_bytes[x->rows->P->dt], mt, false, nql);
 							tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece
@@ -882,7 +920,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
 	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
-	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + (x->rows ? 64 : 0), base;
+	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) : 0;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + ebytes, base;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin(L, bytes, &base, &h)))
@@ -894,6 +933,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
 	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
 	x->rows_off = x->t_off[1] + tbytes;
+	x->ep = x->rows && x->rows->P ? nx_dtype_bytes[x->rows->P->dt] : 0;
+	x->lp = x->ep ? 1 : 0;
+	x->p_off[0] = x->rows_off + 64, x->p_off[1] = x->p_off[0] + al64(x->G * x->nt * x->ep);
+	x->tmp_off = x->p_off[1] + al64(x->G * x->nt * x->ep);
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
@@ -949,6 +992,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
 	nx_l_wait(L, NX_ENG_SP, &x->A->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &x->B->buf->written);
+	if (x->lp)
+		nx_l_wait(L, NX_ENG_SP, &x->rows->P->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &x->A->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
@@ -963,7 +1008,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->rows) {
 		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 		nx_l_setreg(L, NX_ENG_DVE, 0, 0);
+		nx_l_setreg(L, NX_ENG_DVE, 1, 0);
 		x->rows->done = true;
+	}
+	if (x->lp) {
+		nx_l_setreg(L, NX_ENG_SP, S_SP_PE + 1, 0);
 	}
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
@@ -1022,6 +1071,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_SP, &bs);
 	nx_l_max(&x->A->buf->war, &x->loads);
 	nx_l_max(&x->B->buf->war, &x->loads);
+	if (x->lp)
+		nx_l_max(&x->rows->P->buf->war, &x->loads);
 	nx_l_max(&x->out->buf->written, &x->stores);
 	nx_l_max(&x->out->buf->war, &x->stores);
 	L->psum_free[ph] = x->act;
@@ -1030,6 +1081,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->pe);
 	nx_l_max(&done, &x->act);
 	nx_l_max(&done, &x->dve);
+	if (x->lp) { /* POOL's multiplies read P and O */
+		nx_lsync y = nx_l_signal(L, NX_ENG_POOL);
+		nx_l_max(&done, &y);
+	}
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
 }

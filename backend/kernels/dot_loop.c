@@ -699,6 +699,10 @@ static void sd_block(sd *x)
 		if (x->NS % 2 && x->NB * x->Bt > 1)
 			for (int q = 0; q < x->nqs; q++)
 				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+		/* PE: one tile per step takes the bank of its parity, which then
+		 * restarts too: the odd step's bank must be evacuated */
+		if (x->G == 1 && x->NS % 2 && x->NB * x->Bt > 1)
+			nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
 	}
 	/* steps in pairs (parity 0, 1), then the odd one, then the ragged one
 	 * (the parities continue) */

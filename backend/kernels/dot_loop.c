@@ -837,7 +837,8 @@ static bool sd_plan(nx_lower *L, sd *x)
 					int nql = kt < SQ - nqs ? (int)kt : SQ - nqs;
 					/* fewer than 8 store queues lend theirs to the loads, more
 					 * than 8 borrow SP's (every store range one partition at least) */
-					if ((nqs < SQS && nql <= SQS) || (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
+					if ((nqs < SQS && nql <= SQS) || (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))) ||
+					    (x->rows && x->rows->P && nql > mt)) /* P: a partition range on every load queue */
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */

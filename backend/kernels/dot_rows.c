@@ -4,7 +4,8 @@
  * goes to HBM and the row fusion is no kernel of its own (docs/lowering.md,
  * "Dot row epilogue"). nx_l_dot_rows_match recognises the consumer
  * structurally, float converts allowed anywhere between, the reductions
- * over the last axis, c > 0 a product of broadcast constants (1 if none),
+ * over the last axis, c > 0 a product of broadcast constants (1 if none;
+ * a divide by one counts as its reciprocal),
  * x its parameter k (the dot):
  *   SOFTMAX      p = e / rowsum(e), e = exp(s - rowmax(s)), s = c x;
  *   SOFTMAX_BWD  ds = c p (x - rowsum(x p)), p another parameter (the
@@ -51,6 +52,10 @@ static bool factors(const nx_inst *i, const nx_inst **f, int *nf, int n, double 
 	i = skip_cvt(i);
 	if (i->op == NX_OP_MULTIPLY && i->noperands == 2)
 		return factors(i->operands[0], f, nf, n, c) && factors(i->operands[1], f, nf, n, c);
+	if (i->op == NX_OP_DIVIDE && i->noperands == 2 && bconst(i->operands[1], &v) && v != 0.0) {
+		*c /= v; /* x / sqrt(d) */
+		return factors(i->operands[0], f, nf, n, c);
+	}
 	if (bconst(i, &v)) {
 		*c *= v;
 		return true;

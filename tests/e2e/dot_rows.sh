@@ -10,7 +10,9 @@
 # today's path and stay correct: an additive mask (not matched), seq 384
 # (backward: odd tile count, no batch steps), seq 200 and 256 (the scale is
 # its own kernel), seq 1024 (a row does not fit a PSUM tile). bf: bf16
-# operands with the softmax computed in f32 through converts.
+# operands with the softmax computed in f32 through converts; div: the
+# scale as a divide by 8; s16: 8-row tiles (p on at most 8 load queues,
+# a partition range each).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
@@ -40,6 +42,10 @@ gen() {
 	if [ "$mode" = mask ]; then
 		echo "  s1 = f32[$B,$H,$S,$S] multiply(s0f, cb)"
 		echo "  s = f32[$B,$H,$S,$S] add(s1, mkb)"
+	elif [ "$mode" = div ]; then
+		echo "  c8 = f32[] constant(8)"
+		echo "  c8b = f32[$B,$H,$S,$S] broadcast(c8), dimensions={}"
+		echo "  s = f32[$B,$H,$S,$S] divide(s0f, c8b)"
 	else
 		echo "  s = f32[$B,$H,$S,$S] multiply(s0f, cb)"
 	fi
@@ -54,7 +60,7 @@ gen() {
 	echo "  pf = f32[$B,$H,$S,$S] divide(ex, eb)"
 	if [ "$mode" = bf16 ]; then echo "  p = bf16[$B,$H,$S,$S] convert(pf)"; else echo "  p = f32[$B,$H,$S,$S] copy(pf)"; fi
 	echo "  o = $T[$B,$H,$S,$D] dot(p, vh), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
-	if [ "$mode" = fwd ] || [ "$mode" = mask ]; then echo "  ROOT r = $T[$B,$H,$S,$D] copy(o)"; echo '}'; return; fi
+	if [ "$mode" = fwd ] || [ "$mode" = mask ] || [ "$mode" = div ]; then echo "  ROOT r = $T[$B,$H,$S,$D] copy(o)"; echo '}'; return; fi
 	echo "  d2 = $T[$B,$H,$S,$D] multiply(dh, o)"
 	echo "  dp = $T[$B,$H,$S,$S] dot(d2, vh), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}"
 	echo "  dpp = $T[$B,$H,$S,$S] multiply(dp, p)"
@@ -80,8 +86,10 @@ gen s384 2 384 8 64 bwd
 gen s200 2 200 4 64 bwd
 gen s256 2 256 8 64 bwd
 gen s1024 1 1024 4 64 bwd
+gen div 2 512 8 64 div
+gen s16 2 16 4 8 bwd
 n=0
-for c in fwd:1 bwd:2 bf:2 mask:0 s384:1 s200:1 s256:1 s1024:0; do
+for c in fwd:1 bwd:2 bf:2 mask:0 s384:1 s200:1 s256:1 div:1 s16:1 s1024:0; do
 	g=${c%%:*} want=${c#*:}
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --dump-lower plan -o "$tmp/$g.neff" > "$tmp/plan" 2>&1 ||
 		fail "$g: compile: $(tail -2 "$tmp/plan")"

@@ -474,6 +474,59 @@ static void sd_transpose(sd *x, int par)
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
 }
 
+/* ---- the row epilogue's parts of a step (kernels/dot_rows.c) */
+/* SP: P[par] ([mt, G, nt] as O) after the step's other loads on every load
+ * queue, once the stores of the step before the last are done */
+static void sd_rows_load(sd *x, int par, int64_t bat)
+{
+	nx_lower *L = x->L;
+	const nx_lval *P = x->rows->P;
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
+	for (int q = 0; q < x->nqs; q++)
+		nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
+	int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
+	int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
+	int64_t lss[3] = {0, 0, 0};
+	split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt, hs,
+	          ss, cn, x->p_off[par], lso, lss, x->ep, &x->loads);
+}
+
+/* DVE: the step's P (the last of n transfers per load queue and step) */
+static void sd_rows_wait(sd *x, int64_t n)
+{
+	nx_l_addreg(x->L, NX_ENG_DVE, 1, n);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(x->L, NX_ENG_DVE, x->ql[q], x->base_l[q], 1);
+}
+
+/* DVE: tile j of the pair (PSUM bank bi, ps) evacuated by PE: its statistics */
+static void sd_rows_stats(sd *x, int par, int j, int tp, int64_t bi, nx_ap ps)
+{
+	nx_lower *L = x->L;
+	int32_t s1[1] = {1};
+	uint32_t cn[1] = {ps.count[0]};
+	nx_ap pt = nx_ap_sbuf(x->lp ? x->rows->P->dt : NX_DT_F32, 0, ps.part_count, x->p_off[par] + j * x->nt * x->ep, 1,
+	                      s1, cn);
+	pt.loop_stride[L->s[NX_ENG_DVE].depth - 1] = tp * x->nt * x->ep;
+	nx_l_addreg(L, NX_ENG_DVE, 0, 1);
+	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
+	nx_l_dot_rows_stats(L, x->rows, ps, pt, x->rows_off + bi * 4, x->tmp_off + bi * x->nt * 4);
+	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_max(&x->dve, &y);
+}
+
+/* POOL: the epilogue's last op on the store group (before its store) */
+static void sd_rows_post(sd *x, int par, int64_t mrow)
+{
+	int32_t s1[1] = {1};
+	uint32_t cg[1] = {(uint32_t)(x->gb * x->nt)};
+	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], 1, s1, cg);
+	nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
+	o.loop_stride[x->lv_g] = x->gb * x->nt * x->eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
+	nx_l_dot_rows_post(x->L, x->rows, o, p);
+}
+
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
  * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
  * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
@@ -506,19 +559,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
-	if (x->lp) {
-		/* P[par] ([mt, G, nt] as O) once the stores of the step before the last are done */
-		nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
-		for (int q = 0; q < x->nqs; q++)
-			nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
-		const nx_lval *P = x->rows->P;
-		int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
-		uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
-		int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
-		int64_t lss[3] = {0, 0, 0};
-		split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt,
-		          hs, ss, cn, x->p_off[par], lso, lss, x->ep, &x->loads);
-	}
+	if (x->lp)
+		sd_rows_load(x, par, bat);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
@@ -526,11 +568,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
 	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) /* (not the step's P, the last) */
 		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
-	if (x->lp) { /* DVE: the step's P */
-		nx_l_addreg(L, NX_ENG_DVE, 1, (both ? 2 : 1) + x->lp);
-		for (int q = 0; q < x->nql; q++)
-			nx_l_wait_rel(L, NX_ENG_DVE, x->ql[q], x->base_l[q], 1);
-	}
+	if (x->lp)
+		sd_rows_wait(x, (both ? 2 : 1) + x->lp);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
 	int64_t nst = x->G / x->gb; /* stores per queue per step */
 	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
@@ -608,23 +647,15 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
 		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
 		po.loop_stride[da] = tp * x->nt * x->eo;
-		int64_t bi = (pb - x->pbase) / x->bank, st_nb = x->rows_off + bi * 4, st_sum = st_nb + 16;
-		int64_t st_tmp = x->tmp_off + bi * x->nt * 4;
-		if (x->rows) {
-			nx_ap pt = nx_ap_sbuf(x->lp ? x->rows->P->dt : NX_DT_F32, 0, (int)mrow,
-			                      x->p_off[par] + j * x->nt * x->ep, 1, s1, cn);
-			pt.loop_stride[L->s[NX_ENG_DVE].depth - 1] = tp * x->nt * x->ep;
-			nx_l_addreg(L, NX_ENG_DVE, 0, 1);
-			nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
-			nx_l_dot_rows_stats(L, x->rows, pp, pt, st_nb, st_tmp);
-			y = nx_l_signal(L, NX_ENG_DVE);
-			nx_l_max(&x->dve, &y);
-		}
+		int64_t bi = (pb - x->pbase) / x->bank;
+		if (x->rows)
+			sd_rows_stats(x, par, j, tp, bi, pp);
 		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
 		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + (x->rows ? NX_ENG_DVE : NX_ENG_PE),
 		              x->rows ? x->base_dve : x->base_pe, S_ACT_PE);
 		if (x->rows) {
-			nx_l_dot_rows_evac(L, x->rows, po, pp, st_nb, st_sum, st_tmp);
+			nx_l_dot_rows_evac(L, x->rows, po, pp, x->rows_off + bi * 4, x->rows_off + 16 + bi * 4,
+			                   x->tmp_off + bi * x->nt * 4);
 		} else {
 			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
 			cp->ap[0] = po;
@@ -663,13 +694,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 			lso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * N * eo;
 		lso[1] = x->bstep ? 2 * x->M * N * eo : x->side ? 2 * x->mt * N * eo : 2 * x->nt * eo;
 		lso[2] = x->gb * tstep * eo;
-		if (x->lp) { /* the epilogue's last op, on the group */
-			uint32_t cg[1] = {(uint32_t)(x->gb * ncol)};
-			nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], 1, s1, cg);
-			nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
-			o.loop_stride[x->lv_g] = x->gb * x->nt * eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
-			nx_l_dot_rows_post(L, x->rows, o, p);
-		}
+		if (x->lp)
+			sd_rows_post(x, par, mrow);
 		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, hoff, N, mrow, hs, ss, cn, x->o_off[par], lso,
 		          lss, (int)eo, &x->stores);
 	}

@@ -25,6 +25,10 @@ struct nx_lent {
 	bool output, dead;
 	bool used;          /* read by a live node (dead code is not lowered) */
 	bool nondot;        /* read by a live node other than a dot */
+	/* a dot: the row fusion it may apply as its epilogue (its only reader;
+	 * kernels/dot_rows.c), and what the dot loop did with it */
+	const nx_inst *rows_f;
+	nx_ldrows rows;
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
@@ -555,6 +559,14 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && !nx_lower_supports(i->op))
 		return nx_l_err(L, "operation '%s' is not supported by the backend yet", nx_opcode_name(i->op));
+	for (int k = 0; i->op == NX_OP_FUSION && k < i->noperands; k++) {
+		nx_lent *de = ent(L, resolve(L, i->operands[k]));
+		if (de->rows_f == i && de->rows.done) { /* the dot applied it (kernels/dot_rows.c) */
+			*out = alias_val(L, ops[k], i->shape);
+			L->ndest = 0;
+			return NX_OK;
+		}
+	}
 	if (i->op == NX_OP_FUSION && nx_l_row_ok(L, i)) {
 		/* reductions over rows with their producers and consumers
 		 * (kernels/row_loop.c): an array or a tuple of fresh values */
@@ -847,6 +859,37 @@ static nx_status hbm_plan_check(nx_lower *L, const nodes *ns)
 }
 
 /* liveness backwards from the root: values nobody reads cost no code */
+/* A dot read only by a row fusion that is its row softmax (kernels/dot_rows.c)
+ * may apply it in its evacuation: the fusion then only names the result. */
+static void dot_rows(nx_lower *L, const nodes *ns)
+{
+	for (int k = 0; k < ns->n; k++) {
+		const nx_inst *f = ns->v[k];
+		nx_lent *fe = ent(L, f);
+		if (f->op != NX_OP_FUSION || (!fe->output && !fe->used) || !nx_l_row_ok(L, f))
+			continue;
+		for (int j = 0; j < f->noperands; j++) {
+			const nx_inst *d = resolve(L, f->operands[j]);
+			nx_lent *de = ent(L, d);
+			if (d->op != NX_OP_DOT || de->output || de->rows_f || de->last_use != k)
+				continue;
+			int readers = 0;
+			for (int q = 0; q < ns->n && readers < 2; q++) {
+				const nx_lent *qe = ent(L, ns->v[q]);
+				for (int o = 0; (qe->used || qe->output) && o < ns->v[q]->noperands; o++)
+					readers += resolve(L, ns->v[q]->operands[o]) == d;
+			}
+			nx_ldrows r;
+			if (readers == 1 && nx_l_dot_rows_match(f, j, &r)) {
+				de = ent(L, d); /* the map may have grown */
+				de->rows_f = f;
+				de->rows = r;
+				break;
+			}
+		}
+	}
+}
+
 static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 {
 	const nodes ns = *nsp;
@@ -872,6 +915,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 		}
 	}
 	ent(L, resolve(L, root))->last_use = ns.n;
+	dot_rows(L, nsp);
 }
 
 /* the kernels of ns in program order; dead values are released */
@@ -894,7 +938,24 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 		L->node_gen0 = L->gen_next + 1;
 		if (entry)
 			plan_inplace(L, i, k);
+		nx_lent *ie = ent(L, i);
+		L->dot_rows = ie->rows_f ? &ie->rows : NULL;
+		if (ie->rows_f && ie->rows.kind == NX_DR_SOFTMAX_BWD) {
+			/* p: computed already, contiguous in the dot result's layout */
+			nx_lval *pv = val(L, ie->rows_f->operands[ie->rows.pk]);
+			nx_lview w;
+			memset(&w, 0, sizeof w);
+			bool ok = pv && !pv->tuple && !pv->tsrc;
+			if (ok)
+				w = nx_l_view_of(pv), ok = w.off == 0;
+			for (int d = w.rank - 1, st = 1; ok && d >= 0; st *= (int)w.dims[d], d--)
+				ok = w.dims[d] == 1 || w.stride[d] == st;
+			ie = ent(L, i);
+			ie->rows.P = ok ? pv : NULL;
+			L->dot_rows = ok ? &ie->rows : NULL;
+		}
 		rc = lower_node(L, i, &v);
+		L->dot_rows = NULL;
 		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)
 			if (L->dest[t] && (v->tuple ? v->tuple[t]->buf : v->buf) == L->dest[t])
 				nx_l_plan(L, "in-place", "result %d written into the buffer of the parameter it aliases", t);

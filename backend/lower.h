@@ -173,6 +173,7 @@ typedef struct nx_lower {
 	 * once there is one, every wait adds register NX_LREG_ITER */
 	int dloop_depth, ndloops;
 	int64_t dloop_adv; /* how far NX_LREG_ITER has advanced at most, so far */
+	struct nx_ldrows *dot_rows; /* the row epilogue the dot being lowered may apply (NULL: none) */
 } nx_lower;
 
 /* The register that holds a device while loop's iteration offset on every
@@ -202,6 +203,34 @@ typedef struct nx_ldmat {
  * nest (code size independent of the sizes). */
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                         int64_t K, int64_t N);
+
+/* kernels/dot_rows.c: a row epilogue the stationary dot-loop applies to
+ * each evacuated PSUM tile when a tile holds whole rows of C (nt = N = C):
+ * SOFTMAX, the row softmax of scale x; SOFTMAX_BWD, scale p (x - rowsum(x p))
+ * with p (the fusion's parameter pk, value P: contiguous, the dot result's
+ * shape) loaded per tile. nx_l_dot_rows_match: fusion f's root is one of
+ * them of its parameter k (the dot). The dot loop reads L->dot_rows (set by
+ * lower.c around the dot's node) and sets done when it applied it. */
+enum { NX_DR_SOFTMAX = 1, NX_DR_SOFTMAX_BWD };
+typedef struct nx_ldrows {
+	int kind;
+	float scale;
+	int64_t C;
+	int pk;
+	nx_lval *P;
+	bool done;
+} nx_ldrows;
+bool nx_l_dot_rows_match(const nx_inst *f, int k, nx_ldrows *r);
+void nx_l_dot_rows_plan(nx_lower *L, const nx_ldrows *r, int64_t mt, int64_t nt);
+/* SBUF bytes per partition beyond the statistics (64): P tiles per parity
+ * and DVE's products per bank */
+int64_t nx_l_dot_rows_bytes(const nx_ldrows *r, int64_t G, int64_t nt);
+/* per tile: DVE the statistics of PSUM tile ps (p: its P tile) into the f32
+ * [np, 1] slot at nb (tmp: an f32 [np, n] slot); ACT the result into o
+ * (slots nb, sum, tmp); POOL (SOFTMAX_BWD) o *= p before the store */
+void nx_l_dot_rows_stats(nx_lower *L, const nx_ldrows *r, nx_ap ps, nx_ap p, int64_t nb, int64_t tmp);
+void nx_l_dot_rows_evac(nx_lower *L, const nx_ldrows *r, nx_ap o, nx_ap ps, int64_t nb, int64_t sum, int64_t tmp);
+void nx_l_dot_rows_post(nx_lower *L, const nx_ldrows *r, nx_ap o, nx_ap p);
 
 /* lower.c: streams, sync, buffers; nx_l_now: monotonic seconds (stage timings) */
 double nx_l_now(void);

@@ -329,7 +329,16 @@ typedef struct sd {
 	const nx_ldepi *epi;
 	int nqe, qe[8];
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
-	nx_lsync eloads, dve;
+	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
+	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
+	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
+	 * for DVE. With a P operand (batch steps only): P[par] ([mt, G, nt]
+	 * like O) loaded last on every load queue (lp = 1 more per queue and
+	 * step), free once the stores of the step before the last are done;
+	 * DVE's products per bank at tmp_off */
+	nx_ldrows *rows;
+	int64_t rows_off, p_off[2], tmp_off;
+	int lp, ep;
 } sd;
 
 /* elements between the outer loop's batches: the outer level of a two-level
@@ -548,6 +557,59 @@ static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
 	nx_l_endloop(L, NX_ENG_DVE);
 }
 
+/* ---- the row epilogue's parts of a step (kernels/dot_rows.c) */
+/* SP: P[par] ([mt, G, nt] as O) after the step's other loads on every load
+ * queue, once the stores of the step before the last are done */
+static void sd_rows_load(sd *x, int par, int64_t bat)
+{
+	nx_lower *L = x->L;
+	const nx_lval *P = x->rows->P;
+	nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
+	for (int q = 0; q < x->nqs; q++)
+		nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
+	int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
+	int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
+	int64_t lss[3] = {0, 0, 0};
+	split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt, hs,
+	          ss, cn, x->p_off[par], lso, lss, x->ep, &x->loads);
+}
+
+/* DVE: the step's P (the last of n transfers per load queue and step) */
+static void sd_rows_wait(sd *x, int64_t n)
+{
+	nx_l_addreg(x->L, NX_ENG_DVE, 1, n);
+	for (int q = 0; q < x->nql; q++)
+		nx_l_wait_rel(x->L, NX_ENG_DVE, x->ql[q], x->base_l[q], 1);
+}
+
+/* DVE: tile j of the pair (PSUM bank bi, ps) evacuated by PE: its statistics */
+static void sd_rows_stats(sd *x, int par, int j, int tp, int64_t bi, nx_ap ps)
+{
+	nx_lower *L = x->L;
+	int32_t s1[1] = {1};
+	uint32_t cn[1] = {ps.count[0]};
+	nx_ap pt = nx_ap_sbuf(x->lp ? x->rows->P->dt : NX_DT_F32, 0, ps.part_count, x->p_off[par] + j * x->nt * x->ep, 1,
+	                      s1, cn);
+	pt.loop_stride[L->s[NX_ENG_DVE].depth - 1] = tp * x->nt * x->ep;
+	nx_l_addreg(L, NX_ENG_DVE, 0, 1);
+	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
+	nx_l_dot_rows_stats(L, x->rows, ps, pt, x->rows_off + bi * 4, x->tmp_off + bi * x->nt * 4);
+	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_max(&x->dve, &y);
+}
+
+/* POOL: the epilogue's last op on the store group (before its store) */
+static void sd_rows_post(sd *x, int par, int64_t mrow)
+{
+	int32_t s1[1] = {1};
+	uint32_t cg[1] = {(uint32_t)(x->gb * x->nt)};
+	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], 1, s1, cg);
+	nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
+	o.loop_stride[x->lv_g] = x->gb * x->nt * x->eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
+	nx_l_dot_rows_post(x->L, x->rows, o, p);
+}
+
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
  * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
  * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
@@ -591,13 +653,17 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	olso[2] = x->gb * (x->side ? x->nt : x->mt * x->N) * eo;
 	if (x->epi)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
+	if (x->lp)
+		sd_rows_load(x, par, bat);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
 	bool both = x->bstep && x->nls == x->nql;
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, both ? 2 : 1);
-	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++)
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_L);
+	nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
+	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) /* (not the step's P, the last) */
+		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
+	if (x->lp)
+		sd_rows_wait(x, (both ? 2 : 1) + x->lp);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
 	int64_t nst = x->G / x->gb; /* stores per queue per step */
 	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
@@ -615,6 +681,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	/* a loop even of one pair: the code does not depend on G */
 	nx_l_loop(L, NX_ENG_PE, npair);
 	nx_l_loop(L, NX_ENG_ACT, npair);
+	if (x->rows)
+		nx_l_loop(L, NX_ENG_DVE, npair);
 	int dj = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
 	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
 	if (!x->bstep) {
@@ -667,19 +735,33 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		}
 		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
 		nx_l_max(&x->pe, &y);
-		/* ACT: evacuate the bank into O[par] with the cast */
-		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
-		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
-		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+		/* ACT: evacuate the bank into O[par] with the cast (a row
+		 * epilogue: after DVE's statistics of the bank, kernels/dot_rows.c) */
 		uint32_t cn[1] = {(uint32_t)ncol};
-		cp->ap[0] = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
-		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
-		cp->ap[0].loop_stride[da] = tp * x->nt * x->eo;
+		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
+		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
+		po.loop_stride[da] = tp * x->nt * x->eo;
+		int64_t bi = (pb - x->pbase) / x->bank;
+		if (x->rows)
+			sd_rows_stats(x, par, j, tp, bi, pp);
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
+		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + (x->rows ? NX_ENG_DVE : NX_ENG_PE),
+		              x->rows ? x->base_dve : x->base_pe, S_ACT_PE);
+		if (x->rows) {
+			nx_l_dot_rows_evac(L, x->rows, po, pp, x->rows_off + bi * 4, x->rows_off + 16 + bi * 4,
+			                   x->tmp_off + bi * x->nt * 4);
+		} else {
+			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
+			cp->ap[0] = po;
+			cp->ap[1] = pp;
+		}
 		y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
 	}
 	nx_l_endloop(L, NX_ENG_PE);
 	nx_l_endloop(L, NX_ENG_ACT);
+	if (x->rows)
+		nx_l_endloop(L, NX_ENG_DVE);
 	if (!x->bstep) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -704,6 +786,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
 		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
 		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
+		if (x->lp)
+			sd_rows_post(x, par, mrow);
 		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->out->buf->off + hoff0 * eo, x->N, mrow, hs,
 		          ss, cn, x->o_off[par], olso, lss, (int)eo, &x->stores);
 	}
@@ -711,17 +795,18 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	x->lv_g = -1;
 }
 
+/* the four engines' loops, and DVE's when an epilogue runs there */
 static void sd_loop(sd *x, int64_t n)
 {
 	loop4(x->L, n);
-	if (x->epi)
+	if (x->epi || x->rows)
 		nx_l_loop(x->L, NX_ENG_DVE, n);
 }
 
 static void sd_endloop(sd *x)
 {
 	endloop4(x->L);
-	if (x->epi)
+	if (x->epi || x->rows)
 		nx_l_endloop(x->L, NX_ENG_DVE);
 }
 
@@ -749,6 +834,10 @@ static void sd_block(sd *x)
 		if (x->NS % 2 && x->NB * x->Bt > 1)
 			for (int q = 0; q < x->nqs; q++)
 				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+		/* PE: one tile per step takes the bank of its parity, which then
+		 * restarts too: the odd step's bank must be evacuated */
+		if (x->G == 1 && x->NS % 2 && x->NB * x->Bt > 1)
+			nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
 	}
 	/* steps in pairs (parity 0, 1), then the odd one, then the ragged one
 	 * (the parities continue) */
@@ -829,7 +918,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				if (srag && srag < SQS)
 					continue;
 			}
-			if (nt * 4 > bank)
+			if (nt * 4 > bank || (x->rows && nt != x->N))
 				continue;
 			c.side = side, c.nt = nt, c.mt = mt, c.srag = srag;
 			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
@@ -855,7 +944,10 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
 					continue;
 				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                2 * al64(G * nt * x->eo) + (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0);
+				                2 * al64(G * nt * x->eo) + (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
+				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0);
+				if (x->rows && x->rows->P && !bstep)
+					continue; /* P loads per batch step only */
 				/* the epilogue's streamed inputs: queues of their own, each
 				 * with a partition range of every tile */
 				static const int nqe_opt[] = {1, 2, 4, 8};
@@ -868,7 +960,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				 * is and transpose it on PE (the 128-row tiles of a step side
 				 * by side in one PSUM bank) */
 				int64_t rbw = G * rw, nw = rbw / 128;
-				bool tpe_ok = bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
 				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
@@ -887,7 +979,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 					/* fewer than 8 store queues lend theirs to the loads, more
 					 * than 8 borrow SP's (every store range one partition at least) */
 					if ((nqe ? nql + nqs < SQ - nqe : nqs < SQS && nql <= SQS) ||
-					    (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))))
+					    (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))) ||
+					    (x->rows && x->rows->P && nql > mt)) /* P: a partition range on every load queue */
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */
@@ -942,6 +1035,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							int nr = nls < nql ? nql - nls : nql;
 							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
 							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
+							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
+								lr += dma_est(t, (double)x->M * x->N * nx_dtype_bytes[x->rows->P->dt], mt, false, nql);
 							tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece
@@ -1066,7 +1161,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
 	int64_t obytes = al64(x->G * x->nt * x->eo);
 	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
-	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes, base;
+	NX_ASSERT(!(x->epi && x->rows)); /* their buffers and DVE counts share the same places */
+	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) : 0;
+	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + ebytes, base;
 	if (x->epi)
 		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N);
 	int h;
@@ -1079,6 +1176,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->s_off[0] = x->r_off[1] + rbytes, x->s_off[1] = x->s_off[0] + sbytes;
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
 	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
+	x->rows_off = x->t_off[1] + tbytes;
+	x->ep = x->rows && x->rows->P ? nx_dtype_bytes[x->rows->P->dt] : 0;
+	x->lp = x->ep ? 1 : 0;
+	x->p_off[0] = x->rows_off + 64, x->p_off[1] = x->p_off[0] + al64(x->G * x->nt * x->ep);
+	x->tmp_off = x->p_off[1] + al64(x->G * x->nt * x->ep);
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
@@ -1131,12 +1233,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->epi)
 		nx_l_plan(L, "epilogue", "%s%s", x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
+	if (x->rows)
+		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
 		nx_l_wait(L, engs[k], &L->sbuf_free[h]);
 	nx_l_wait(L, NX_ENG_SP, &x->A->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &x->B->buf->written);
+	if (x->lp)
+		nx_l_wait(L, NX_ENG_SP, &x->rows->P->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &x->A->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
@@ -1149,6 +1255,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->base_s[q] = L->qcount[x->qs[q]];
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
+	x->base_dve = L->ecount[NX_ENG_DVE];
+	if (x->rows) {
+		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+		nx_l_setreg(L, NX_ENG_DVE, 0, 0);
+		nx_l_setreg(L, NX_ENG_DVE, 1, 0);
+		x->rows->done = true;
+	}
+	if (x->lp) {
+		nx_l_setreg(L, NX_ENG_SP, S_SP_PE + 1, 0);
+	}
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
 	 * earlier on them (and POOL waits for SP's loads at the end) */
@@ -1208,6 +1324,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_SP, &bs);
 	nx_l_max(&x->A->buf->war, &x->loads);
 	nx_l_max(&x->B->buf->war, &x->loads);
+	if (x->lp)
+		nx_l_max(&x->rows->P->buf->war, &x->loads);
 	nx_l_max(&x->out->buf->written, &x->stores);
 	nx_l_max(&x->out->buf->war, &x->stores);
 	L->psum_free[ph] = x->act;
@@ -1215,14 +1333,18 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&done, &x->loads);
 	nx_l_max(&done, &x->pe);
 	nx_l_max(&done, &x->act);
+	nx_l_max(&done, &x->dve);
 	if (x->epi) {
-		nx_l_max(&done, &x->dve);
 		nx_l_max(&done, &x->eloads);
 		nx_l_max(&x->out->buf->written, &x->dve);
 		for (int k = 0; k < x->epi->nrow; k++)
 			nx_l_max(&x->epi->row[k]->buf->war, &x->eloads);
 		for (int k = 0; k < x->epi->nstr; k++)
 			nx_l_max(&x->epi->str[k]->buf->war, &x->eloads);
+	}
+	if (x->lp) { /* POOL's multiplies read P and O */
+		nx_lsync y = nx_l_signal(L, NX_ENG_POOL);
+		nx_l_max(&done, &y);
 	}
 	nx_l_sbuf_end(L, h, &done);
 	return NX_OK;
@@ -1242,6 +1364,16 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
 }
 
+/* the plan with the row epilogue when a tile can hold whole rows, else without */
+static bool sd_plan_rows(nx_lower *L, sd *x)
+{
+	x->rows = L->dot_rows && L->dot_rows->C == x->N ? L->dot_rows : NULL;
+	if (x->rows && sd_plan_any(L, x))
+		return true;
+	x->rows = NULL;
+	return sd_plan_any(L, x);
+}
+
 bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                          int64_t K, int64_t N)
 {
@@ -1249,7 +1381,7 @@ bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 	sd_init(&sc, L, A, B, out, Bt, M, K, N);
 	NX_ASSERT(A->B2 > 0 && A->B2 == B->B2);
 	return Bt > 0 && M > 0 && N > 0 && K > 0 && A->sb1 <= INT32_MAX && B->sb1 <= INT32_MAX &&
-	       sd_fits(L->t, A, B, M, N) && sd_plan_any(L, &sc);
+	       sd_fits(L->t, A, B, M, N) && sd_plan_rows(L, &sc);
 }
 
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -1275,7 +1407,7 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	sc.epi = epi;
 	sd pl;
 	sd_init(&pl, L, A, B, out, Bt, M, K, N);
-	bool plain = sd_fits(t, A, B, M, N) && sd_plan_any(L, &pl);
+	bool plain = sd_fits(t, A, B, M, N) && sd_plan_rows(L, &pl); /* with the row epilogue if it fits */
 	if (epi && sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc)) {
 		/* unless the region's own kernel (its streamed bytes at the
 		 * DMA peak) costs less than the epilogue costs the dot */

@@ -33,28 +33,37 @@ static void bput(buf *s, const void *p, size_t n)
 static void bprintf(buf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void bprintf(buf *s, const char *fmt, ...)
 {
+	/* formatted straight into the spare capacity; again after growing
+	 * when it did not fit */
 	va_list ap;
 	va_start(ap, fmt);
-	int k = vsnprintf(NULL, 0, fmt, ap);
+	size_t room = s->cap > s->len ? s->cap - s->len : 0;
+	int k = vsnprintf(room ? s->b + s->len : NULL, room, fmt, ap);
 	va_end(ap);
-	grow(s, (size_t)k);
-	va_start(ap, fmt);
-	vsnprintf(s->b + s->len, (size_t)k + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)k >= room) {
+		grow(s, (size_t)k);
+		va_start(ap, fmt);
+		vsnprintf(s->b + s->len, (size_t)k + 1, fmt, ap);
+		va_end(ap);
+	}
 	s->len += (size_t)k;
 }
 
 static void json_str(buf *s, const char *v)
 {
 	bput(s, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+	const unsigned char *p = (const unsigned char *)(v ? v : ""), *run = p;
+	for (; *p; p++) {
+		if (*p != '"' && *p != '\\' && *p >= 0x20)
+			continue;
+		bput(s, run, (size_t)(p - run));
 		if (*p == '"' || *p == '\\')
 			bprintf(s, "\\%c", *p);
-		else if (*p < 0x20)
-			bprintf(s, "\\u%04x", *p);
 		else
-			bput(s, p, 1);
+			bprintf(s, "\\u%04x", *p);
+		run = p + 1;
 	}
+	bput(s, run, (size_t)(p - run));
 	bput(s, "\"", 1);
 }
 

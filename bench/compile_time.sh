@@ -27,7 +27,7 @@ one() { # file level
 	if [ -n "${CALLGRIND:-}" ]; then
 		valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$NXCC" compile "$1" --target "$T" "-O$2" \
 			--no-cache --output "$tmp/a.neff" >/dev/null 2>&1 || return 0
-		sed -n 's/^summary: *//p' "$tmp/cg" | awk '{printf "%.0f 0 0 0\n", $1 / 1e6}'
+		sed -n 's/^summary: *//p' "$tmp/cg" | awk '{printf "%.1f 0 0 0\n", $1 / 1e6}'
 		return 0
 	fi
 	"$NXCC" compile "$1" --target "$T" "-O$2" --no-cache --stats --output "$tmp/a.neff" >"$tmp/st" 2>/dev/null || return 0

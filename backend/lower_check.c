@@ -31,11 +31,19 @@ static void ap_extent(const nx_ap *a, const int64_t *trip, int depth, int64_t *l
 	*hi = a->offset + mx + esz;
 }
 
-static bool in_region(const nx_lower *L, int64_t lo, int64_t hi, int64_t gen0)
+/* the regions in use (reg_gen != 0) in index order: they do not change
+ * during one check, so its loops visit these instead of all NX_LREGS */
+typedef struct {
+	int r[NX_LREGS], n;
+} live_regs;
+
+static bool in_region(const nx_lower *L, const live_regs *lv, int64_t lo, int64_t hi, int64_t gen0)
 {
-	for (int k = 0; k < NX_LREGS; k++)
-		if (L->reg_gen[k] != 0 && L->reg_gen[k] >= gen0 && lo >= L->reg_off[k] && hi <= L->reg_req[k])
+	for (int j = 0; j < lv->n; j++) {
+		int k = lv->r[j];
+		if (L->reg_gen[k] >= gen0 && lo >= L->reg_off[k] && hi <= L->reg_req[k])
 			return true;
+	}
 	return false;
 }
 
@@ -43,15 +51,17 @@ static bool in_region(const nx_lower *L, int64_t lo, int64_t hi, int64_t gen0)
  * the region waits for (earlier kernels' use of those bytes): the issuing
  * engine must know it, except its own kernels (in order) and, for a DMA, its
  * own queue (FIFO). */
-static void hazard(nx_lower *L, nx_engine e, const nx_insn *in, size_t n, int64_t lo, int64_t hi)
+static void hazard(nx_lower *L, const live_regs *lv, nx_engine e, const nx_insn *in, size_t n, int64_t lo,
+                   int64_t hi)
 {
 	while (L->chk_klog[e] < L->nklog[e] && L->klog[e][L->chk_klog[e]].at <= n)
 		L->chk_klog[e]++;
 	nx_lsync none;
 	memset(&none, 0, sizeof none);
 	const nx_lsync *kn = L->chk_klog[e] ? &L->klog[e][L->chk_klog[e] - 1].k : &none;
-	for (int r = 0; r < NX_LREGS; r++) {
-		if (L->reg_gen[r] == 0 || L->reg_gen[r] < L->node_gen0 || hi <= L->reg_off[r] || lo >= L->reg_end[r])
+	for (int j = 0; j < lv->n; j++) {
+		int r = lv->r[j];
+		if (L->reg_gen[r] < L->node_gen0 || hi <= L->reg_off[r] || lo >= L->reg_end[r])
 			continue;
 		for (int k = 0; k < NX_LSEMS; k++) {
 			if (k == NX_LSEM_ENG + (int)e || L->reg_wait[r].s[k] <= kn->s[k])
@@ -73,6 +83,11 @@ static void hazard(nx_lower *L, nx_engine e, const nx_insn *in, size_t n, int64_
 
 void nx_l_check_sbuf(nx_lower *L)
 {
+	live_regs lv;
+	lv.n = 0;
+	for (int r = 0; r < NX_LREGS; r++)
+		if (L->reg_gen[r] != 0)
+			lv.r[lv.n++] = r;
 	for (int e = 0; e < NX_ENG_COUNT; e++) {
 		nx_lstream *s = &L->s[e];
 		for (size_t n = L->chk_pos[e]; n < s->n; n++) {
@@ -101,16 +116,17 @@ void nx_l_check_sbuf(nx_lower *L)
 				bool w = a == 0 || (in->op == NX_I_ACTIVATE && a == 3);
 				int64_t lo, hi;
 				ap_extent(ap, L->chk_trip[e], *dp, &lo, &hi);
-				hazard(L, (nx_engine)e, in, n, lo, hi);
-				for (int r = 0; r < NX_LREGS; r++) {
-					if (L->reg_gen[r] == 0 || hi <= L->reg_off[r] || lo >= L->reg_end[r])
+				hazard(L, &lv, (nx_engine)e, in, n, lo, hi);
+				for (int j = 0; j < lv.n; j++) {
+					int r = lv.r[j];
+					if (hi <= L->reg_off[r] || lo >= L->reg_end[r])
 						continue;
 					if (nx_isa_table[in->op].cost == NX_COST_DMA)
 						L->reg_need[r].s[in->iarg[0]] = L->chk_qc[in->iarg[0]] + dma_mult;
 					else if (L->reg_last[r][e] < (int64_t)n)
 						L->reg_last[r][e] = (int64_t)n;
 				}
-				if (in_region(L, lo, hi, w ? (L->gen_next > L->node_gen0 ? L->gen_next : L->node_gen0) : 0))
+				if (in_region(L, &lv, lo, hi, w ? (L->gen_next > L->node_gen0 ? L->gen_next : L->node_gen0) : 0))
 					continue;
 				char dis[512];
 				nx_isa_disasm(in, dis, sizeof dis);

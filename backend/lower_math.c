@@ -147,8 +147,15 @@ nx_status nx_l_rowprog(nx_lower *L, const nx_lprog *p, nx_lval *const *in, nx_lv
 	int64_t per_t = prog_bytes(p, in, out, 1, R, NULL);
 	int64_t slack = 64 * (p->nin + 1 + p->nscratch);
 	int64_t Tm = (L->sbuf_half - slack) / (per_t > slack ? per_t - slack + 1 : 1);
-	while (Tm > 1 && prog_bytes(p, in, out, Tm, R, NULL) > L->sbuf_half)
-		Tm--;
+	/* the most that fit, at most Tm: the bytes grow with T (bisection) */
+	if (Tm > 1 && prog_bytes(p, in, out, Tm, R, NULL) > L->sbuf_half) {
+		int64_t lo = 1, hi = Tm; /* bytes(hi) > half; lo fits or is 1 */
+		while (hi - lo > 1) {
+			int64_t mid = lo + (hi - lo) / 2;
+			*(prog_bytes(p, in, out, mid, R, NULL) > L->sbuf_half ? &hi : &lo) = mid;
+		}
+		Tm = lo;
+	}
 	if (Tm < 1 || prog_bytes(p, in, out, Tm, R, NULL) > L->sbuf_half)
 		return nx_l_err(L, "rows of %lld elements do not fit an SBUF half", (long long)R);
 	int64_t rows = 128 * Tm;

@@ -33,28 +33,37 @@ static void bput(buf *s, const void *p, size_t n)
 static void bprintf(buf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void bprintf(buf *s, const char *fmt, ...)
 {
+	/* formatted straight into the spare capacity; again after growing
+	 * when it did not fit */
 	va_list ap;
 	va_start(ap, fmt);
-	int k = vsnprintf(NULL, 0, fmt, ap);
+	size_t room = s->cap > s->len ? s->cap - s->len : 0;
+	int k = vsnprintf(room ? s->b + s->len : NULL, room, fmt, ap);
 	va_end(ap);
-	grow(s, (size_t)k);
-	va_start(ap, fmt);
-	vsnprintf(s->b + s->len, (size_t)k + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)k >= room) {
+		grow(s, (size_t)k);
+		va_start(ap, fmt);
+		vsnprintf(s->b + s->len, (size_t)k + 1, fmt, ap);
+		va_end(ap);
+	}
 	s->len += (size_t)k;
 }
 
 static void json_str(buf *s, const char *v)
 {
 	bput(s, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+	const unsigned char *p = (const unsigned char *)(v ? v : ""), *run = p;
+	for (; *p; p++) {
+		if (*p != '"' && *p != '\\' && *p >= 0x20)
+			continue;
+		bput(s, run, (size_t)(p - run));
 		if (*p == '"' || *p == '\\')
 			bprintf(s, "\\%c", *p);
-		else if (*p < 0x20)
-			bprintf(s, "\\u%04x", *p);
 		else
-			bput(s, p, 1);
+			bprintf(s, "\\u%04x", *p);
+		run = p + 1;
 	}
+	bput(s, run, (size_t)(p - run));
 	bput(s, "\"", 1);
 }
 
@@ -152,7 +161,8 @@ static const char *npy_descr(nx_dtype t)
 	}
 }
 
-static void npy(buf *s, const nx_neff_tensor *t)
+/* The .npy header of constant t (its data follows). */
+static void npy_header(buf *s, const nx_neff_tensor *t)
 {
 	buf h = {0};
 	bprintf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", npy_descr(t->dtype));
@@ -166,20 +176,20 @@ static void npy(buf *s, const nx_neff_tensor *t)
 	uint8_t hl[2] = {(uint8_t)(h.len & 0xff), (uint8_t)(h.len >> 8)};
 	bput(s, hl, 2);
 	bput(s, h.b, h.len);
-	int64_t n = nx_neff_tensor_bytes(t);
-	if (n > 0 && t->data)
-		bput(s, t->data, (size_t)n);
-	else if (n > 0) {
-		grow(s, (size_t)n);
-		memset(s->b + s->len, 0, (size_t)n);
-		s->len += (size_t)n;
-	}
 	free(h.b);
 }
 
+/* A tar member: its name, its size, and where its bytes come from. Sizes
+ * are known before anything is written, so the archive is one allocation
+ * and every byte is written once, in place (an engine stream is encoded
+ * straight into it). */
+enum { E_TEXT, E_STREAM, E_CONST, E_GPSIMD };
+
 typedef struct {
 	char name[100];
-	buf data;
+	int kind, idx; /* E_STREAM: engine; E_CONST: constant; E_GPSIMD: kernel */
+	buf text;      /* E_TEXT: the bytes; E_CONST: the .npy header */
+	size_t len;    /* bytes in all */
 } entry;
 
 static int cmp_entry(const void *a, const void *b)
@@ -187,15 +197,19 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
-static void tar_entry(buf *out, const entry *e)
+static size_t pad512(size_t n)
 {
-	uint8_t h[512];
-	memset(h, 0, sizeof h);
+	return (512 - n % 512) % 512;
+}
+
+static void tar_header(uint8_t *h, const entry *e)
+{
+	memset(h, 0, 512);
 	memcpy(h, e->name, strlen(e->name));
 	memcpy(h + 100, "0000644", 7);
 	memcpy(h + 108, "0000000", 7);
 	memcpy(h + 116, "0000000", 7);
-	snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)e->data.len);
+	snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)e->len);
 	memcpy(h + 136, "00000000000", 11);
 	memset(h + 148, ' ', 8);
 	h[156] = '0';
@@ -208,11 +222,67 @@ static void tar_entry(buf *out, const entry *e)
 		sum += h[i];
 	snprintf((char *)h + 148, 8, "%06o", sum);
 	h[155] = ' ';
-	bput(out, h, 512);
-	bput(out, e->data.b ? e->data.b : "", e->data.len);
-	static const uint8_t zero[512];
-	if (e->data.len % 512)
-		bput(out, zero, 512 - e->data.len % 512);
+}
+
+/* Writes member e's header, bytes and padding at w; returns the end. */
+static uint8_t *tar_member(uint8_t *w, const entry *e, const nx_neff_program *p)
+{
+	tar_header(w, e);
+	w += 512;
+	switch (e->kind) {
+	case E_TEXT:
+		if (e->len)
+			memcpy(w, e->text.b, e->len);
+		break;
+	case E_STREAM:
+		nx_isa_encode_to(e->idx, p->streams[e->idx], p->nstream[e->idx], w);
+		break;
+	case E_CONST: {
+		const nx_neff_tensor *t = &p->consts[e->idx];
+		size_t n = e->len - e->text.len;
+		memcpy(w, e->text.b, e->text.len);
+		if (n && t->data)
+			memcpy(w + e->text.len, t->data, n);
+		else if (n)
+			memset(w + e->text.len, 0, n);
+		break;
+	}
+	case E_GPSIMD:
+		if (e->len)
+			memcpy(w, p->gpsimd[e->idx].data, e->len);
+		break;
+	}
+	w += e->len;
+	size_t pad = pad512(e->len);
+	memset(w, 0, pad);
+	return w + pad;
+}
+
+static void debug_json(buf *s, const nx_neff_program *p)
+{
+	bprintf(s, "{\"names\": [");
+	for (int i = 0; i < p->ndebug; i++) {
+		if (i)
+			bput(s, ", ", 2);
+		json_str(s, p->debug_names[i]);
+	}
+	if (p->debug_src) {
+		bprintf(s, "],\n \"sources\": [");
+		for (int i = 0; i < p->ndebug; i++) {
+			const nx_neff_src *r = &p->debug_src[i];
+			bprintf(s, "%s{\"line\": %d, \"source_line\": %d", i ? ",\n  " : "", r->line,
+			        r->source_line);
+			const char *keys[] = {"hlo", "kind", "op_name", "source_file"};
+			const char *vals[] = {r->hlo, r->kind, r->op_name, r->source_file};
+			for (int f = 0; f < 4; f++)
+				if (vals[f]) {
+					bprintf(s, ", \"%s\": ", keys[f]);
+					json_str(s, vals[f]);
+				}
+			bput(s, "}", 1);
+		}
+	}
+	bprintf(s, "]}\n");
 }
 
 int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct nx_diag *d)
@@ -232,63 +302,54 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 	int k = 0;
 	snprintf(ents[k].name, 100, "sg00/def.json");
 	char *dj = def_json(p);
-	bput(&ents[k++].data, dj, strlen(dj));
+	bput(&ents[k].text, dj, strlen(dj));
+	ents[k].len = ents[k].text.len;
+	k++;
 	free(dj);
 	for (int e = 0; e < NX_ENG_COUNT; e++) {
-		uint8_t *b;
-		size_t n;
-		nx_isa_encode(e, p->streams[e], p->nstream[e], &b, &n);
 		snprintf(ents[k].name, 100, "sg00/%s.bin", nx_engine_names[e]);
-		bput(&ents[k++].data, b, n);
-		free(b);
+		ents[k].kind = E_STREAM, ents[k].idx = e;
+		ents[k++].len = nx_isa_stream_bytes(p->nstream[e]);
 	}
 	for (int c = 0; c < p->nconsts; c++) {
 		snprintf(ents[k].name, 100, "sg00/const/c%d.npy", c);
-		npy(&ents[k++].data, &p->consts[c]);
+		ents[k].kind = E_CONST, ents[k].idx = c;
+		npy_header(&ents[k].text, &p->consts[c]);
+		ents[k].len = ents[k].text.len + (size_t)nx_neff_tensor_bytes(&p->consts[c]);
+		k++;
 	}
 	for (int g = 0; g < p->ngpsimd; g++) { /* GpSimd kernels (backend/target/gpsimd.h) */
 		snprintf(ents[k].name, 100, "sg00/gpsimd/%.80s.bc", p->gpsimd[g].name);
-		bput(&ents[k++].data, p->gpsimd[g].data, p->gpsimd[g].len);
+		ents[k].kind = E_GPSIMD, ents[k].idx = g;
+		ents[k++].len = p->gpsimd[g].len;
 	}
 	snprintf(ents[k].name, 100, "sg00/debug.json");
-	bprintf(&ents[k].data, "{\"names\": [");
-	for (int i = 0; i < p->ndebug; i++) {
-		bprintf(&ents[k].data, "%s", i ? ", " : "");
-		json_str(&ents[k].data, p->debug_names[i]);
-	}
-	if (p->debug_src) {
-		bprintf(&ents[k].data, "],\n \"sources\": [");
-		for (int i = 0; i < p->ndebug; i++) {
-			const nx_neff_src *r = &p->debug_src[i];
-			bprintf(&ents[k].data, "%s{\"line\": %d, \"source_line\": %d", i ? ",\n  " : "", r->line,
-			        r->source_line);
-			const char *keys[] = {"hlo", "kind", "op_name", "source_file"};
-			const char *vals[] = {r->hlo, r->kind, r->op_name, r->source_file};
-			for (int f = 0; f < 4; f++)
-				if (vals[f]) {
-					bprintf(&ents[k].data, ", \"%s\": ", keys[f]);
-					json_str(&ents[k].data, vals[f]);
-				}
-			bprintf(&ents[k].data, "}");
-		}
-	}
-	bprintf(&ents[k++].data, "]}\n");
+	debug_json(&ents[k].text, p);
+	ents[k].len = ents[k].text.len;
+	k++;
 	qsort(ents, (size_t)k, sizeof *ents, cmp_entry);
 
-	buf o = {0};
-	uint8_t hdr[NX_NEFF_HEADER_SIZE];
-	memset(hdr, 0, sizeof hdr);
-	bput(&o, hdr, sizeof hdr);
+	size_t total = NX_NEFF_HEADER_SIZE + 1024;
+	for (int i = 0; i < k; i++)
+		total += 512 + ents[i].len + pad512(ents[i].len);
+	uint8_t *h = malloc(total);
+	if (!h) {
+		for (int i = 0; i < k; i++)
+			free(ents[i].text.b);
+		free(ents);
+		return nx_diag_set(d, NX_ERR_IO, NULL, 0, 0, "neff: cannot allocate %zu bytes on the host", total);
+	}
+	memset(h, 0, NX_NEFF_HEADER_SIZE);
+	uint8_t *w = h + NX_NEFF_HEADER_SIZE;
 	for (int i = 0; i < k; i++) {
-		tar_entry(&o, &ents[i]);
-		free(ents[i].data.b);
+		w = tar_member(w, &ents[i], p);
+		free(ents[i].text.b);
 	}
 	free(ents);
-	static const uint8_t zero[1024];
-	bput(&o, zero, 1024);
-	size_t payload = o.len - NX_NEFF_HEADER_SIZE;
+	memset(w, 0, 1024);
+	NX_ASSERT(w + 1024 == h + total);
+	size_t payload = total - NX_NEFF_HEADER_SIZE;
 
-	uint8_t *h = (uint8_t *)o.b;
 	memcpy(h + NX_NEFF_OFF_MAGIC, NX_NEFF_MAGIC, 8);
 	nx_put_le(h + NX_NEFF_OFF_VERSION, NX_NEFF_VERSION, 4);
 	nx_put_le(h + NX_NEFF_OFF_HEADER_SIZE, NX_NEFF_HEADER_SIZE, 4);
@@ -307,7 +368,7 @@ int nx_neff_write(const nx_neff_program *p, uint8_t **out, size_t *len, struct n
 	snprintf((char *)h + NX_NEFF_OFF_MODULE, 128, "%s", p->module_name ? p->module_name : "");
 	nx_neff_seal_header(h);
 	*out = h;
-	*len = o.len;
+	*len = total;
 	return NX_OK;
 }
 

@@ -93,6 +93,19 @@ else
 fi
 rm -rf "$HB"
 
+# compile time per -O level (issue 10: O1 <= 20 % of O2, O3 <= 10x O2):
+# the torch-neuronx corpus, CPU ms; under CALLGRIND three graphs, Ir
+if [ -n "${CALLGRIND:-}" ]; then
+	set -- "$CORPUS/hlo/torch-neuronx/bert__bert_dp_graph_4.hlo" "$CORPUS/hlo/torch-neuronx/gpt__gpt2_tp1.hlo" \
+		"$CORPUS/hlo/torch-neuronx/mlp__mini_mlp_single.hlo"
+else
+	set --
+fi
+BUILD="$BUILD" NX_CORPUS="$CORPUS" sh bench/compile_time.sh "$@" > "$OUT/compile_time.txt" 2>&1 || fail=1
+cat "$OUT/compile_time.txt"
+summary="$summary$(printf '%-10s %s' compile "$(sed -n 's/^compile time //p' "$OUT/compile_time.txt")")
+"
+
 if [ -z "${CALLGRIND:-}" ]; then
 	# lowering quality: simulated time against the roofline (trn1)
 	BUILD="$BUILD" NX_CORPUS="$CORPUS" sh bench/lower.sh > "$OUT/lower.txt" 2>&1 || fail=1

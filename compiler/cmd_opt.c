@@ -91,8 +91,12 @@ int nx_cmd_opt(int argc, char **argv)
 		} else if (!strcmp(a, "--list-passes")) {
 			for (int k = 0; k < nx_pass_count(); k++) {
 				const nx_pass_info *p = nx_pass_get(k);
-				printf("%-20s O%d  %-10s %s\n", p->name, p->min_level, p->group ? p->group : "-",
-				       p->summary);
+				char lv[16];
+				if (p->max_level >= NX_OPT_MAX)
+					snprintf(lv, sizeof lv, "O%d", p->min_level);
+				else
+					snprintf(lv, sizeof lv, "O%d-%d", p->min_level, p->max_level);
+				printf("%-20s %-5s %-10s %s\n", p->name, lv, p->group ? p->group : "-", p->summary);
 			}
 			free(rest);
 			return 0;

@@ -106,6 +106,9 @@ static void print_stats(const nx_compile_result *r, const char *target)
 	printf("hbm plan bound: %lld bytes\nlower stages: memory %.3f ms, kernels %.3f ms, check %.3f ms, encode %.3f ms\n",
 	       (long long)r->st.hbm_lower_bound, 1e3 * r->st.t_memory, 1e3 * r->st.t_emit, 1e3 * r->st.t_check,
 	       1e3 * r->st.t_encode);
+	printf("compile phases: read %.3f ms, verify %.3f ms, passes %.3f ms, lower %.3f ms, total %.3f ms, cpu %.3f ms\n",
+	       1e3 * r->t_read, 1e3 * r->t_verify, 1e3 * r->t_passes, 1e3 * r->t_lower, 1e3 * r->seconds,
+	       1e3 * r->cpu_seconds);
 }
 
 /* Runs the driver with the pass manager's output captured, then hands it to

@@ -33,6 +33,7 @@ typedef struct nx_compile_result {
 	size_t len;
 	nx_lower_stats st; /* instruction counts, HBM/SBUF use (--stats) */
 	double seconds;    /* the whole compile */
+	double cpu_seconds; /* the process' CPU time during it (a loaded machine stretches seconds) */
 	/* where the time went: read, verify (both runs), passes, lower */
 	double t_read, t_verify, t_passes, t_lower;
 	nx_module *module; /* the optimized module (caller frees), when keep_module */

@@ -27,33 +27,52 @@ static char *key_of(const nx_inst *i)
 	return s;
 }
 
-/* Returns the existing instruction for key, or inserts val and returns NULL
- * (the table then owns key). */
-static nx_inst *lookup_or_insert(nx_strmap *t, char *key, nx_inst *val, bool *owned)
+/* FNV-1a over n bytes */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-	intptr_t old;
-	if (!nx_strmap_add(t, key, strlen(key), (intptr_t)val, &old))
-		return (nx_inst *)old;
-	*owned = true;
-	return NULL;
+	const unsigned char *b = p;
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ b[k]) * 0x100000001b3ull;
+	return h;
 }
 
-static void table_free(nx_strmap *t)
+/* A fingerprint of what the key holds (opcode, shape, operand names, a
+ * constant's bytes): equal keys have equal fingerprints (but for constants
+ * whose different bytes print alike, such as NaNs of other payloads, which
+ * are no longer merged), so an instruction is printed only when an earlier
+ * one shares its fingerprint (printing every instruction was most of the
+ * pass). */
+static uint64_t fingerprint(const nx_inst *i)
 {
-	for (size_t i = 0; i < t->cap; i++) {
-		const nx_strmap_ent *e = nx_strmap_at(t, i);
-		if (e)
-			free((void *)e->key);
-	}
-	nx_strmap_free(t);
+	uint64_t h = 0xcbf29ce484222325ull;
+	int op = (int)i->op, ty = (int)i->shape->type;
+	h = fnv(h, &op, sizeof op);
+	h = fnv(h, &ty, sizeof ty);
+	if (i->shape->type == NX_TUPLE)
+		h = fnv(h, &i->shape->ntuple, sizeof i->shape->ntuple);
+	else
+		for (int d = 0; d < i->shape->rank; d++)
+			h = fnv(h, &i->shape->dims[d], sizeof i->shape->dims[d]);
+	h = fnv(h, &i->noperands, sizeof i->noperands);
+	for (int k = 0; k < i->noperands; k++)
+		h = fnv(h, i->operands[k]->name, strlen(i->operands[k]->name) + 1);
+	if (i->op == NX_OP_CONSTANT && i->a.literal && i->a.literal->data)
+		h = fnv(h, i->a.literal->data, (size_t)i->a.literal->nbytes);
+	return h;
 }
 
 nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 {
 	for (int c = 0; c < m->ncomps; c++) {
 		nx_comp *comp = m->comps[c];
+		size_t n = (size_t)(comp->ninsts ? comp->ninsts : 1);
+		/* fingerprint -> the first instruction with it; next: the others
+		 * with it, in order (their keys differ); key: printed when needed */
 		nx_strmap t = {0};
-		bool *keep = malloc(sizeof(bool) * (size_t)(comp->ninsts ? comp->ninsts : 1));
+		uint64_t *fp = malloc(sizeof *fp * n);
+		int *next = malloc(sizeof *next * n);
+		char **key = calloc(n, sizeof *key);
+		bool *keep = malloc(sizeof(bool) * n);
 		bool removed = false;
 		/* aux = the instruction a removed one forwards to; users come later
 		 * in topological order and take it as they are reached (one sweep,
@@ -72,14 +91,26 @@ nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 			if (!mergeable(in) || in == comp->root)
 				continue;
 			/* Operands were already canonicalized (topological order), so
-			 * identical keys mean identical values. */
-			char *key = key_of(in);
-			bool owned = false;
-			nx_inst *prev = lookup_or_insert(&t, key, in, &owned);
-			if (!owned)
-				free(key);
-			if (!prev)
+			 * identical keys mean identical values; an instruction's key
+			 * does not change after its turn (printed later is the same). */
+			fp[i] = fingerprint(in);
+			next[i] = -1;
+			intptr_t head;
+			if (nx_strmap_add(&t, (const char *)&fp[i], sizeof fp[i], i, &head))
 				continue;
+			key[i] = key_of(in);
+			nx_inst *prev = NULL;
+			int last = -1;
+			for (int j = (int)head; j >= 0 && !prev; last = j, j = next[j]) {
+				if (!key[j])
+					key[j] = key_of(comp->insts[j]);
+				if (strcmp(key[i], key[j]) == 0)
+					prev = comp->insts[j];
+			}
+			if (!prev) {
+				next[last] = i;
+				continue;
+			}
 			nx_pass_log(ctx, 2, "cse: %s -> %s", in->name, prev->name);
 			in->aux = prev;
 			keep[i] = false;
@@ -89,8 +120,13 @@ nx_status nx_pass_cse(nx_module *m, const nx_pass_ctx *ctx, bool *changed)
 			nx_comp_compact(comp, keep);
 			*changed = true;
 		}
+		for (size_t i = 0; i < n; i++)
+			free(key[i]);
+		free(key);
+		free(next);
+		free(fp);
 		free(keep);
-		table_free(&t);
+		nx_strmap_free(&t);
 	}
 	return NX_OK;
 }

@@ -12,8 +12,10 @@
 #include <time.h>
 
 static const nx_pass_info registry[] = {
-#define PASS(name, fn, group, level, summary) {name, fn, group, level, summary},
+#define PASS(name, fn, group, level, summary) {name, fn, group, level, NX_OPT_MAX, summary},
+#define PASS_LEVELS(name, fn, group, lo, hi, summary) {name, fn, group, lo, hi, summary},
 #include "passes/passes.def"
+#undef PASS_LEVELS
 #undef PASS
 };
 
@@ -208,7 +210,7 @@ nx_status nx_pass_run_pipeline(nx_module *m, const nx_pass_ctx *ctx, const nx_pa
 	int n = 0;
 	for (int i = 0; i < nx_pass_count() && n < 256; i++) {
 		const nx_pass_info *p = &registry[i];
-		if (p->min_level <= ctx->opt_level && !disabled(o, p->name))
+		if (p->min_level <= ctx->opt_level && ctx->opt_level <= p->max_level && !disabled(o, p->name))
 			list[n++] = p;
 	}
 	manager mg = {m, ctx, o, NULL, 0, 0};

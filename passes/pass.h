@@ -56,12 +56,15 @@ typedef nx_status (*nx_pass_fn)(nx_module *m, const nx_pass_ctx *ctx, bool *chan
  * user's GpSimd kernels, set by compiler/custom_op.c); NULL: none. */
 extern bool (*nx_custom_target_hook)(const char *target);
 
+#define NX_OPT_MAX 3 /* -O1..-O3 */
+
 /* The registry: passes/passes.def expanded. */
 typedef struct nx_pass_info {
 	const char *name;  /* stable short name: --disable-pass, --dump-after */
 	nx_pass_fn fn;
 	const char *group; /* consecutive passes of one group iterate to a fixed point; NULL = once */
 	int min_level;     /* runs at -O<min_level> and above */
+	int max_level;     /* ... up to -O<max_level> (NX_OPT_MAX but for PASS_LEVELS rows) */
 	const char *summary;
 } nx_pass_info;
 

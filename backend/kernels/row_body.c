@@ -87,7 +87,8 @@ static rop *newop(rk *x, int kind, int v)
 /* classify the body and derive the instruction list */
 bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 {
-	memset(x, 0, sizeof *x);
+	/* the checks that need no state come before clearing x (~80 KB,
+	 * asked of every fusion) */
 	if (f->op != NX_OP_FUSION || f->ncalled != 1)
 		return false;
 	const nx_comp *b = f->called[0];
@@ -96,8 +97,8 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 		return false;
 	bool tup = root->op == NX_OP_TUPLE;
 	/* the row space: the first reduction over trailing dims */
-	x->R = 0;
-	for (int k = 0; k < b->ninsts && !x->R; k++) {
+	int64_t R = 0, C = 0;
+	for (int k = 0; k < b->ninsts && !R; k++) {
 		const nx_inst *i = b->insts[k];
 		if (i->op != NX_OP_REDUCE || i->noperands != 2)
 			continue;
@@ -111,11 +112,12 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 		int64_t r0 = 1, c0 = 1;
 		for (int j = 0; j < s->rank; j++)
 			*(j < k0 ? &r0 : &c0) *= s->dims[j];
-		x->R = r0, x->C = c0;
+		R = r0, C = c0;
 	}
-	int64_t R = x->R, C = x->C;
 	if (R < 1 || C < 2 || C > 16384)
 		return false;
+	memset(x, 0, sizeof *x);
+	x->R = R, x->C = C;
 	for (int k = 0; k < b->ninsts; k++) {
 		const nx_inst *i = b->insts[k];
 		if (i == root && tup)

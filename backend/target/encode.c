@@ -4,16 +4,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void nx_isa_encode(int engine, const nx_insn *insns, size_t n, uint8_t **out, size_t *len)
+void nx_isa_encode_to(int engine, const nx_insn *insns, size_t n, uint8_t *b)
 {
-	size_t sz = NX_ISA_STREAM_HEADER + n * NX_ISA_RECORD;
-	uint8_t *b = calloc(1, sz ? sz : 1);
 	memcpy(b, NX_ISA_MAGIC, 4);
 	nx_put_le(b + 4, NX_ISA_VERSION, 4);
 	nx_put_le(b + 8, (uint64_t)engine, 4);
 	nx_put_le(b + 12, n, 4);
 	for (size_t i = 0; i < n; i++)
 		nx_isa_put_record(b + NX_ISA_STREAM_HEADER + i * NX_ISA_RECORD, &insns[i]);
+}
+
+void nx_isa_encode(int engine, const nx_insn *insns, size_t n, uint8_t **out, size_t *len)
+{
+	size_t sz = nx_isa_stream_bytes(n);
+	uint8_t *b = malloc(sz);
+	nx_isa_encode_to(engine, insns, n, b);
 	*out = b;
 	*len = sz;
 }

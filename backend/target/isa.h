@@ -183,37 +183,51 @@ static inline uint64_t nx_get_le(const uint8_t *p, int n)
 	return v;
 }
 
+/* Fixed-width little-endian stores: one store each on a little-endian host
+ * (the encoder writes ~400 bytes per instruction), bytes elsewhere. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NX_LE_STORE(p, v, T) \
+	do { \
+		T nx_le_v_ = (T)(v); \
+		memcpy((p), &nx_le_v_, sizeof nx_le_v_); \
+	} while (0)
+#else
+#define NX_LE_STORE(p, v, T) nx_put_le((p), (uint64_t)(T)(v), (int)sizeof(T))
+#endif
+
+/* Writes every byte of one record, the reserved ones as 0. */
 static inline void nx_isa_put_record(uint8_t *p, const nx_insn *in)
 {
-	uint32_t fb;
-	memset(p, 0, NX_ISA_RECORD);
-	nx_put_le(p + 0, in->op, 2);
+	NX_LE_STORE(p + 0, in->op, uint16_t);
 	p[2] = in->engine;
 	p[3] = in->func;
-	nx_put_le(p + 4, in->flags, 2);
+	NX_LE_STORE(p + 4, in->flags, uint16_t);
+	p[6] = p[7] = 0;
 	for (int i = 0; i < 4; i++)
-		nx_put_le(p + 8 + 4 * i, (uint32_t)in->iarg[i], 4);
+		NX_LE_STORE(p + 8 + 4 * i, in->iarg[i], uint32_t);
 	for (int i = 0; i < 2; i++) {
+		uint32_t fb;
 		memcpy(&fb, &in->fimm[i], 4);
-		nx_put_le(p + 24 + 4 * i, fb, 4);
+		NX_LE_STORE(p + 24 + 4 * i, fb, uint32_t);
 	}
-	nx_put_le(p + 32, in->debug_id, 4);
+	NX_LE_STORE(p + 32, in->debug_id, uint32_t);
 	for (int a = 0; a < 4; a++) {
 		uint8_t *q = p + NX_ISA_HEAD_BYTES + a * NX_ISA_AP_BYTES;
 		const nx_ap *ap = &in->ap[a];
 		q[0] = ap->space;
 		q[1] = ap->dtype;
 		q[2] = ap->ndims;
-		nx_put_le(q + 4, ap->part_start, 2);
-		nx_put_le(q + 6, ap->part_count, 2);
-		nx_put_le(q + 8, (uint64_t)ap->part_stride, 8);
-		nx_put_le(q + 16, (uint64_t)ap->offset, 8);
+		q[3] = 0;
+		NX_LE_STORE(q + 4, ap->part_start, uint16_t);
+		NX_LE_STORE(q + 6, ap->part_count, uint16_t);
+		NX_LE_STORE(q + 8, ap->part_stride, uint64_t);
+		NX_LE_STORE(q + 16, ap->offset, uint64_t);
 		for (int d = 0; d < NX_AP_DIMS; d++) {
-			nx_put_le(q + 24 + 4 * d, (uint32_t)ap->stride[d], 4);
-			nx_put_le(q + 40 + 4 * d, ap->count[d], 4);
+			NX_LE_STORE(q + 24 + 4 * d, ap->stride[d], uint32_t);
+			NX_LE_STORE(q + 40 + 4 * d, ap->count[d], uint32_t);
 		}
 		for (int d = 0; d < NX_LOOP_DEPTH; d++)
-			nx_put_le(q + 56 + 8 * d, (uint64_t)ap->loop_stride[d], 8);
+			NX_LE_STORE(q + 56 + 8 * d, ap->loop_stride[d], uint64_t);
 	}
 }
 
@@ -320,6 +334,13 @@ static inline uint64_t nx_ap_free_elems(const nx_ap *ap)
 /* ------------------------------------------------- backend/target/encode.c, disasm.c */
 /* Encodes a stream (header + records). Caller frees *out. */
 void nx_isa_encode(int engine, const nx_insn *insns, size_t n, uint8_t **out, size_t *len);
+/* The same into dst, which holds nx_isa_stream_bytes(n) bytes (every one
+ * written). */
+void nx_isa_encode_to(int engine, const nx_insn *insns, size_t n, uint8_t *dst);
+static inline size_t nx_isa_stream_bytes(size_t n)
+{
+	return NX_ISA_STREAM_HEADER + n * NX_ISA_RECORD;
+}
 /* Decodes a stream; *insns malloc'd. On a malformed stream returns -1 and
  * writes a message ("instruction 3: unknown opcode 99") into err. */
 int nx_isa_decode(const uint8_t *buf, size_t len, int *engine, nx_insn **insns, size_t *n,

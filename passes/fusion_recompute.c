@@ -46,6 +46,8 @@ typedef struct {
 	int *nxr, *capxr;
 	int *added;             /* instructions recomputed into each group */
 	int64_t *R, *C;         /* row space of a row kernel, R = 0 otherwise */
+	bool *mm;               /* the group holds a matmul */
+	bool cross;             /* cones may enter matmul epilogues */
 	int *mark, markv;
 	int *stk, *cone, ncone, *leaf, nleaf;
 	/* tentative additions, to undo: (position, group) pairs */
@@ -201,7 +203,9 @@ static bool cone(rc *s, int v, int a, int b)
 			                      : nx_fusion_duplicable(oi, g->ctx) && !nx_fusion_refusal(oi, xi, g->ctx);
 			if (copied || g->group[o] == b || nx_frecompute_has(s->r, o, b))
 				continue; /* free: copied into every kernel, or b's own */
-			if (g->group[o] == a && !reads(s, b, o) && cheap_in(s, oi, b, ve) &&
+			int go = g->group[o];
+			bool inside = go == a || (s->cross && go >= 0 && !s->skip[go] && s->mm[go]);
+			if (inside && !reads(s, b, o) && cheap_in(s, oi, b, ve) &&
 			    !nx_fusion_refusal(oi, xi, g->ctx) && users_take(s, o, b))
 				s->stk[sp++] = o;
 			else
@@ -211,12 +215,23 @@ static bool cone(rc *s, int v, int a, int b)
 	return true;
 }
 
+/* Is x's write free: the result of a matmul of 1 MiB or more with an
+ * epilogue, which the backend writes before the epilogue anyway (it splits
+ * such kernels: backend/lower_split.c)? */
+static bool written_anyway(const rc *s, int x)
+{
+	int gx = s->g->group[x];
+	return gx >= 0 && nx_fusion_is_matmul(s->g->insts[x]) && s->moff[gx + 1] - s->moff[gx] > 1 &&
+	       nx_shape_bytes(s->g->insts[x]->shape) >= (1 << 20);
+}
+
 /* Output bytes of the kernel members among the positions in list. */
 static int64_t out_bytes(const rc *s, const int *list, int n)
 {
 	int64_t b = 0;
 	for (int k = 0; k < n; k++)
-		if (s->g->group[list[k]] >= 0 && nx_frecompute_output(s->g, s->r, list[k]))
+		if (s->g->group[list[k]] >= 0 && !written_anyway(s, list[k]) &&
+		    nx_frecompute_output(s->g, s->r, list[k]))
 			b += nx_shape_bytes(s->g->insts[list[k]]->shape);
 	return b;
 }
@@ -335,52 +350,80 @@ static void undo(rc *s, int nt0)
 	s->nt = nt0;
 }
 
-/* Evaluate recomputing vs[j] in bs[j] (all j together); keep it when the
- * HBM bytes drop. */
-static bool decide(rc *s, int a, const int *vs, const int *bs, int np, trial *t)
+/* Does every kernel among the positions of t keep an output? */
+static bool outputs_left(const rc *s, const trial *t)
 {
-	const nx_fgraph *g = s->g;
+	for (int k = 0; k < t->n; k++) {
+		int gk = s->g->group[t->pos[k]];
+		if (gk < 0)
+			continue;
+		bool any = false;
+		for (int q = s->moff[gk]; q < s->moff[gk + 1] && !any; q++)
+			any = nx_frecompute_output(s->g, s->r, s->mem[q]);
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+/* The change in HBM bytes when vs[j] is recomputed in bs[j] (all j
+ * together), or INT64_MAX when refused; kept when apply and negative. */
+static int64_t evaluate(rc *s, int a, const int *vs, const int *bs, int np, trial *t, bool apply)
+{
 	int nt0 = s->nt;
 	int64_t d = try_pairs(s, a, vs, bs, np, t);
 	if (d == INT64_MAX) {
 		undo(s, nt0);
-		return false;
+		return d;
 	}
 	/* outputs after (extout set for the new leaves) vs before */
-	int64_t after_w, before_w;
 	for (int k = 0; k < t->ne; k++)
 		s->r->extout[t->exto[k]] = true;
-	after_w = out_bytes(s, t->pos, t->n);
+	int64_t after_w = out_bytes(s, t->pos, t->n);
+	bool left = outputs_left(s, t);
 	int nt1 = s->nt;
 	for (int k = 0; k < t->ne; k++)
 		s->r->extout[t->exto[k]] = false;
-	/* before: without this trial's additions */
 	for (int k = nt1 - 1; k >= nt0; k--)
 		s->r->ninto[s->tp[k]]--;
-	before_w = out_bytes(s, t->pos, t->n);
+	int64_t before_w = out_bytes(s, t->pos, t->n);
 	for (int k = nt0; k < nt1; k++)
 		s->r->ninto[s->tp[k]]++;
 	d += after_w - before_w;
-	/* a keeps at least one output */
-	bool any = false;
+	if (!left)
+		d = INT64_MAX;
+	if (!apply || d >= 0) {
+		undo(s, nt0);
+		return d;
+	}
 	for (int k = 0; k < t->ne; k++)
 		s->r->extout[t->exto[k]] = true;
-	for (int k = s->moff[a]; k < s->moff[a + 1] && !any; k++)
-		any = nx_frecompute_output(g, s->r, s->mem[k]);
-	if (d >= 0 || !any) {
-		for (int k = 0; k < t->ne; k++)
-			s->r->extout[t->exto[k]] = false;
-		undo(s, nt0);
-		return false;
-	}
 	for (int q = 0; q < t->nn; q += 2)
 		push(&s->xr[t->newx[q]], &s->nxr[t->newx[q]], &s->capxr[t->newx[q]], t->newx[q + 1]);
 	for (int k = nt0; k < s->nt; k++)
 		s->added[s->tg[k]]++;
 	s->nt = 0;
+	return d;
+}
+
+/* Recompute vs[j] in bs[j] (all j together) when the HBM bytes drop, with
+ * the cones entering matmul epilogues (the reader recomputes a bias add
+ * from the matmul result) or not, whichever moves fewer. */
+static bool decide(rc *s, int a, const int *vs, const int *bs, int np, trial *t)
+{
+	s->cross = true;
+	int64_t d1 = evaluate(s, a, vs, bs, np, t, false);
+	s->cross = false;
+	int64_t d2 = evaluate(s, a, vs, bs, np, t, false);
+	if (d1 >= 0 && d2 >= 0)
+		return false;
+	s->cross = d1 < d2;
+	int64_t d = evaluate(s, a, vs, bs, np, t, true);
+	NX_ASSERT(d < 0);
 	for (int j = 0; j < np; j++)
-		nx_pass_log(g->ctx, 2, "fusion: recompute %s in the kernel of %s (%d with it: %lld HBM bytes)",
-		            g->insts[vs[j]]->name, g->insts[s->mem[s->moff[bs[j]]]]->name, np, (long long)d);
+		nx_pass_log(s->g->ctx, 2, "fusion: recompute %s in the kernel of %s (%d with it%s: %lld HBM bytes)",
+		            s->g->insts[vs[j]]->name, s->g->insts[s->mem[s->moff[bs[j]]]]->name, np,
+		            s->cross ? ", through a matmul epilogue" : "", (long long)d);
 	return true;
 }
 
@@ -479,6 +522,10 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 			s.C[gi] = C;
 		}
 	}
+	s.mm = calloc((size_t)G + 1, sizeof(bool));
+	for (int p = 0; p < n; p++)
+		if (g->group[p] >= 0 && nx_fusion_is_matmul(g->insts[p]))
+			s.mm[g->group[p]] = true;
 	s.mark = calloc((size_t)n + 1, sizeof(int));
 	s.stk = malloc(sizeof(int) * ((size_t)n + 1));
 	s.cone = malloc(sizeof(int) * ((size_t)CONE_MAX + 1));
@@ -534,6 +581,7 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 	free(fill);
 	free(s.roff);
 	free(s.rd);
+	free(s.mm);
 	free(s.mark);
 	free(s.stk);
 	free(s.cone);

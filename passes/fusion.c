@@ -333,9 +333,6 @@ static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows)
 	return true;
 }
 
-/* The budget of the row kernel: two buffer sets of one row (C elements of
- * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */
-#define ROW_SBUF_BYTES (96 * 1024)
 
 static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
                     int *markv)
@@ -348,7 +345,7 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	const char *why = NULL;
 	if (s->grp[gi].n + s->grp[gq].n > 64)
 		why = "row kernel would exceed 64 instructions";
-	else if ((*rows + r2) * C * 4 * 2 > ROW_SBUF_BYTES)
+	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	else {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);

@@ -35,6 +35,9 @@ bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C);
  * dims or of a column [C] (or its convert) along the leading dims, scalar
  * constants. */
 bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C);
+/* The budget of the row kernel: two buffer sets of one row (C elements of
+ * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */
+#define NX_FUSION_ROW_SBUF_BYTES (96 * 1024)
 /* A broadcast whose operand's dims are the output's leading (lead) or
  * trailing dims, in order; *prod: their element count. */
 bool nx_fusion_bcast_run(const nx_inst *b, bool lead, int64_t *prod);

@@ -34,6 +34,10 @@
 #include <string.h>
 
 enum { CONE_MAX = 24, KERNEL_MAX = 64, ROUNDS = 2 };
+/* Savings below this are not worth a change of kernel shapes: small
+ * bodies are lowered whole or flattened by size (the fused loop takes
+ * 1 MiB and more), and their cost is the kernel's fixed cost. */
+#define MIN_SAVING ((int64_t)1 << 20)
 
 typedef struct {
 	const nx_fgraph *g;
@@ -46,6 +50,8 @@ typedef struct {
 	int *nxr, *capxr;
 	int *added;             /* instructions recomputed into each group */
 	int64_t *R, *C;         /* row space of a row kernel, R = 0 otherwise */
+	int64_t *rows;          /* its values of R*C elements */
+	bool *closed;           /* takes no recomputation (see open_kernel) */
 	bool *mm;               /* the group holds a matmul */
 	bool cross;             /* cones may enter matmul epilogues */
 	int *mark, markv;
@@ -125,14 +131,16 @@ static bool reads(const rc *s, int gi, int o)
 static bool cheap_in(const rc *s, const nx_inst *x, int b, int64_t v)
 {
 	if (!nx_shape_is_array(x->shape) || !nx_fusion_fusible(x) || x->op == NX_OP_CUSTOM_CALL ||
-	    nx_fusion_is_reduction(x) || nx_fusion_is_matmul(x))
+	    nx_fusion_is_reduction(x) || nx_fusion_is_matmul(x) || !nx_type_is_float(x->shape->type))
 		return false;
 	if (s->R[b] > 0 ? !nx_fusion_row_member(x, s->R[b], s->C[b]) : nx_shape_elems(x->shape) != v)
 		return false;
 	int64_t e;
 	switch (x->op) {
 	case NX_OP_CONVERT:
-		return true;
+		/* a change of type stays where it is: the row and loop kernels
+		 * take mixed-type bodies only in the forms autocast leaves */
+		return x->operands[0]->shape->type == x->shape->type;
 	case NX_OP_BROADCAST:
 		/* a scalar, or a row along the leading dims (a row kernel's
 		 * per-row values passed nx_fusion_row_member above) */
@@ -305,6 +313,15 @@ static int64_t try_pairs(rc *s, int a, const int *vs, const int *bs, int np, tri
 			nb += s->tg[k] == b;
 		if (!cone(s, v, a, b) || s->added[b] + nb + s->ncone > KERNEL_MAX)
 			return INT64_MAX;
+		if (s->R[b] > 0) {
+			int64_t rows = s->rows[b];
+			for (int k = 0; k < s->nt; k++)
+				rows += s->tg[k] == b && nx_shape_elems(g->insts[s->tp[k]]->shape) == s->R[b] * s->C[b];
+			for (int k = 0; k < s->ncone; k++)
+				rows += nx_shape_elems(g->insts[s->cone[k]]->shape) == s->R[b] * s->C[b];
+			if (rows * s->C[b] * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+				return INT64_MAX;
+		}
 		for (int k = 0; k < s->ncone; k++) {
 			int x = s->cone[k];
 			/* b no longer reads x */
@@ -315,6 +332,8 @@ static int64_t try_pairs(rc *s, int a, const int *vs, const int *bs, int np, tri
 		}
 		for (int k = 0; k < s->nleaf; k++) {
 			int o = s->leaf[k];
+			if (!nx_type_is_float(g->insts[o]->shape->type))
+				return INT64_MAX; /* b stays a kernel of float values */
 			bool dup = false;
 			for (int q = 0; q + 1 < t->nn && !dup; q += 2)
 				dup = t->newx[q] == b && t->newx[q + 1] == o;
@@ -392,7 +411,7 @@ static int64_t evaluate(rc *s, int a, const int *vs, const int *bs, int np, tria
 	d += after_w - before_w;
 	if (!left)
 		d = INT64_MAX;
-	if (!apply || d >= 0) {
+	if (!apply || d > -MIN_SAVING) {
 		undo(s, nt0);
 		return d;
 	}
@@ -400,8 +419,12 @@ static int64_t evaluate(rc *s, int a, const int *vs, const int *bs, int np, tria
 		s->r->extout[t->exto[k]] = true;
 	for (int q = 0; q < t->nn; q += 2)
 		push(&s->xr[t->newx[q]], &s->nxr[t->newx[q]], &s->capxr[t->newx[q]], t->newx[q + 1]);
-	for (int k = nt0; k < s->nt; k++)
-		s->added[s->tg[k]]++;
+	for (int k = nt0; k < s->nt; k++) {
+		int b = s->tg[k];
+		s->added[b]++;
+		if (s->R[b] > 0)
+			s->rows[b] += nx_shape_elems(s->g->insts[s->tp[k]]->shape) == s->R[b] * s->C[b];
+	}
 	s->nt = 0;
 	return d;
 }
@@ -415,15 +438,37 @@ static bool decide(rc *s, int a, const int *vs, const int *bs, int np, trial *t)
 	int64_t d1 = evaluate(s, a, vs, bs, np, t, false);
 	s->cross = false;
 	int64_t d2 = evaluate(s, a, vs, bs, np, t, false);
-	if (d1 >= 0 && d2 >= 0)
+	if (d1 > -MIN_SAVING && d2 > -MIN_SAVING)
 		return false;
 	s->cross = d1 < d2;
 	int64_t d = evaluate(s, a, vs, bs, np, t, true);
-	NX_ASSERT(d < 0);
+	NX_ASSERT(d <= -MIN_SAVING);
 	for (int j = 0; j < np; j++)
 		nx_pass_log(s->g->ctx, 2, "fusion: recompute %s in the kernel of %s (%d with it%s: %lld HBM bytes)",
 		            s->g->insts[vs[j]]->name, s->g->insts[s->mem[s->moff[bs[j]]]]->name, np,
 		            s->cross ? ", through a matmul epilogue" : "", (long long)d);
+	return true;
+}
+
+/* May kernel gi take recomputed values and stay one backend kernel? A row
+ * kernel whose rows fit the row kernel's SBUF budget, or a kernel of float
+ * values (no predicates, integers or converts of broadcasts: the backend
+ * flattens those into one kernel per instruction, where every recomputed
+ * instruction would be a pass over HBM of its own). */
+static bool open_kernel(const rc *s, int gi)
+{
+	const nx_fgraph *g = s->g;
+	if (s->R[gi] > 0)
+		return s->rows[gi] * s->C[gi] * 4 * 2 <= NX_FUSION_ROW_SBUF_BYTES;
+	for (int k = s->moff[gi]; k < s->moff[gi + 1]; k++) {
+		const nx_inst *x = g->insts[s->mem[k]];
+		if (!nx_type_is_float(x->shape->type) ||
+		    (x->op == NX_OP_CONVERT && x->operands[0]->op == NX_OP_BROADCAST))
+			return false;
+		for (int o = 0; o < x->noperands; o++)
+			if (!nx_type_is_float(x->operands[o]->shape->type))
+				return false;
+	}
 	return true;
 }
 
@@ -440,7 +485,7 @@ static void candidates(rc *s, int v, int **vs, int **bs, int *np, int *capv, int
 		bool seen = b < 0 || b == a;
 		for (int j = n0; j < *np && !seen; j++)
 			seen = (*bs)[j] == b;
-		if (seen || s->skip[b] || nx_frecompute_has(s->r, v, b) || !cheap_in(s, g->insts[v], b, ve) ||
+		if (seen || s->skip[b] || s->closed[b] || nx_frecompute_has(s->r, v, b) || !cheap_in(s, g->insts[v], b, ve) ||
 		    !users_take(s, v, b))
 			continue;
 		int nv = *np;
@@ -509,6 +554,8 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 	s.added = calloc((size_t)G + 1, sizeof(int));
 	s.R = calloc((size_t)G + 1, sizeof(int64_t));
 	s.C = calloc((size_t)G + 1, sizeof(int64_t));
+	s.rows = calloc((size_t)G + 1, sizeof(int64_t));
+	s.closed = calloc((size_t)G + 1, sizeof(bool));
 	for (int gi = 0; gi < G; gi++) {
 		int64_t R = 0, C = 0;
 		bool found = false;
@@ -520,8 +567,12 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 		if (all) {
 			s.R[gi] = R;
 			s.C[gi] = C;
+			for (int k = s.moff[gi]; k < s.moff[gi + 1]; k++)
+				s.rows[gi] += nx_shape_elems(g->insts[s.mem[k]]->shape) == R * C;
 		}
 	}
+	for (int gi = 0; gi < G; gi++)
+		s.closed[gi] = !open_kernel(&s, gi);
 	s.mm = calloc((size_t)G + 1, sizeof(bool));
 	for (int p = 0; p < n; p++)
 		if (g->group[p] >= 0 && nx_fusion_is_matmul(g->insts[p]))
@@ -576,6 +627,8 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 	free(s.added);
 	free(s.R);
 	free(s.C);
+	free(s.rows);
+	free(s.closed);
 	free(s.moff);
 	free(s.mem);
 	free(fill);

@@ -34,10 +34,11 @@
 #include <string.h>
 
 enum { CONE_MAX = 24, KERNEL_MAX = 64, ROUNDS = 2 };
-/* Savings below this are not worth a change of kernel shapes: small
- * bodies are lowered whole or flattened by size (the fused loop takes
- * 1 MiB and more), and their cost is the kernel's fixed cost. */
-#define MIN_SAVING ((int64_t)1 << 20)
+/* Savings below this are not worth a change of kernel shapes: a loop
+ * kernel over a few tiles (1 MiB each) is latency-bound, and a longer body
+ * costs more there than the bytes save; small bodies are lowered whole or
+ * flattened by size. */
+#define MIN_SAVING ((int64_t)8 << 20)
 
 typedef struct {
 	const nx_fgraph *g;

@@ -21,7 +21,9 @@
  *     element users), unless one reaches the other. O3 merges the pairs with
  *     the largest estimated saving first. Then a loop kernel of 1 MiB or
  *     more merges into the loop kernel that reads it when no path between
- *     them leaves both (producer_merge).
+ *     them leaves both (producer_merge). Then readers recompute cheap
+ *     values instead of reading them when that saves HBM bytes
+ *     (fusion_recompute.c); the kernels' outputs follow from that.
  *  5. The kernel graph is checked for cycles (Kahn); if patterns or sibling
  *     merges made one, the grouping is redone without them.
  * Parameters, constants, tuples, get-tuple-element, collectives, control flow,

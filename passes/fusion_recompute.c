@@ -1,33 +1,37 @@
 /* passes/fusion_recompute.c — values a kernel would write to HBM only for
  * another kernel to read them back, recomputed by that reader instead
- * (XLA's producer duplication, after the kernels are formed).
+ * (XLA's producer duplication, after the kernels are formed; docs/passes.md,
+ * "Recomputation by readers").
  *
- * A candidate is an output v of kernel A (a member read outside A) that is
- * a cheap function (elementwise ops, converts, broadcasts: ACT/DVE work per
- * element) of values the reader B reads anyway or could read for no more
+ * A candidate is an output v of kernel A read by kernel B that is a cheap
+ * function (float elementwise ops, same-type converts, broadcasts: ACT/DVE
+ * work per element) of values B reads anyway or could read for fewer
  * bytes: the GELU forward writing f*f, tanh(u), 1+tanh(u), f/2 next to gelu
  * for the backward, which needs only f to recompute them; a layer norm
- * writing its normalized rows and broadcast gamma for the backward.
+ * writing broadcast gamma and its rsqrt row broadcast for the backward.
  *
- * v's cone for B: the members of A reached from v through such ops (at most
- * CONE_MAX), stopping at leaves: values outside A, values B reads already,
- * members that are not cheap (a reduction: it becomes an output of A, a
- * per-row value is a few KiB). The decision is by HBM bytes: tentatively B
- * recomputes the cone, and the change in bytes is
+ * v's cone for B: the members of A (and, as an option, of a matmul kernel's
+ * epilogue: B reads the matmul result, written anyway, and the bias)
+ * reached from v through such ops (at most CONE_MAX), stopping at leaves:
+ * values B reads already, values outside, members that are not cheap (a
+ * reduction: it becomes an output of its kernel). The decision is by HBM
+ * bytes: tentatively B recomputes the cone, and the change in bytes is
  *   + leaves B did not read before (+ their writes when they were not
- *     outputs of A)
+ *     outputs; + second_reader: a large matmul epilogue that no longer
+ *     merges into its one reader)
  *   - cone values B no longer reads
- *   - cone values A no longer writes (no reader outside A is left).
- * Kept when negative; first for all of v's reader kernels together (the
- * write of v goes only when every reader recomputes it), else per reader.
- * Two rounds: a cone accepted in B makes its leaves free for the next value.
- * The reader's kernel stays one kernel: in a row kernel every recomputed
- * instruction is a row member (nx_fusion_row_member); elsewhere elementwise
- * ops, converts and broadcasts of a scalar, a leading or a trailing run
- * (what fused-loop takes as a per-partition column or a resident row).
- * KERNEL_MAX bounds the instructions added to one kernel. Recomputing only
- * removes kernel-graph edges or adds edges leaf -> B where a path leaf ->
- * A -> B existed, so the kernel graph stays acyclic. */
+ *   - cone values no longer written (no reader outside their kernel left).
+ * Kept when it saves MIN_SAVING or more: all candidates of A together
+ * first, then one value for all its readers (its write goes only when every
+ * reader recomputes it), then per reader; two rounds (a cone accepted in B
+ * makes its leaves free for the next value).
+ * B must stay one backend kernel (open_kernel, cheap_in, users_take): a row
+ * kernel whose rows fit its SBUF budget, every recomputed instruction a row
+ * member; or a kernel of float values, recomputed values of v's element
+ * count, broadcasts of a scalar or along the trailing dims. KERNEL_MAX
+ * bounds the instructions added to one kernel. Recomputing only removes
+ * kernel-graph edges or adds edges leaf -> B where a path leaf -> A -> B
+ * existed, so the kernel graph stays acyclic. */
 #include "passes/fusion.h"
 
 #include <stdlib.h>

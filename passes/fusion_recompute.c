@@ -20,7 +20,8 @@
  *     outputs; + second_reader: a large matmul epilogue that no longer
  *     merges into its one reader)
  *   - cone values B no longer reads
- *   - cone values no longer written (no reader outside their kernel left).
+ *   - cone values no longer written (no reader outside their kernel left)
+ *   + one byte per element of each recomputed op (engine time).
  * Kept when it saves MIN_SAVING or more: all candidates of A together
  * first, then one value for all its readers (its write goes only when every
  * reader recomputes it), then per reader; two rounds (a cone accepted in B
@@ -332,6 +333,11 @@ static int64_t try_pairs(rc *s, int a, const int *vs, const int *bs, int np, tri
 			/* b no longer reads x */
 			if (reads(s, b, x))
 				delta -= nx_shape_bytes(g->insts[x]->shape);
+			/* engine time, as HBM bytes: one byte per element of an
+			 * op (ACT, DVE and Pool together run an elementwise op
+			 * about 8x faster than HBM moves it in f32) */
+			if (g->insts[x]->op != NX_OP_BROADCAST && g->insts[x]->op != NX_OP_CONVERT)
+				delta += nx_shape_elems(g->insts[x]->shape);
 			add_into(s, x, b);
 			push_pos(t, x);
 		}
@@ -450,7 +456,7 @@ static bool decide(rc *s, int a, const int *vs, const int *bs, int np, trial *t)
 	NX_ASSERT(d <= -MIN_SAVING);
 	for (int j = 0; j < np; j++)
 		nx_pass_log(s->g->ctx, 2, "fusion: recompute %s in the kernel of %s (%d with it%s: %lld HBM bytes)",
-		            s->g->insts[vs[j]]->name, s->g->insts[s->mem[s->moff[bs[j]]]]->name, np,
+		            s->g->insts[vs[j]]->name, s->g->insts[s->mem[s->moff[bs[j] + 1] - 1]]->name, np,
 		            s->cross ? ", through a matmul epilogue" : "", (long long)d);
 	return true;
 }

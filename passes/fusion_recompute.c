@@ -466,19 +466,35 @@ static bool decide(rc *s, int a, const int *vs, const int *bs, int np, trial *t)
  * values (no predicates, integers or converts of broadcasts: the backend
  * flattens those into one kernel per instruction, where every recomputed
  * instruction would be a pass over HBM of its own). */
-static bool open_kernel(const rc *s, int gi)
+static bool open_kernel(const rc *s, int gi, bool *feeds)
 {
 	const nx_fgraph *g = s->g;
 	if (s->R[gi] > 0)
 		return s->rows[gi] * s->C[gi] * 4 * 2 <= NX_FUSION_ROW_SBUF_BYTES;
-	for (int k = s->moff[gi]; k < s->moff[gi + 1]; k++) {
-		const nx_inst *x = g->insts[s->mem[k]];
+	for (int k = s->moff[gi + 1] - 1; k >= s->moff[gi]; k--) {
+		int p = s->mem[k];
+		const nx_inst *x = g->insts[p];
 		if (!nx_type_is_float(x->shape->type) ||
 		    (x->op == NX_OP_CONVERT && x->operands[0]->op == NX_OP_BROADCAST))
 			return false;
 		for (int o = 0; o < x->noperands; o++)
 			if (!nx_type_is_float(x->operands[o]->shape->type))
 				return false;
+		/* members in reverse position order: feeds[p], p is read by
+		 * the matmul (through members) */
+		feeds[p] = false;
+		for (int u = g->uoff[p]; u < g->uoff[p + 1]; u++) {
+			int q = g->users[u];
+			feeds[p] |= g->group[q] == gi && (nx_fusion_is_matmul(g->insts[q]) || feeds[q]);
+		}
+		/* a matmul kernel is split into the matmul and its epilogue
+		 * (backend/lower_split.c); an elementwise or layout op in
+		 * front of the matmul other than a transpose (a reshape or
+		 * convert of an operand) would share a region with the
+		 * recomputed values, of another element count, and that region
+		 * would be flattened into one kernel per instruction */
+		if (feeds[p] && x->op != NX_OP_TRANSPOSE && !nx_fusion_is_matmul(x))
+			return false;
 	}
 	return true;
 }
@@ -582,12 +598,14 @@ void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r)
 				s.rows[gi] += nx_shape_elems(g->insts[s.mem[k]]->shape) == R * C;
 		}
 	}
-	for (int gi = 0; gi < G; gi++)
-		s.closed[gi] = !open_kernel(&s, gi);
 	s.mm = calloc((size_t)G + 1, sizeof(bool));
 	for (int p = 0; p < n; p++)
 		if (g->group[p] >= 0 && nx_fusion_is_matmul(g->insts[p]))
 			s.mm[g->group[p]] = true;
+	bool *feeds = calloc((size_t)n + 1, sizeof(bool));
+	for (int gi = 0; gi < G; gi++)
+		s.closed[gi] = !open_kernel(&s, gi, feeds);
+	free(feeds);
 	s.mark = calloc((size_t)n + 1, sizeof(int));
 	s.stk = malloc(sizeof(int) * ((size_t)n + 1));
 	s.cone = malloc(sizeof(int) * ((size_t)CONE_MAX + 1));

@@ -512,8 +512,8 @@ static void candidates(rc *s, int v, int **vs, int **bs, int *np, int *capv, int
 		bool seen = b < 0 || b == a;
 		for (int j = n0; j < *np && !seen; j++)
 			seen = (*bs)[j] == b;
-		if (seen || s->skip[b] || s->closed[b] || nx_frecompute_has(s->r, v, b) || !cheap_in(s, g->insts[v], b, ve) ||
-		    !users_take(s, v, b))
+		if (seen || s->skip[b] || s->closed[b] || nx_frecompute_has(s->r, v, b) ||
+		    !cheap_in(s, g->insts[v], b, ve) || !users_take(s, v, b))
 			continue;
 		int nv = *np;
 		push(vs, &nv, capv, v);

@@ -21,7 +21,9 @@
  *     element users), unless one reaches the other. O3 merges the pairs with
  *     the largest estimated saving first. Then a loop kernel of 1 MiB or
  *     more merges into the loop kernel that reads it when no path between
- *     them leaves both (producer_merge).
+ *     them leaves both (producer_merge). Then readers recompute cheap
+ *     values instead of reading them when that saves HBM bytes
+ *     (fusion_recompute.c); the kernels' outputs follow from that.
  *  5. The kernel graph is checked for cycles (Kahn); if patterns or sibling
  *     merges made one, the grouping is redone without them.
  * Parameters, constants, tuples, get-tuple-element, collectives, control flow,
@@ -52,6 +54,7 @@ typedef struct {
 	bool *dupok; /* O3: producer chosen for duplication */
 	nx_inst ***orig_ops; /* original operand arrays by position */
 	nx_strmap names; /* every name in the module */
+	nx_frecompute rc; /* O2+: values recomputed by their readers */
 	int64_t cnt_fusion, cnt_comp, cnt_param, cnt_clone, cnt_gte, cnt_pat;
 } fstate;
 
@@ -332,9 +335,6 @@ static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows)
 	return true;
 }
 
-/* The budget of the row kernel: two buffer sets of one row (C elements of
- * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */
-#define ROW_SBUF_BYTES (96 * 1024)
 
 static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
                     int *markv)
@@ -347,7 +347,7 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	const char *why = NULL;
 	if (s->grp[gi].n + s->grp[gq].n > 64)
 		why = "row kernel would exceed 64 instructions";
-	else if ((*rows + r2) * C * 4 * 2 > ROW_SBUF_BYTES)
+	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	else {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
@@ -637,6 +637,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		g->group[i] = -1;
 		s->stamp[i] = -1;
 	}
+	nx_frecompute_free(&s->rc);
 	heap h = {0};
 	if (patterns) {
 		nx_fpattern *pats = NULL;
@@ -698,6 +699,12 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		row_merge(s);
 		sibling_merge(s);
 		producer_merge(s);
+		g->ngroups = s->ngrp;
+		bool *skip = calloc((size_t)s->ngrp + 1, sizeof(bool));
+		for (int i = 0; i < s->ngrp; i++)
+			skip[i] = s->grp[i].dead || s->grp[i].pattern;
+		nx_fusion_recompute(g, skip, &s->rc);
+		free(skip);
 	}
 }
 
@@ -754,7 +761,8 @@ static nx_inst *resolve(builder *b, int o, const nx_inst *user)
 		return b->memo[o];
 	nx_inst *oi = s->g.insts[o];
 	nx_inst *r;
-	if (clonable(s, o) && (oi->op == NX_OP_CONSTANT || nx_fusion_refusal(oi, user, s->g.ctx) == NULL)) {
+	if ((clonable(s, o) && (oi->op == NX_OP_CONSTANT || nx_fusion_refusal(oi, user, s->g.ctx) == NULL)) ||
+	    (nx_frecompute_has(&s->rc, o, b->gi) && nx_fusion_refusal(oi, user, s->g.ctx) == NULL)) {
 		r = clone_into(b, o);
 	} else {
 		r = nx_inst_new(b->fc, NX_OP_PARAMETER, oi->shape, NULL, 0, "p");
@@ -905,12 +913,8 @@ static nx_status fuse_comp(nx_module *m, nx_comp *c, const nx_pass_ctx *ctx, boo
 		int nout = 0;
 		int *outs = malloc(sizeof(int) * (size_t)gr->n);
 		for (int k = 0; k < gr->n; k++) {
-			int p = gr->m[k];
-			bool out = g->insts[p] == c->root;
-			for (int u = g->uoff[p]; u < g->uoff[p + 1] && !out; u++)
-				out = g->group[g->users[u]] != gi;
-			if (out)
-				outs[nout++] = p;
+			if (nx_frecompute_output(g, &s.rc, gr->m[k]))
+				outs[nout++] = gr->m[k];
 		}
 		for (int k = 0; k < gr->n; k++) {
 			int p = gr->m[k];
@@ -1129,6 +1133,7 @@ done:
 	free(s.grp);
 	free(s.stamp);
 	free(s.dupok);
+	nx_frecompute_free(&s.rc);
 	free(s.orig_ops);
 	nx_strmap_free(&s.names);
 	free(g->insts);

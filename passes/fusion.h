@@ -35,6 +35,12 @@ bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C);
  * dims or of a column [C] (or its convert) along the leading dims, scalar
  * constants. */
 bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C);
+/* The budget of the row kernel: two buffer sets of one row (C elements of
+ * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */
+#define NX_FUSION_ROW_SBUF_BYTES (96 * 1024)
+/* A broadcast whose operand's dims are the output's leading (lead) or
+ * trailing dims, in order; *prod: their element count. */
+bool nx_fusion_bcast_run(const nx_inst *b, bool lead, int64_t *prod);
 
 /* The graph view shared by the fusion files: the entry computation with
  * positions, users and the kernel (group) each instruction belongs to. */
@@ -62,5 +68,26 @@ typedef struct nx_fpattern {
  * instructions not yet in a kernel. Returns the number found; *out is
  * malloc'd (members too). */
 int nx_fusion_find_patterns(nx_fgraph *g, nx_fpattern **out);
+
+/* fusion_recompute.c: values of one kernel that other kernels recompute
+ * instead of reading them from HBM (cheap elementwise functions of what the
+ * reader reads anyway), decided by bytes. into[p]: the kernels (group ids)
+ * that recompute position p (a member of another kernel); extout[p]: a
+ * member the recomputations read, so an output of its kernel. */
+typedef struct nx_frecompute {
+	int **into;
+	int *ninto, *capinto;
+	bool *extout;
+	int n;
+} nx_frecompute;
+
+/* Decides on the grouping in g (skip[gi]: kCustom pattern kernels, neither
+ * recomputed from nor into); fills r (allocated for g->n positions). */
+void nx_fusion_recompute(const nx_fgraph *g, const bool *skip, nx_frecompute *r);
+bool nx_frecompute_has(const nx_frecompute *r, int p, int gi);
+/* Is member p an output of its kernel: the entry root, a leaf of a
+ * recomputation, or read by something that does not recompute it? */
+bool nx_frecompute_output(const nx_fgraph *g, const nx_frecompute *r, int p);
+void nx_frecompute_free(nx_frecompute *r);
 
 #endif

@@ -228,9 +228,7 @@ bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C)
 	return r0 >= 1 && c0 >= 2;
 }
 
-/* dims {0..j-1} (leading) or {j..rank-1} (trailing) of the output, with the
- * operand's dims equal to those */
-static bool bcast_run(const nx_inst *b, bool lead, int64_t *prod)
+bool nx_fusion_bcast_run(const nx_inst *b, bool lead, int64_t *prod)
 {
 	const nx_shape *o = b->shape, *s = b->operands[0]->shape;
 	int n = b->a.dimensions.n;
@@ -268,7 +266,7 @@ bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C)
 			return true;
 		if (e != R * C)
 			return false;
-		return (oe == R && bcast_run(i, true, &x) && x == R) || (oe == C && bcast_run(i, false, &x) && x == C);
+		return (oe == R && nx_fusion_bcast_run(i, true, &x) && x == R) || (oe == C && nx_fusion_bcast_run(i, false, &x) && x == C);
 	}
 	case NX_OP_RESHAPE:
 	case NX_OP_BITCAST:

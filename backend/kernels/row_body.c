@@ -53,6 +53,16 @@ static bool is_stat(const rk *x, int k)
 	return kd == V_STATIN || kd == V_STAT;
 }
 
+/* the scalar behind value k (a broadcast one-element input or constant,
+ * or one itself), -1 none */
+static int scal(const rk *x, int k)
+{
+	k = res(x, k);
+	if (x->v[k].kind == V_SBC)
+		k = x->v[k].a;
+	return x->v[k].kind == V_SCIN || x->v[k].kind == V_CONST ? k : -1;
+}
+
 static bool trailing_bcast(const nx_inst *b, bool lead)
 {
 	const nx_shape *o = b->shape, *s = b->operands[0]->shape;
@@ -114,15 +124,28 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 			*(j < k0 ? &r0 : &c0) *= s->dims[j];
 		R = r0, C = c0;
 	}
-	if (R < 1 || C < 2 || C > 16384)
+	/* no reduction: the row space of the first per-row value broadcast
+	 * along the trailing dims (x - max, a long row's log-softmax) */
+	bool has_red = R > 0;
+	for (int k = 0; k < b->ninsts && !R; k++) {
+		const nx_inst *i = b->insts[k];
+		if (i->op != NX_OP_BROADCAST || i->a.dimensions.n < 1 || !trailing_bcast(i, true))
+			continue;
+		int64_t r0 = nx_shape_elems(i->operands[0]->shape);
+		R = r0, C = r0 > 0 ? nx_shape_elems(i->shape) / r0 : 0;
+	}
+	if (R < 1 || C < 2 || C > ((int64_t)1 << 24))
 		return false;
 	memset(x, 0, sizeof *x);
 	x->R = R, x->C = C;
+	x->Cf = x->cl = x->w = C;
+	x->nc = 1;
 	for (int k = 0; k < b->ninsts; k++) {
 		const nx_inst *i = b->insts[k];
 		if (i == root && tup)
 			continue;
-		if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0)
+		if (!nx_shape_is_array(i->shape) || nx_lower_dtype(i->shape->type) < 0 || i->shape->type == NX_S64 ||
+		    i->shape->type == NX_U64)
 			return false;
 		rv *v = &x->v[x->nv];
 		memset(v, 0, sizeof *v);
@@ -175,6 +198,8 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 				v->a = sk == V_SBC ? x->v[s].a : s;
 			} else if (is_stat(x, s) && e == R * C && trailing_bcast(i, true)) {
 				v->kind = V_RB, v->a = s;
+			} else if (is_stat(x, s) && R > 1 && e == R && nx_shape_elems(i->operands[0]->shape) == 1) {
+				v->kind = V_ALIAS, v->a = s; /* a computed scalar: a statistic already */
 			} else if ((sk == V_COLIN || sk == V_COL) && e == R * C && trailing_bcast(i, false) &&
 			           x->v[s].dt == v->dt) {
 				v->kind = V_CB, v->a = s;
@@ -223,11 +248,21 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 				o->combine = !neutral(alu, o->init);
 				break;
 			}
+			if (i->op == NX_OP_IOTA) {
+				/* the column number along a row of the last dim alone */
+				int rk1 = i->shape->rank - 1;
+				if (e != R * C || R * C == R || rk1 < 1 || i->a.iota_dimension != rk1 || i->shape->dims[rk1] != C)
+					return false;
+				v->kind = V_ROW;
+				newop(x, O_IOTA, vi);
+				break;
+			}
 			nx_lemap m;
-			if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || !nx_l_elem_map(i, &m) || i->noperands < 1 ||
-			    m.op == NX_I_SELECT || i->shape->type == NX_PRED)
+			if (nx_l_family(i->op) != NX_LK_ELEMENTWISE || !nx_l_elem_map(i, &m) || i->noperands < 1)
 				return false;
-			if (e != R * C && e != R)
+			/* a one-element value computed from one-element inputs: a
+			 * statistic (every row the same) */
+			if (e != R * C && e != R && !(e == 1 && R > 1))
 				return false;
 			bool row = e == R * C && R * C != R;
 			v->kind = row ? V_ROW : V_STAT;
@@ -235,7 +270,7 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 			for (int j = 0; j < no; j++) {
 				int s = res(x, ops[j]);
 				int sk = x->v[s].kind;
-				if (sk == V_SBC)
+				if (sk == V_SBC || sk == V_SCIN || sk == V_CONST)
 					nsc++, sci = j;
 				else if (sk == V_RB)
 					nrb++, rbi = j;
@@ -245,13 +280,16 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 					return false;
 			}
 			rop *o;
-			if (nsc + nrb == 1 && no == 2 && m.op == NX_I_TENSOR_TENSOR && nx_type_is_float(i->shape->type)) {
+			/* (a compare with a per-row value too: the one-hot of labels,
+			 * a tensor_scalar rather than a two-input op on the shared port) */
+			if (nsc + nrb == 1 && no == 2 && m.op == NX_I_TENSOR_TENSOR &&
+			    (nx_type_is_float(i->shape->type) || (i->op == NX_OP_COMPARE && nrb == 1))) {
 				int j = nsc ? sci : rbi, other = 1 - j;
 				int s = res(x, ops[j]);
 				o = newop(x, nsc ? O_TSC : O_ROWSC, vi);
 				o->o[0] = res(x, ops[other]), o->no = 1;
 				o->alu = m.func, o->rev = j == 0, o->m = m;
-				int src = x->v[s].a; /* SBC: the scalar; RB: the statistic */
+				int src = nsc ? scal(x, s) : x->v[s].a; /* the scalar; RB: the statistic */
 				if (nsc && x->v[src].kind == V_CONST)
 					o->imm = x->v[src].imm;
 				else
@@ -281,7 +319,10 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 					for (int q = 0; q < x->nop - 1; q++)
 						if (x->op[q].v == t)
 							tp = &x->op[q];
-					if (tp && tp->kind == O_ROWSC && x->v[t].users == 1 && !tp->rev &&
+					bool t_out = false; /* an output keeps its value */
+					for (int r = 0; tup && r < root->noperands; r++)
+						t_out |= root->operands[r] == x->v[t].i;
+					if (tp && tp->kind == O_ROWSC && x->v[t].users == 1 && !tp->rev && !t_out && root != x->v[t].i &&
 					    (tp->alu == NX_ALU_ADD || tp->alu == NX_ALU_SUB) && x->v[t].dt == NX_DT_F32) {
 						o->kind = O_ACTROW;
 						o->o[0] = tp->o[0];
@@ -296,8 +337,31 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 						x->v[t].kind = V_STAT;
 					}
 				}
+			} else if (m.op == NX_I_SELECT && no == 3 && scal(x, ops[1]) >= 0 && scal(x, ops[2]) >= 0 &&
+			           x->v[scal(x, ops[1])].kind == V_CONST && x->v[scal(x, ops[2])].kind == V_CONST &&
+			           x->v[scal(x, ops[2])].imm == 0.0f && x->v[scal(x, ops[1])].imm > 0.0f &&
+			           isfinite(x->v[scal(x, ops[1])].imm) && nx_type_is_float(i->shape->type) &&
+			           (is_row(x, ops[0]) || is_stat(x, ops[0]))) {
+				/* select(p, c, 0) with c > 0: p * c (exact, +0 where p is
+				 * false), a tensor_scalar ACT or DVE can run rather than a
+				 * select on the shared port (bert_dp_graph_4's loss pick:
+				 * 2.18 -> 1.89 ms) */
+				o = newop(x, O_TSC, vi);
+				o->o[0] = res(x, ops[0]), o->no = 1;
+				o->alu = NX_ALU_MUL, o->imm = x->v[scal(x, ops[1])].imm;
+				o->m.op = NX_I_TENSOR_SCALAR, o->m.func = NX_ALU_MUL;
 			} else {
-				return false;
+				/* select, compare and the rest: one instruction, per-row values
+				 * and scalars read with stride 0 (a constant from a [128, 1]
+				 * column set once) */
+				o = newop(x, O_FULL, vi);
+				o->m = m, o->no = no;
+				for (int j = 0; j < no; j++) {
+					o->o[j] = res(x, ops[j]);
+					int c = scal(x, o->o[j]);
+					if (c >= 0 && x->v[c].kind == V_CONST)
+						x->v[c].mem = true;
+				}
 			}
 			break;
 		}
@@ -344,7 +408,8 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 			c->m.op = NX_I_TENSOR_COPY, c->m.e = NX_ENG_DVE, c->m.imm = 1.0f;
 			x->v[o].kind = V_ROW;
 		}
-		if (x->v[o].kind != V_ROW && x->v[o].kind != V_STAT)
+		if ((x->v[o].kind != V_ROW && x->v[o].kind != V_STAT) || !(nx_shape_elems(x->v[o].i->shape) == R * C ||
+		                                                          nx_shape_elems(x->v[o].i->shape) == R))
 			return false;
 		/* an output whose value became the bias of an activate is not kept */
 		for (int q = 0; q < x->nop; q++)
@@ -359,8 +424,10 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 				return false;
 			x->ld[x->nld++] = k;
 		}
-	/* a lone reduction is the reduce kernels' (lower_ops.c, stream.c) */
-	if (x->nop < 2)
+	/* a lone reduction is the reduce kernels' (lower_ops.c, stream.c)
+	 * unless its rows need chunks (nx_l_row_ok) */
+	x->lone = has_red && x->nop == 1;
+	if (x->nop < 1)
 		return false;
 	/* drop ops whose value nobody reads (the activate took it over) */
 	int n = 0;
@@ -370,6 +437,26 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 	x->nop = n;
 	if (x->nld < 1 || x->nop < 1)
 		return false;
+	/* chunks of a long row: no columns; a reduction's result (a
+	 * partial until the row's last chunk) read by no op */
+	x->chunkable = true;
+	for (int k = 0; k < x->nv; k++)
+		if ((x->v[k].kind == V_COLIN || x->v[k].kind == V_COL || x->v[k].kind == V_CB) && x->v[k].users > 0)
+			x->chunkable = false;
+	for (int q = 0; q < x->nop; q++) {
+		const rop *o = &x->op[q];
+		int red = o->kind == O_RED ? o->v : o->kind == O_ACTROW ? o->acc : -1;
+		if (red < 0)
+			continue;
+		for (int p = 0; p < x->nop; p++) {
+			const rop *r = &x->op[p];
+			for (int j = 0; j < r->no; j++)
+				if (res(x, r->o[j]) == red || (x->v[r->o[j]].kind == V_RB && res(x, x->v[r->o[j]].a) == red))
+					x->chunkable = false;
+			if (r->sc >= 0 && res(x, r->sc) == red)
+				x->chunkable = false;
+		}
+	}
 	(void)L;
 	return true;
 }
@@ -420,7 +507,7 @@ int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols)
 			v->off = set, set += al64(kt * esz), v->slot = true;
 		} else if (v->kind == V_COLIN || v->kind == V_COL) {
 			v->off = c, c += al64(x->C * esz);
-		} else if (v->kind == V_SCIN) {
+		} else if (v->kind == V_SCIN || (v->kind == V_CONST && v->mem)) {
 			v->off = c, c += 64;
 		}
 	}
@@ -470,10 +557,14 @@ double nx_rw_op_cycles(const rk *x, const rop *o, int *only)
 	case O_NEG:
 		*only = 2;
 		return 124;
+	case O_IOTA:
+		*only = 2;
+		return kt * ((C > 64 ? C : 64) + 60);
 	case O_ROWSC:
 	case O_TSC:
-		/* ACT takes the scalar operand as a per-partition column only */
-		*only = o->sc >= 0 || o->kind == O_TSC ? 0 : 2;
+		/* ACT takes the scalar operand as a per-partition column only,
+		 * and arithmetic only (compares: DVE) */
+		*only = (o->sc >= 0 || o->kind == O_TSC) && nx_alu_kinds[o->alu] == 'a' ? 0 : 2;
 		return o->kind == O_ROWSC ? kt * ((C > 64 ? C : 64) + 60) : (n > 64 ? n : 64) + 60;
 	case O_RED:
 		/* a sum of f32 rows also on ACT: identity in place, the sum as
@@ -513,7 +604,7 @@ void nx_rw_assign(rk *x)
 			rest_act -= c / clk_act;
 		} else if (only == 2) {
 			rest_port -= c / clk_dve;
-			bool pool_ok = o->kind == O_RED ||
+			bool pool_ok = o->kind == O_RED || o->kind == O_IOTA ||
 			               (o->kind == O_FULL && o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a');
 			o->e = pool_ok && load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
 		} else {
@@ -536,14 +627,41 @@ void nx_rw_assign(rk *x)
 	}
 }
 
+bool nx_rw_set_chunks(rk *x, int nc)
+{
+	int64_t cw = (x->Cf + nc - 1) / nc;
+	if (nc < 1 || nc > RW_NC || (nc > 1 && (!x->chunkable || x->Cf - (nc - 1) * cw < 1)))
+		return false;
+	x->nc = nc;
+	x->C = x->w = cw;
+	x->cl = x->Cf - (nc - 1) * cw;
+	return true;
+}
+
+int nx_rw_chunks_min(rk *x, int64_t half)
+{
+	for (int nc = 1; nc <= RW_NC; nc++) {
+		if (!nx_rw_set_chunks(x, nc))
+			continue;
+		int64_t cols;
+		int64_t set = nx_rw_layout(x, 1, &cols);
+		if (2 * set + cols + 64 * x->nv <= half)
+			return nc;
+	}
+	nx_rw_set_chunks(x, 1);
+	return 0;
+}
+
 bool nx_l_row_ok(const nx_lower *L, const nx_inst *f)
 {
 	rk x;
 	if (!nx_rw_build(&x, L, f))
 		return false;
-	int64_t cols;
-	int64_t set = nx_rw_layout(&x, 1, &cols);
-	return 2 * set + cols + 64 * x.nv <= L->sbuf_half;
+	/* a lone reduction over long rows: the reduce kernels take two passes
+	 * at 8 queues (bert_dp_graph_4's max over rows of 30522 f32: 2.11 ms
+	 * against 1.03 here) */
+	int nc = nx_rw_chunks_min(&x, L->sbuf_half);
+	return nc > 1 || (nc == 1 && !x.lone);
 }
 
 /* value k in buffer set b: rows [np, kt, C] (j >= 0: row j, [np, C]),
@@ -573,10 +691,10 @@ nx_ap nx_rw_vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool a
 	bool row = v->kind == V_ROWIN || v->kind == V_ROW;
 	if (row) {
 		if (j >= 0) {
-			st[0] = 1, c[0] = (uint32_t)x->C;
+			st[0] = 1, c[0] = (uint32_t)x->w;
 			return nx_ap_sbuf(v->dt, 0, (int)np, off + j * x->C * esz, 1, st, c);
 		}
-		st[0] = (int32_t)x->C, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		st[0] = (int32_t)x->C, st[1] = 1, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->w;
 		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
 	}
 	if (j >= 0) {
@@ -584,11 +702,37 @@ nx_ap nx_rw_vap(const rk *x, int k, int64_t np, int64_t kt, int b, int j, bool a
 		return nx_ap_sbuf(v->dt, 0, (int)np, off + j * esz, 1, st, c);
 	}
 	if (as_row) {
-		st[0] = 1, st[1] = 0, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->C;
+		st[0] = 1, st[1] = 0, c[0] = (uint32_t)kt, c[1] = (uint32_t)x->w;
 		return nx_ap_sbuf(v->dt, 0, (int)np, off, 2, st, c);
 	}
 	st[0] = 1, c[0] = (uint32_t)kt;
 	return nx_ap_sbuf(v->dt, 0, (int)np, off, 1, st, c);
+}
+
+/* long rows: a reduction's partial of this chunk combined with the one of
+ * the chunk before (the tile before, in set x->pset; same engine, so in
+ * order) */
+static void carry(rk *x, nx_engine e, int k, int alu, int64_t np, int64_t kt, int b)
+{
+	if (x->nc < 2 || x->chunk == 0)
+		return;
+	if (e == NX_ENG_ACT) { /* a sum: identity with the partial before as the bias */
+		NX_ASSERT(alu == NX_ALU_ADD);
+		for (int j = 0; j < kt; j++) {
+			nx_insn *in = nx_l_emit(x->L, NX_ENG_ACT, NX_I_ACTIVATE);
+			in->func = NX_ACT_IDENTITY;
+			in->fimm[0] = 1.0f;
+			in->ap[0] = nx_rw_vap(x, k, np, kt, b, j, false);
+			in->ap[1] = nx_rw_vap(x, k, np, kt, b, j, false);
+			in->ap[2] = nx_rw_vap(x, k, np, kt, x->pset, j, false);
+		}
+		return;
+	}
+	nx_insn *in = nx_l_emit(x->L, e, NX_I_TENSOR_TENSOR);
+	in->func = (uint8_t)alu;
+	in->ap[0] = nx_rw_vap(x, k, np, kt, b, -1, false);
+	in->ap[1] = nx_rw_vap(x, k, np, kt, b, -1, false);
+	in->ap[2] = nx_rw_vap(x, k, np, kt, x->pset, -1, false);
 }
 
 void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
@@ -604,8 +748,12 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
 		for (int j = 0; j < o->no; j++) {
 			int s = o->o[j];
-			int sk = x->v[s].kind;
-			if (sk == V_RB)
+			int sk = x->v[s].kind, c = scal(x, s);
+			if (c >= 0) { /* a scalar with stride 0 over the tile */
+				int32_t st[2] = {0, 0};
+				uint32_t cn[2] = {(uint32_t)kt, (uint32_t)x->w};
+				in->ap[1 + j] = nx_ap_sbuf(x->v[c].dt, 0, (int)np, x->v[c].off, row ? 2 : 1, st, cn);
+			} else if (sk == V_RB)
 				in->ap[1 + j] = nx_rw_vap(x, x->v[s].a, np, kt, b, -1, true);
 			else if (sk == V_CB)
 				in->ap[1 + j] = nx_rw_vap(x, x->v[s].a, np, kt, b, -1, false);
@@ -653,6 +801,7 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 				in->ap[1] = nx_rw_vap(x, o->o[0], np, kt, b, j, false);
 				in->ap[3] = nx_rw_vap(x, o->v, np, kt, b, j, false);
 			}
+			carry(x, NX_ENG_ACT, o->v, NX_ALU_ADD, np, kt, b);
 			return;
 		}
 		nx_insn *in = nx_l_emit(L, o->e, NX_I_TENSOR_REDUCE);
@@ -660,7 +809,8 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		in->iarg[0] = 1;
 		in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, -1, false);
 		in->ap[1] = nx_rw_vap(x, o->o[0], np, kt, b, -1, false);
-		if (o->combine) {
+		carry(x, o->e, o->v, o->alu, np, kt, b);
+		if (o->combine && x->chunk == 0) { /* the init once (chunk 0 of a long row) */
 			nx_insn *c = nx_l_emit(L, o->e, NX_I_TENSOR_SCALAR);
 			c->func = (uint8_t)o->alu;
 			c->fimm[0] = o->init;
@@ -669,6 +819,15 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		}
 		return;
 	}
+	case O_IOTA: /* the column number, per row (chunk's columns: from its first) */
+		for (int j = 0; j < kt; j++) {
+			nx_insn *in = nx_l_emit(L, o->e, NX_I_IOTA);
+			in->iarg[0] = (int32_t)(x->chunk * x->C);
+			in->iarg[1] = 0;
+			in->iarg[2] = 1;
+			in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, j, false);
+		}
+		return;
 	case O_ACTROW: {
 		if (o->acc >= 0) {
 			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);
@@ -686,6 +845,8 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 			if (o->acc >= 0)
 				in->ap[3] = nx_rw_vap(x, o->acc, np, kt, b, j, false);
 		}
+		if (o->acc >= 0)
+			carry(x, NX_ENG_ACT, o->acc, NX_ALU_ADD, np, kt, b);
 		return;
 	}
 	default:

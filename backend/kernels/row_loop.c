@@ -30,10 +30,22 @@
  * tile's stages back to back), then the largest (an iteration's last tiles
  * drain the engines before the next iteration's first; layer norm: 118.4 us
  * with 4 tiles per iteration, 110.5 with 8) */
-static int body_tiles(int64_t T, int nd)
+static int lcm(int a, int b)
 {
-	int nb = nd;
-	for (int m = nd; m <= RW_NB; m += nd)
+	int g = a, h = b;
+	while (h) {
+		int t = g % h;
+		g = h, h = t;
+	}
+	return a / g * b;
+}
+
+/* (long rows: a multiple of the chunks per row too, so that body tile b
+ * is chunk b % nc of its row) */
+static int body_tiles(int64_t T, int nd, int nc)
+{
+	int m0 = lcm(nd, nc), nb = m0;
+	for (int m = m0; m <= RW_NB; m += m0)
 		if (T % m <= T % nb)
 			nb = m;
 	return nb;
@@ -93,6 +105,7 @@ typedef struct tl {
 	int64_t np, kt, r0;
 	int kl, ks; /* pieces per input / output */
 	int b;      /* position in the body when rel */
+	int c;      /* long rows: the chunk of the row */
 	int set;    /* buffer set */
 	bool rel;
 	int64_t u;  /* tails: the tile's number */
@@ -139,11 +152,24 @@ static nx_lsync done_of(const rk *x, int64_t u, bool stores)
 static void pick(rk *x, int v, int64_t np, int64_t kt, int kp, int8_t *qs)
 {
 	double d = piece_ns(x, v, np, kt, kp);
-	bool used[NX_LQ] = {false};
+	bool used[NX_LQ] = {false}, row = x->v[v].kind == V_ROWIN || x->v[v].kind == V_ROW;
 	for (int k = 0; k < kp; k++) {
-		if (x->rr) { /* in rotation: at most two counts per queue and body */
-			qs[k] = (int8_t)x->rot;
-			x->rot = (x->rot + 1) % NX_LQ;
+		if (x->rr) {
+			/* at most two counts per queue and body for each kind of
+			 * piece (per-row values, rows of 1 byte, wider rows): the
+			 * least busy of the queues with the fewest pieces of the kind
+			 * so far (rather than in rotation, which put the f32 rows of
+			 * bert_dp_graph_4's cross-entropy on some queues and its pred
+			 * rows and statistics on others: 1.2 to 6.7 ms per queue) */
+			int (*rc)[NX_LQ] = &x->rcnt[!row ? 0 : nx_dtype_bytes[x->v[v].dt] == 1 ? 1 : 2];
+			int b = -1;
+			for (int q = 0; q < NX_LQ; q++)
+				if (!used[q] && (b < 0 || (*rc)[q] < (*rc)[b] || ((*rc)[q] == (*rc)[b] && x->qload[q] < x->qload[b])))
+					b = q;
+			used[b] = true;
+			qs[k] = (int8_t)b;
+			(*rc)[b]++;
+			x->qload[b] += d;
 			continue;
 		}
 		int b = -1;
@@ -156,18 +182,36 @@ static void pick(rk *x, int v, int64_t np, int64_t kt, int kp, int8_t *qs)
 	}
 }
 
+/* the tile's width: the chunk's (long rows) or the row's */
+static int64_t t_w(const rk *x, const tl *t)
+{
+	return x->nc > 1 && t->c == x->nc - 1 ? x->cl : x->C;
+}
+
+/* output o is stored by tile t: rows always, per-row values by the last
+ * chunk of a long row */
+static bool t_out(const rk *x, int c, int o)
+{
+	int k = x->outs[o];
+	return x->nc < 2 || c == x->nc - 1 || x->v[k].kind == V_ROWIN || x->v[k].kind == V_ROW;
+}
+
 /* one transfer per piece: value v's [np, per] rows of tile t, partitions
- * split in kp ranges, piece k on queue qs[k] */
+ * split in kp ranges, piece k on queue qs[k] (long rows: one row per
+ * partition, the chunk's columns of it) */
 static void t_dma(rk *x, tl *t, int v, nx_lval *hv, bool load, int kp, const int8_t *qs, nx_lsync *acc)
 {
 	nx_lower *L = x->L;
 	int esz = nx_dtype_bytes[hv->dt];
-	int64_t per = io_elems(x, v, t->kt), per1 = io_elems(x, v, 1);
+	bool row = x->v[v].kind == V_ROWIN || x->v[v].kind == V_ROW, ch = row && x->nc > 1;
+	int64_t per = ch ? t_w(x, t) : io_elems(x, v, t->kt), per1 = row ? x->Cf : 1;
+	int64_t pst = ch ? x->Cf : per, c0 = ch ? t->c * x->C : 0;
 	for (int64_t pc = 0; pc < kp; pc++) {
 		int64_t p0 = t->np * pc / kp, p1 = t->np * (pc + 1) / kp;
 		int32_t s1[1] = {1};
 		uint32_t c[1] = {(uint32_t)per};
-		nx_ap h = nx_ap_hbm(hv->dt, hv->buf->off + (t->r0 * per1 + p0 * per) * esz, (int)(p1 - p0), per, 1, s1, c);
+		nx_ap h = nx_ap_hbm(hv->dt, hv->buf->off + (t->r0 * per1 + p0 * pst + c0) * esz, (int)(p1 - p0), pst, 1,
+		                    s1, c);
 		if (x->lv >= 0)
 			h.loop_stride[x->lv] = x->step * per1 * esz;
 		nx_ap sb = nx_ap_sbuf(x->v[v].dt, 0, (int)t->np, x->v[v].off + t->set * x->bufb, 1, s1, c);
@@ -235,7 +279,8 @@ static bool stage_cols(const rk *x, int s)
 			while (k >= 0 && (x->v[k].kind == V_ALIAS || x->v[k].kind == V_CB || x->v[k].kind == V_RB ||
 			                  x->v[k].kind == V_SBC))
 				k = x->v[k].a;
-			if (k >= 0 && (x->v[k].kind == V_COLIN || x->v[k].kind == V_COL || x->v[k].kind == V_SCIN))
+			if (k >= 0 && (x->v[k].kind == V_COLIN || x->v[k].kind == V_COL || x->v[k].kind == V_SCIN ||
+			               (x->v[k].kind == V_CONST && x->v[k].mem)))
 				return true;
 		}
 	}
@@ -272,9 +317,13 @@ static void t_stage(rk *x, tl *t, int s)
 		nx_l_wait(L, e, &x->colw);
 		x->cwait[e] = true;
 	}
+	x->chunk = t->c;
+	x->pset = (t->set + x->nd - 1) % x->nd;
+	x->w = t_w(x, t);
 	for (int q = 0; q < x->nop; q++)
 		if (x->op[q].stage == s)
 			nx_rw_emit_op(x, &x->op[q], t->np, t->kt, t->set);
+	x->w = x->C;
 	t->prev = nx_l_signal(L, e);
 	nx_l_max(&x->comp, &t->prev);
 }
@@ -294,6 +343,8 @@ static void t_store(rk *x, tl *t)
 	for (int o = 0; o < x->nout; o++) {
 		int kp = pieces(t->ks, t->np);
 		int8_t qs[NX_LQ];
+		if (!t_out(x, t->c, o))
+			continue;
 		if (t->rel)
 			memcpy(qs, x->qmap[t->b][1] + first, (size_t)kp);
 		else
@@ -344,6 +395,10 @@ static void schedule(rk *x)
 			if (j >= nit || (b > 0 && j == 0 && next[b - 1] < 1) || (b > 0 && j == nit - 1 && next[b - 1] < nit) ||
 			    (b >= ND && j == 0 && next[b - ND] < nit))
 				continue;
+			/* long rows: a stage after the same stage of the chunk before
+			 * (its reductions carry their partials, on the same engine) */
+			if (x->nc > 1 && b > 0 && j >= 1 && j < nit - 1 && next[b - 1] <= j)
+				continue;
 			nx_engine e = j == 0 || j == nit - 1 ? NX_ENG_SP : x->seng[j - 1];
 			double st = efree[e];
 			if (j > 0 && fin[b][j - 1] > st)
@@ -371,14 +426,18 @@ static void schedule(rk *x)
 	memset(x->qpos, 0, sizeof x->qpos);
 	memset(x->qcnt, 0, sizeof x->qcnt);
 	memset(x->qload, 0, sizeof x->qload);
-	x->rot = 0;
+	memset(x->rcnt, 0, sizeof x->rcnt);
 	for (int k = 0; k < NB * nit; k++) {
 		int b = x->order[k][0], j = x->order[k][1];
 		if (j != 0 && j != nit - 1)
 			continue;
 		int kind = j != 0, nv = kind ? x->nout : x->nld, kp = kind ? body_ks(x, b) : body_kl(x, b), p = 0;
-		for (int l = 0; l < nv; l++, p += kp)
+		for (int l = 0; l < nv; l++) {
+			if (kind && !t_out(x, b % x->nc, l))
+				continue;
 			pick(x, kind ? x->outs[l] : x->ld[l], 128, x->kt, kp, x->qmap[b][kind] + p);
+			p += kp;
+		}
 		for (int i = 0; i < p; i++) {
 			int q = x->qmap[b][kind][i];
 			x->qpos[b][kind][q] = ++x->qcnt[q];
@@ -392,11 +451,12 @@ static void tail(rk *x, int64_t np, int64_t kt, int64_t r0, int b, int64_t u)
 	tl t;
 	memset(&t, 0, sizeof t);
 	t.np = np, t.kt = kt, t.r0 = r0, t.b = b, t.set = b, t.u = u;
+	t.c = (int)(u % x->nc);
 	t.kl = x->kl, t.ks = u == x->ntile - 1 ? NX_LQ / x->nout : x->ks;
 	t_load(x, &t);
 	for (int s = 0; s < x->nstage; s++)
 		t_stage(x, &t, s);
-	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < RW_NB + 2);
+	NX_ASSERT(u - x->loop_tiles >= 0 && u - x->loop_tiles < RW_NB + RW_NC + 2);
 	x->tail_last[u - x->loop_tiles] = t.prev;
 	t_store(x, &t);
 	x->tail_st[u - x->loop_tiles] = t.ld;
@@ -410,7 +470,8 @@ static void body(rk *x, int64_t r0)
 	tl t[RW_NB];
 	for (int b = 0; b < NB; b++) {
 		memset(&t[b], 0, sizeof t[b]);
-		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b * 128 * x->kt, t[b].b = b, t[b].set = b % x->nd;
+		t[b].np = 128, t[b].kt = x->kt, t[b].r0 = r0 + b / x->nc * 128 * x->kt, t[b].b = b, t[b].set = b % x->nd;
+		t[b].c = b % x->nc;
 		t[b].rel = true;
 		t[b].kl = body_kl(x, b), t[b].ks = body_ks(x, b);
 	}
@@ -462,8 +523,9 @@ static int tile_pieces(int nd, int n)
 static double o2_cost(rk *x, int nd, int64_t k)
 {
 	int64_t T0 = x->R / (128 * k), rem = x->R - T0 * 128 * k;
-	int64_t ntile = T0 + (rem / 128 > 0) + (rem % 128 > 0);
-	int nb = body_tiles(T0, nd);
+	int64_t ntile = (T0 + (rem / 128 > 0) + (rem % 128 > 0)) * x->nc;
+	T0 *= x->nc;
+	int nb = body_tiles(T0, nd, x->nc);
 	int64_t groups = T0 / nb, tails = ntile - groups * nb;
 	int kl = tile_pieces(nd, x->nld), ks = tile_pieces(nd, x->nout);
 	double work = 0, lat_l = 0, lat_s = 0, comp = 0;
@@ -491,6 +553,14 @@ static double o2_cost(rk *x, int nd, int64_t k)
 	/* queue-bound: the queues' work and one tile's compute; compute-bound:
 	 * the busiest side per tile between the first load and the last store */
 	double qb = (double)ntile * work + comp, cb = lat_l + (double)ntile * ct + lat_s;
+	/* long rows: a buffer set's round (a chunk's load, compute and store)
+	 * over the sets in flight (measured, [2048, 30522] x - max: 3.03 ms
+	 * in 5 chunks and 2 sets, which the terms above put at 1.9 ms; 2.10
+	 * with 4 sets) */
+	if (x->nc > 1) {
+		double cyc = (double)ntile * (work + ct) * 2.0 / nd;
+		cb = cb > cyc ? cb : cyc;
+	}
 	double per = work > ct ? work : ct;
 	return (qb > cb ? qb : cb) + (double)tails * (lat_l + comp + lat_s) +
 	       (double)(groups > 1 ? groups - 1 : 0) * (nd - 1) * per;
@@ -535,6 +605,38 @@ static bool head_tail(rk *x)
 	return x->ht;
 }
 
+/* long rows: one row per partition, chunks of it per tile; the chunks
+ * (ncm at least) and buffer sets (lo at least) by the estimate, the body
+ * a multiple of both; x is left with them (0: none fits) */
+static int chunks_pick(rk *x, int ncm, int lo, double *best)
+{
+	int bnc = 0, bnd = 0;
+	bool bsep = true;
+	int64_t half = x->L->sbuf_half, cols;
+	for (int nc = ncm; nc <= RW_NC; nc++) {
+		if (!nx_rw_set_chunks(x, nc))
+			continue;
+		x->sep = true;
+		int64_t s1 = nx_rw_layout(x, 1, &cols), rm = half - cols - 64 * x->nv;
+		if (rm / 3 < s1) { /* outputs on input slots */
+			x->sep = false;
+			s1 = nx_rw_layout(x, 1, &cols);
+		}
+		for (int nd = RW_ND; nd >= lo; nd--) {
+			if (nd * s1 > rm || lcm(nd, nc) > RW_NB)
+				continue;
+			double c = o2_cost(x, nd, 1);
+			if (bnc == 0 || c < *best)
+				bnc = nc, bnd = nd, bsep = x->sep, *best = c;
+		}
+	}
+	if (bnc == 0)
+		return 0;
+	nx_rw_set_chunks(x, bnc);
+	x->sep = bsep, x->nd = bnd;
+	return bnc;
+}
+
 nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	rk x;
@@ -557,6 +659,9 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	 * tile's time for each tile outside the loop (tails wait for absolute
 	 * counts) */
 	x.sep = true;
+	int ncm = nx_rw_chunks_min(&x, L->sbuf_half);
+	if (ncm < 1)
+		return nx_l_err(L, "row kernel rows do not fit SBUF");
 	int64_t cols, set1 = nx_rw_layout(&x, 1, &cols);
 	int64_t rpp = (x.R + 127) / 128;
 	int64_t room = L->sbuf_half - cols - 64 * x.nv;
@@ -566,10 +671,21 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	}
 	int64_t kt = 0;
 	double bestc = 0;
+	if (ncm > 1) {
+		/* four sets or more where they fit ([2048, 30522] x - max: 2.10 ms
+		 * in 5 chunks and 4 sets, 3.03 and 3.71 with 2 and 3, with a
+		 * chunk's output on its input's slot) */
+		int nc = chunks_pick(&x, ncm, 4, &bestc);
+		if (nc == 0)
+			nc = chunks_pick(&x, ncm, 2, &bestc);
+		if (nc == 0)
+			return nx_l_err(L, "row kernel rows do not fit SBUF");
+		kt = 1;
+	}
 	/* buffer sets: up to eight (layer norm at kt 1: 82.8 us with eight
 	 * against 91.7 with four), fewer where the estimate is lower (larger
 	 * tiles: softmax 148.2 us at 16 rows with four against 152.2 at 8) */
-	for (int nd = RW_ND; nd >= 2; nd--) {
+	for (int nd = RW_ND; nd >= 2 && x.nc == 1; nd--) {
 		int64_t km = room / nd / set1;
 		if (km > 64)
 			km = 64;
@@ -597,7 +713,8 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	if (rc)
 		return rc;
 	for (int k = 0; k < x.nv; k++) {
-		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN || x.v[k].kind == V_COL)
+		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN || x.v[k].kind == V_COL ||
+		    (x.v[k].kind == V_CONST && x.v[k].mem))
 			x.v[k].off += base + x.bufb * x.nd;
 		else if (x.v[k].slot)
 			x.v[k].off += base;
@@ -609,23 +726,32 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		return nx_l_err(L, "row kernel has too many inputs or outputs");
 	x.lv = -1;
 	int64_t T = x.R / (128 * kt), rem = x.R - T * 128 * kt, k2 = rem / 128, s = rem % 128;
-	x.nb = body_tiles(T, x.nd);
-	x.ntile = T + (k2 > 0) + (s > 0);
+	int64_t Trow = T;
+	T *= x.nc; /* tiles (long rows: a row's chunks are nc tiles) */
+	x.nb = body_tiles(T, x.nd, x.nc);
+	x.ntile = T + (k2 > 0) + (s > 0) * x.nc;
 	x.loop_tiles = T / x.nb * x.nb;
 	if (x.loop_tiles > 0)
 		head_tail(&x);
 	nx_l_plan_kernel(L, "row-loop");
 	nx_l_plan(L, "shape", "%lld rows of %lld, %d values, %d instructions per tile, %d outputs", (long long)x.R,
-	          (long long)x.C, x.nv, x.nop, x.nout);
-	nx_l_plan(L, "tiling", "[128 partitions, %lld rows of %lld] per tile; %lld tiles in a loop, tail [128, %lld] + [%lld, 1]",
-	          (long long)kt, (long long)x.C, (long long)T, (long long)k2, (long long)s);
+	          (long long)x.Cf, x.nv, x.nop, x.nout);
+	if (x.nc > 1)
+		nx_l_plan(L, "tiling",
+		          "[128 partitions, 1 row] x %d chunks of %lld (last %lld) per row, a tile per chunk; %lld tiles "
+		          "in a loop, tail [%lld, 1] x %d",
+		          x.nc, (long long)x.C, (long long)x.cl, (long long)T, (long long)s, s > 0 ? x.nc : 0);
+	else
+		nx_l_plan(L, "tiling",
+		          "[128 partitions, %lld rows of %lld] per tile; %lld tiles in a loop, tail [128, %lld] + [%lld, 1]",
+		          (long long)kt, (long long)x.C, (long long)T, (long long)k2, (long long)s);
 	nx_l_plan(L, "loops", "tile %lld (%d buffers, %d tiles per iteration, per-iteration waits)", (long long)T, x.nd,
 	          x.nb);
 	char st[160];
 	size_t len = 0;
 	st[0] = 0;
 	for (int k = 0; k < x.nop && len < sizeof st - 24; k++) {
-		static const char *const kn[] = {"op", "rowscalar", "scalar", "reduce", "act-row", "neg"};
+		static const char *const kn[] = {"op", "rowscalar", "scalar", "reduce", "act-row", "neg", "iota"};
 		const rop *o = &x.op[k];
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s:%s%s", k ? " " : "", kn[o->kind],
 		                        nx_engine_names[o->e], o->acc >= 0 ? "+acc" : "");
@@ -688,17 +814,25 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_l_max(&x.comp, &y);
 	}
 	nx_l_max(&x.loads, &colw);
-	/* converted columns, once, on DVE */
+	/* converted columns and constants read as operands, once, on DVE */
 	bool cdve = false;
 	for (int k = 0; k < x.nv; k++) {
 		rv *v = &x.v[k];
-		if (v->kind != V_COL)
+		if (v->kind != V_COL && !(v->kind == V_CONST && v->mem))
 			continue;
 		if (!cdve) {
 			nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 			nx_l_wait(L, NX_ENG_DVE, &colw);
 		}
 		cdve = true;
+		if (v->kind == V_CONST) {
+			int32_t s1[1] = {1};
+			uint32_t c1[1] = {1};
+			nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
+			in->fimm[0] = v->imm;
+			in->ap[0] = nx_ap_sbuf(v->dt, 0, 128, v->off, 1, s1, c1);
+			continue;
+		}
 		nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_COPY);
 		in->ap[0] = nx_rw_vap(&x, k, 128, 1, 0, 0, false);
 		in->ap[1] = nx_rw_vap(&x, v->a, 128, 1, 0, 0, false);
@@ -765,7 +899,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 					nx_l_loop(L, (nx_engine)e, groups);
 			x.lv = L->s[NX_ENG_SP].depth - 1;
 		}
-		x.step = NB * 128 * kt;
+		x.step = NB / x.nc * 128 * kt;
 		body(&x, 0);
 		if (groups > 1) {
 			for (int e = 0; e < NX_ENG_COUNT; e++)
@@ -777,13 +911,13 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	x.loop_tiles = groups * NB;
 	int64_t u = x.loop_tiles;
 	for (; u < T; u++, par = (par + 1) % ND)
-		tail(&x, 128, kt, u * 128 * kt, par, u);
+		tail(&x, 128, kt, u / x.nc * 128 * kt, par, u);
 	if (k2 > 0) {
-		tail(&x, 128, k2, T * 128 * kt, par, u++);
+		tail(&x, 128, k2, Trow * 128 * kt, par, u++);
 		par = (par + 1) % ND;
 	}
-	if (s > 0)
-		tail(&x, s, 1, T * 128 * kt + k2 * 128, par, u);
+	for (int c = 0; s > 0 && c < x.nc; c++, u++, par = (par + 1) % ND)
+		tail(&x, s, 1, Trow * 128 * kt + k2 * 128, par, u);
 	for (int l = 0; l < x.nld; l++)
 		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
 	/* queues 8..15 are POOL's outside this kernel: its next transfers on

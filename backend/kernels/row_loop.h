@@ -16,7 +16,7 @@ enum {
 	V_SBC, V_RB, V_CB, V_ALIAS,                  /* views */
 	V_ROW, V_STAT, V_COL,                        /* computed (V_COL: a converted column, once) */
 };
-enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG };
+enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG, O_IOTA };
 
 typedef struct rv {
 	const nx_inst *i;
@@ -26,6 +26,7 @@ typedef struct rv {
 	float imm;      /* constant value */
 	int64_t off;    /* slot in a buffer set (rows, stats) or absolute (columns) */
 	bool slot, out;
+	bool mem;       /* V_CONST: read as an operand (a [128, 1] column set once) */
 	int users;
 } rv;
 
@@ -46,6 +47,7 @@ typedef struct rop {
 
 #define RW_ND 8 /* buffer sets at most */
 #define RW_NB 32 /* tiles per loop body at most */
+#define RW_NC 16 /* chunks per row at most (long rows) */
 
 /* the kernel: its body (row_body.c) and its tiles (row_loop.c) */
 typedef struct rk {
@@ -54,6 +56,17 @@ typedef struct rk {
 	rv v[RW_MAX];
 	rop op[RW_MAX * 2];
 	int64_t R, C, kt, bufb, step;
+	/* long rows (nc > 1): a tile is 128 rows x one chunk of a row, one
+	 * row per partition; C is the chunk's width (the last chunk: cl), Cf
+	 * the row's; reductions (whose results no op reads) carry their
+	 * partial from each chunk's tile to the next; per-row outputs are
+	 * stored by the row's last chunk */
+	int64_t Cf, cl;
+	int nc;
+	bool chunkable;  /* the body allows chunks (nx_rw_build) */
+	bool lone;       /* one reduction and nothing else */
+	int chunk, pset; /* the tile being emitted: its chunk, the set of the chunk before */
+	int64_t w;       /* its width (C or cl) */
 	int nd, nb; /* buffer sets; tiles per loop body (a multiple of nd) */
 	int nstage;
 	nx_engine seng[RW_MAX * 2];
@@ -64,7 +77,7 @@ typedef struct rk {
 	bool ht;                /* small first and last transfers (body_kl, body_ks) */
 	bool sep, io_shared;    /* layout: outputs kept off input slots / an output on one */
 	int order[RW_NB * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
-	nx_lsync tail_last[RW_NB + 2], tail_st[RW_NB + 2];
+	nx_lsync tail_last[RW_NB + RW_NC + 2], tail_st[RW_NB + RW_NC + 2];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
 	nx_lval *const *ext;
 	nx_lval *out[RW_IO];
@@ -73,8 +86,8 @@ typedef struct rk {
 	 * pieces per input / output of a tile */
 	int kl, ks, lv;
 	double qload[NX_LQ];         /* estimated busy time per queue (the body's, then the tails') */
-	bool rr;                     /* pieces in rotation (rot: the next queue) instead */
-	int rot;
+	bool rr;                     /* pieces kept to two counts per queue and kind (rcnt: so far) instead */
+	int rcnt[3][NX_LQ];
 	int8_t qmap[RW_NB][2][NX_LQ]; /* body tile b's loads (0) / stores (1): piece k's queue */
 	int qpos[RW_NB][2][NX_LQ];   /* and the count on queue q after its last piece there (0: none) */
 	int qcnt[NX_LQ], qreg[NX_LQ]; /* transfers per queue per body; the register advancing by it */
@@ -96,6 +109,11 @@ int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols);
 /* estimated cycles of op o for a tile of x->kt rows; *only: 1 ACT only, 2
  * DVE/POOL only, 0 either */
 double nx_rw_op_cycles(const rk *x, const rop *o, int *only);
+/* long rows: the fewest chunks per row such that two buffer sets fit
+ * SBUF (0: none) */
+int nx_rw_chunks_min(rk *x, int64_t half);
+/* chunks of a row of x->Cf: nc of width C, the last cl */
+bool nx_rw_set_chunks(rk *x, int nc);
 /* engines and stages of the ops */
 void nx_rw_assign(rk *x);
 /* value k in buffer set b (rows: [np, kt, C], or row j; statistics) */

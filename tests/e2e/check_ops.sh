@@ -60,6 +60,17 @@ for t in trn1 trn2; do
 		fail "complex_while device loop $t: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
 	n=$((n + 1))
 done
+# a long-row sum with a non-neutral init (row_long with init 1: the row
+# kernel combines it in each row's first chunk; -O2 fuses it with its
+# producers, -O1 leaves a lone reduce the reduce kernels refuse)
+sed 's/q = f32\[300\] reduce(sq, zero)/one = f32[] constant(1)\n  q = f32[300] reduce(sq, one)/' "$NX_ROOT/tests/e2e/ops/row_long.hlo" > "${TMPDIR:-/tmp}/nx_ops_rl.$$.hlo"
+grep -q 'reduce(sq, one)' "${TMPDIR:-/tmp}/nx_ops_rl.$$.hlo" || fail "row_long init: sed did not apply"
+for t in trn1 trn2; do
+	out=$("$NXCC" check "${TMPDIR:-/tmp}/nx_ops_rl.$$.hlo" --framework XLA --target $t -O2 --auto-cast none --random-inputs 3 2>&1) ||
+		fail "row_long init 1 $t: $(echo "$out" | grep -E 'MISMATCH|error|FAILED' | head -3)"
+	n=$((n + 1))
+done
+rm -f "${TMPDIR:-/tmp}/nx_ops_rl.$$.hlo"
 # a c64 value complex-split cannot split (it reads a c64 entry parameter) is
 # refused naming the op and the type, never computed in f32 pairs wrongly
 printf 'HloModule c\nENTRY m {\n  z = c64[8] parameter(0)\n  a = f32[8] parameter(1)\n  w = c64[8] complex(a, a)\n  s = c64[8] add(z, w)\n  ROOT r = f32[8] real(s)\n}\n' > "${TMPDIR:-/tmp}/nx_ops_c64.$$.hlo"

@@ -772,6 +772,17 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 }
 
 /* --------------------------------------------------- dynamic indexing */
+/* x viewed as [A, D, B] around its dim d: the slab at one index of d is A
+ * rows of B elements, D * B apart */
+static void slab_view(const nx_shape *s, int d, int64_t *A, int64_t *D, int64_t *B)
+{
+	*A = 1, *D = s->dims[d], *B = 1;
+	for (int k = 0; k < d; k++)
+		*A *= s->dims[k];
+	for (int k = d + 1; k < s->rank; k++)
+		*B *= s->dims[k];
+}
+
 /* out = x with its slab at the runtime index idx along dim d replaced by u
  * (x viewed as [A, D, B], the slab A rows of B): x copied to out (unless
  * out is x's buffer), then one dma_scatter writes u's A x B elements at
@@ -781,12 +792,8 @@ nx_status nx_l_dot_split(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 static bool slab_scatter(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx, int64_t idx_off, int d, bool drop,
                          nx_lval *out, nx_status *rc)
 {
-	const nx_shape *s = x->shape;
-	int64_t A = 1, D = s->dims[d], B = 1;
-	for (int k = 0; k < d; k++)
-		A *= s->dims[k];
-	for (int k = d + 1; k < s->rank; k++)
-		B *= s->dims[k];
+	int64_t A, D, B;
+	slab_view(x->shape, d, &A, &D, &B);
 	int es = nx_dtype_bytes[x->dt];
 	if ((idx->dt != NX_DT_S32 && idx->dt != NX_DT_U32) || u->dt != x->dt || out->dt != x->dt || A * B == 0 ||
 	    A > (1 << 24) || B > (1 << 24) || D * B > INT32_MAX || B * es > INT32_MAX || D > INT32_MAX)
@@ -834,11 +841,8 @@ static nx_status masked_update(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx
                                bool clamp, bool add, nx_lval *out)
 {
 	const nx_shape *s = x->shape;
-	int64_t A = 1, D = s->dims[d], B = 1;
-	for (int k = 0; k < d; k++)
-		A *= s->dims[k];
-	for (int k = d + 1; k < s->rank; k++)
-		B *= s->dims[k];
+	int64_t A, D, B;
+	slab_view(s, d, &A, &D, &B);
 	/* long rows split: rows (a, j, b1) of B2 elements, so a row fits SBUF */
 	int64_t B2 = nx_l_div_le(B, 2048), B1 = B / B2, O = A * D * B1;
 	if (nx_shape_elems(s) == 0)

@@ -243,6 +243,11 @@ void nx_l_endloop(nx_lower *L, nx_engine e);
  * loops the counts advance by the iterations. */
 nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src);
 nx_lsync nx_l_dma_q(nx_lower *L, nx_engine e, int q, nx_ap dst, nx_ap src);
+/* An indirect DMA on SP (op NX_I_DMA_GATHER or NX_I_DMA_SCATTER, isa.def):
+ * rows chosen by the indices idx at run time among `bound`, row_stride
+ * bytes apart; flags NX_IF_* (NX_IF_DROP for a scatter). */
+nx_lsync nx_l_dma_indexed(nx_lower *L, int op, nx_ap dst, nx_ap src, nx_ap idx, int64_t bound, int64_t row_stride,
+                          int flags);
 int nx_l_queue(nx_lower *L, nx_engine e);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
 /* signal semaphore sem += inc (inc <= 65535) from engine e: a device while

@@ -813,14 +813,7 @@ static bool slab_scatter(nx_lower *L, nx_lval *x, nx_lval *u, nx_lval *idx, int6
 	nx_l_wait(L, NX_ENG_SP, &idx->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &out->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &out->buf->war);
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, row, src);
-	nx_insn *in = &L->s[NX_ENG_SP].v[L->s[NX_ENG_SP].n - 1];
-	NX_ASSERT(in->op == NX_I_DMA);
-	in->op = NX_I_DMA_SCATTER;
-	in->ap[2] = ia;
-	in->iarg[2] = (int32_t)D;
-	in->iarg[3] = (int32_t)(B * es);
-	in->flags = drop ? NX_IF_DROP : 0;
+	nx_lsync y = nx_l_dma_indexed(L, NX_I_DMA_SCATTER, row, src, ia, D, B * es, drop ? NX_IF_DROP : 0);
 	nx_l_plan_kernel(L, "scatter-dma");
 	nx_l_plan(L, "slab", "%lld x %lld elements at a runtime index of %lld (%s)%s", (long long)A, (long long)B,
 	          (long long)D, drop ? "dropped when out of range" : "clamped",

@@ -176,6 +176,22 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 	return nx_l_dma_q(L, e, nx_l_queue(L, e), dst, src);
 }
 
+nx_lsync nx_l_dma_indexed(nx_lower *L, int op, nx_ap dst, nx_ap src, nx_ap idx, int64_t bound, int64_t row_stride,
+                          int flags)
+{
+	NX_ASSERT(op == NX_I_DMA_GATHER || op == NX_I_DMA_SCATTER);
+	NX_ASSERT(bound <= INT32_MAX && row_stride <= INT32_MAX);
+	nx_lsync y = nx_l_dma(L, NX_ENG_SP, dst, src);
+	nx_insn *in = &L->s[NX_ENG_SP].v[L->s[NX_ENG_SP].n - 1];
+	NX_ASSERT(in->op == NX_I_DMA);
+	in->op = (uint16_t)op;
+	in->ap[2] = idx;
+	in->iarg[2] = (int32_t)bound;
+	in->iarg[3] = (int32_t)row_stride;
+	in->flags = (uint16_t)flags;
+	return y;
+}
+
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e)
 {
 	nx_lstream *s = &L->s[e];

@@ -70,13 +70,7 @@ static nx_status emit_gather(nx_lower *L, nx_lval *src, nx_ap row, int64_t bound
 	nx_l_wait(L, NX_ENG_SP, &src->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &idx->buf->written);
 	nx_l_wait(L, NX_ENG_SP, &out->buf->war);
-	nx_lsync y = nx_l_dma(L, NX_ENG_SP, da, row);
-	nx_insn *in = &L->s[NX_ENG_SP].v[L->s[NX_ENG_SP].n - 1];
-	NX_ASSERT(in->op == NX_I_DMA);
-	in->op = NX_I_DMA_GATHER;
-	in->ap[2] = ia;
-	in->iarg[2] = (int32_t)bound;
-	in->iarg[3] = (int32_t)row_stride;
+	nx_lsync y = nx_l_dma_indexed(L, NX_I_DMA_GATHER, da, row, ia, bound, row_stride, 0);
 	nx_l_plan_kernel(L, "gather-dma");
 	nx_l_max(&src->buf->war, &y);
 	nx_l_max(&idx->buf->war, &y);

@@ -323,6 +323,18 @@ static double *per_part(nx_sim *s, int slot, const view *v)
 	return x;
 }
 
+/* dma_gather / dma_scatter: the row of operand ap[a] that index j picks,
+ * j clamped into [0, iarg2 - 1], rows iarg3 bytes apart; *row holds its
+ * access pattern (the view points at it: it must outlive *w) */
+static nx_status indexed_row(nx_sim *s, const nx_insn *in, int a, double j, const int64_t *li, int depth, nx_ap *row,
+                             view *w)
+{
+	int64_t k = !(j > 0) ? 0 : j >= (double)in->iarg[2] ? in->iarg[2] - 1 : (int64_t)j;
+	*row = in->ap[a];
+	row->offset += k * (int64_t)in->iarg[3];
+	return resolve(s, row, li, depth, w);
+}
+
 nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth)
 {
 	const nx_isa_info *info = &nx_isa_table[in->op];
@@ -534,12 +546,9 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 			            (unsigned long long)row);
 		double *ix = gather(s, 2, &v[2]), *o = tmp(s, 0, n + 1);
 		for (uint64_t r = 0; r < R; r++) {
-			double j = ix[r];
-			int64_t k = !(j > 0) ? 0 : j >= (double)in->iarg[2] ? in->iarg[2] - 1 : (int64_t)j;
-			nx_ap a = in->ap[1];
-			a.offset += k * (int64_t)in->iarg[3];
+			nx_ap a;
 			view w;
-			if (resolve(s, &a, li, depth, &w) != NX_OK)
+			if (indexed_row(s, in, 1, ix[r], li, depth, &a, &w) != NX_OK)
 				return s->d->status;
 			double *x = gather(s, 1, &w);
 			memcpy(o + r * row, x, row * sizeof *o);
@@ -555,14 +564,11 @@ nx_status nx_sim_exec(nx_sim *s, const nx_insn *in, const int64_t *li, int depth
 		double *ix = gather(s, 2, &v[2]), *src = gather(s, 1, &v[1]);
 		for (uint64_t r = 0; r < R; r++) {
 			double j = ix[r];
-			bool out = !(j >= 0) || j >= (double)in->iarg[2];
-			if (out && (in->flags & NX_IF_DROP))
+			if ((in->flags & NX_IF_DROP) && (!(j >= 0) || j >= (double)in->iarg[2]))
 				continue;
-			int64_t k = !(j > 0) ? 0 : j >= (double)in->iarg[2] ? in->iarg[2] - 1 : (int64_t)j;
-			nx_ap a = in->ap[0];
-			a.offset += k * (int64_t)in->iarg[3];
+			nx_ap a;
 			view w;
-			if (resolve(s, &a, li, depth, &w) != NX_OK)
+			if (indexed_row(s, in, 0, j, li, depth, &a, &w) != NX_OK)
 				return s->d->status;
 			scatter(s, &w, src + r * row);
 		}

@@ -377,14 +377,14 @@ typedef struct nx_ldepi_op {
 	nx_lemap m;   /* instruction, function, flags, immediate */
 	int nops;
 	int src[2];   /* operand values */
-	nx_engine e;  /* DVE: per store group after the evacuation */
+	nx_engine e;  /* DVE or POOL (the dot-loop's choice): per store group after the evacuation */
 } nx_ldepi_op;
 typedef struct nx_ldepi {
 	nx_dtype dt;
 	int nrow, nstr, nop;
 	nx_lval *row[NX_LEPI_IN], *str[NX_LEPI_IN];
 	nx_ldepi_op op[NX_LEPI_OPS];
-	char desc[96]; /* the plan line */
+	char desc[96]; /* the plan line, after the ops and their engine */
 	bool used;     /* set by the dot kernel that applied it */
 } nx_ldepi;
 /* the first value of op k, of streamed input k, of bias row k */
@@ -394,8 +394,8 @@ typedef struct nx_ldepi {
 /* SBUF bytes per partition of the epilogue's buffers for tiles of nt
  * columns, G tiles per step, gb per store group, N columns in all */
 int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N);
-/* DVE time of one store group [128, w] (the target model) */
-double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, int64_t w);
+/* engine eng's time for one store group [128, w] (the target model) */
+double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w);
 /* emits the ops on engine e over one group: dst / val[v] the operands'
  * access patterns (val[0] the evacuated tile, scratch for the ops from
  * `scratch`, w elements per partition apart) */

@@ -29,7 +29,8 @@
  * B must stay one backend kernel (open_kernel, cheap_in, users_take): a row
  * kernel whose rows fit its SBUF budget, every recomputed instruction a row
  * member; or a kernel of float values, recomputed values of v's element
- * count, broadcasts of a scalar or along the trailing dims. KERNEL_MAX
+ * count, broadcasts of a scalar or along the trailing dims; no
+ * transcendental in a matmul kernel (its epilogue runs on DVE or Pool). KERNEL_MAX
  * bounds the instructions added to one kernel. Recomputing only removes
  * kernel-graph edges or adds edges leaf -> B where a path leaf -> A -> B
  * existed, so the kernel graph stays acyclic. */
@@ -140,6 +141,12 @@ static bool cheap_in(const rc *s, const nx_inst *x, int b, int64_t v)
 	    nx_fusion_is_reduction(x) || nx_fusion_is_matmul(x) || !nx_type_is_float(x->shape->type))
 		return false;
 	if (s->R[b] > 0 ? !nx_fusion_row_member(x, s->R[b], s->C[b]) : nx_shape_elems(x->shape) != v)
+		return false;
+	/* a matmul kernel's epilogue runs on DVE or Pool, per output tile in
+	 * the matmul kernel (backend/kernels/dot_epi.c): a transcendental
+	 * (an ACT function) there makes it a loop of its own again, which
+	 * reads the matmul result back; the value is read instead */
+	if (s->mm[b] && (nx_opcode_flags(x->op) & NX_OPF_EXPENSIVE))
 		return false;
 	int64_t e;
 	switch (x->op) {

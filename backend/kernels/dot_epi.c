@@ -311,20 +311,20 @@ int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int
 	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz);
 }
 
-double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, int64_t w)
+double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w)
 {
 	double ns = 0;
 	for (int k = 0; k < e->nop; k++) {
 		nx_insn in;
 		memset(&in, 0, sizeof in);
 		in.op = (uint16_t)e->op[k].m.op;
-		in.engine = (uint8_t)e->op[k].e;
+		in.engine = (uint8_t)eng;
 		in.func = (uint8_t)e->op[k].m.func;
 		int32_t s1[1] = {1};
 		uint32_t c[1] = {(uint32_t)w};
 		for (int a = 0; a <= e->op[k].nops; a++)
 			in.ap[a] = nx_ap_sbuf(e->dt, 0, 128, 0, 1, s1, c);
-		ns += nx_target_ns(L->t, &in) + L->t->ctrl_cycles / L->t->freq_ghz[e->op[k].e];
+		ns += nx_target_ns(L->t, &in) + L->t->ctrl_cycles / L->t->freq_ghz[eng];
 	}
 	return ns;
 }
@@ -356,14 +356,11 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 	}
 }
 
-/* the plan line: ops by name and operand kind */
+/* the plan line after the ops and their engine (dot_loop.c) */
 static void describe(nx_ldepi *e)
 {
-	char *p = e->desc;
-	size_t n = sizeof e->desc;
-	int w = snprintf(p, n, "%d op%s on dve per store group, %d bias row%s resident, %d streamed input%s", e->nop,
-	                 e->nop > 1 ? "s" : "", e->nrow, e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
-	(void)w;
+	snprintf(e->desc, sizeof e->desc, ", %d bias row%s resident, %d streamed input%s", e->nrow,
+	         e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
 }
 
 nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)

@@ -60,7 +60,8 @@ static void endloop4(nx_lower *L)
  * queue split. */
 enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
 /* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
- * and its loads, POOL DVE's groups */
+ * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's
+ * groups, POOL its loads (S_DVE_LD) */
 enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
@@ -97,6 +98,7 @@ typedef struct sd {
 	/* the epilogue (NULL none): DVE applies it per store group; SP loads
 	 * its streamed inputs on nqe queues of their own */
 	const nx_ldepi *epi;
+	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
 	int nqe, qe[8];
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
 	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
@@ -260,15 +262,21 @@ static void sd_transpose(sd *x, int par)
  * into E[par] (the stores' pattern); DVE, per store group once ACT
  * evacuated it, applies the ops in place in O[par] (dot_epi.c); POOL's
  * stores wait for DVE (sd_step) */
+/* the engine that runs the epilogue's ops */
+static nx_engine sd_epi_eng(const sd *x)
+{
+	return x->epool ? NX_ENG_POOL : NX_ENG_DVE;
+}
+
 static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int64_t mrow, int64_t ncol)
 {
 	const nx_ldepi *e = x->epi;
 	if (!e->nstr)
 		return;
 	nx_lower *L = x->L;
-	/* E[par] is free once DVE finished the step before the last */
+	/* E[par] is free once DVE (POOL) finished the step before the last */
 	int64_t nst = x->G / x->gb;
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve - nst, S_SP_DVE);
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + sd_epi_eng(x), x->base_dve - nst, S_SP_DVE);
 	nx_l_addreg(L, NX_ENG_SP, S_SP_DVE, nst);
 	int64_t tstep = x->side ? x->nt : x->mt * x->N, lss[3] = {0, 0, 0};
 	int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
@@ -281,22 +289,24 @@ static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int6
 	}
 }
 
-static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
+/* the epilogue engine: the step's streamed inputs are loaded (once per
+ * step, before its loop over the store groups) */
+static void sd_epi_wait_loads(sd *x, nx_engine eng)
+{
+	const nx_ldepi *e = x->epi;
+	if (!e->nstr)
+		return;
+	nx_l_addreg(x->L, eng, S_DVE_LD, e->nstr);
+	for (int q = 0; q < x->nqe; q++)
+		nx_l_wait_rel(x->L, eng, x->qe[q], x->base_e[q], S_DVE_LD);
+}
+
+/* the ops on one store group (loop level dg of eng over the groups) */
+static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int64_t mrow, int64_t ncol)
 {
 	const nx_ldepi *e = x->epi;
 	nx_lower *L = x->L;
 	int es = nx_dtype_bytes[e->dt];
-	if (x->tpe)
-		nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->KT);
-	if (e->nstr) {
-		nx_l_addreg(L, NX_ENG_DVE, S_DVE_LD, e->nstr);
-		for (int q = 0; q < x->nqe; q++)
-			nx_l_wait_rel(L, NX_ENG_DVE, x->qe[q], x->base_e[q], S_DVE_LD);
-	}
-	nx_l_loop(L, NX_ENG_DVE, x->G / x->gb);
-	int dg = L->s[NX_ENG_DVE].depth - 1;
-	nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->gb);
-	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_DVE_ACT);
 	nx_ap val[1 + 2 * NX_LEPI_IN];
 	int32_t ss[2] = {(int32_t)x->nt, 1};
 	uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
@@ -321,9 +331,24 @@ static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
 		a.offset = x->e_str[k][par];
 		val[NX_LEPI_STR(e, k)] = a;
 	}
-	nx_l_epi_emit(L, e, NX_ENG_DVE, val, val[0], x->e_scr, x->gb * x->nt);
-	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_epi_emit(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt);
+	nx_lsync y = nx_l_signal(L, eng);
 	nx_l_max(&x->dve, &y);
+}
+
+static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
+{
+	nx_lower *L = x->L;
+	if (x->epool)
+		return; /* POOL's store loop (sd_step) */
+	if (x->tpe)
+		nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->KT);
+	sd_epi_wait_loads(x, NX_ENG_DVE);
+	nx_l_loop(L, NX_ENG_DVE, x->G / x->gb);
+	int dg = L->s[NX_ENG_DVE].depth - 1;
+	nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->gb);
+	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_DVE_ACT);
+	sd_epi_group(x, NX_ENG_DVE, dg, par, stl, mrow, ncol);
 	nx_l_endloop(L, NX_ENG_DVE);
 }
 
@@ -543,11 +568,15 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
 	if (x->tpe)
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT);
+	if (x->epool)
+		sd_epi_wait_loads(x, NX_ENG_POOL);
 	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group */
 	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
 	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-	if (x->epi) {
+	if (x->epool) {
+		sd_epi_group(x, NX_ENG_POOL, x->lv_g, par, stl, mrow, ncol);
+	} else if (x->epi) {
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_DVE, 1);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_POOL_DVE);
 	}
@@ -569,14 +598,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 static void sd_loop(sd *x, int64_t n)
 {
 	loop4(x->L, n);
-	if (x->epi || x->rows)
+	if ((x->epi && !x->epool) || x->rows)
 		nx_l_loop(x->L, NX_ENG_DVE, n);
 }
 
 static void sd_endloop(sd *x)
 {
 	endloop4(x->L);
-	if (x->epi || x->rows)
+	if ((x->epi && !x->epool) || x->rows)
 		nx_l_endloop(x->L, NX_ENG_DVE);
 }
 
@@ -590,7 +619,7 @@ static void sd_block(sd *x)
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
 		if (x->epi && x->epi->nstr)
-			nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_SP_DVE);
+			nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + sd_epi_eng(x), x->base_dve, S_SP_DVE);
 		sd_resident(x, 0, 0, 1);
 		sd_resident(x, 0, 0, 2);
 		/* PE: on the streaming queues the block's pieces come before its
@@ -785,19 +814,26 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							ev += (double)x->KT * cpy;
 						}
 						double step = pe;
-						if (x->epi) {
-							/* DVE per store group; the streamed inputs per step */
-							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, gb * nt);
-							double eld = nqe ? x->epi->nstr * dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqe) : 0;
-							step = dve > step ? dve : step;
-							step = eld > step ? eld : step;
-						}
 						if (ld > step)
 							step = ld;
 						if (st > step)
 							step = st;
 						if (ev > step)
 							step = ev;
+						if (x->epi) {
+							/* the streamed inputs per step; DVE per store
+							 * group, or POOL before each store when DVE alone
+							 * would bound the step and POOL is faster (else
+							 * DVE runs beside POOL's stores) */
+							double eld = nqe ? x->epi->nstr * dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqe) : 0;
+							step = eld > step ? eld : step;
+							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_DVE, gb * nt);
+							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
+							c.epool = dve > step && pool < dve;
+							if (c.epool)
+								dve = pool;
+							step = dve > step ? dve : step;
+						}
 						double nb = (double)x->Bt * (RT / G), tot;
 						if (bstep) {
 							/* resident and streamed tile: each on its own queues
@@ -874,14 +910,16 @@ static void sd_epi_setup(sd *x, int64_t off)
 		x->qe[q] = nx_l_queue(x->L, spq++ < SQS ? NX_ENG_SP : NX_ENG_POOL);
 }
 
-/* kernel entry: DVE takes the region; POOL loads the bias rows (every
- * partition the same row) on the store queues, idle until the first
- * stores, before the counts start; DVE waits for them; then the counts */
+/* kernel entry: DVE (POOL) takes the region; POOL loads the bias rows
+ * (every partition the same row) on the store queues, idle until the first
+ * stores, before the counts start; DVE (POOL) waits for them; then the
+ * counts */
 static void sd_epi_entry(sd *x, int h)
 {
 	const nx_ldepi *e = x->epi;
 	nx_lower *L = x->L;
-	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+	nx_engine ee = sd_epi_eng(x);
+	nx_l_wait(L, ee, &L->sbuf_free[h]);
 	for (int k = 0; k < e->nstr; k++)
 		nx_l_wait(L, NX_ENG_SP, &e->str[k]->buf->written);
 	nx_lsync sq;
@@ -902,22 +940,27 @@ static void sd_epi_entry(sd *x, int h)
 			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[q], sb, hb);
 			nx_l_max(&x->eloads, &y);
-			nx_l_wait(L, NX_ENG_DVE, &y);
+			if (!x->epool) /* POOL issues them all first */
+				nx_l_wait(L, ee, &y);
 		}
 	}
+	if (x->epool)
+		nx_l_wait(L, ee, &x->eloads);
 	for (int q = 0; q < x->nqe; q++)
 		x->base_e[q] = L->qcount[x->qe[q]];
-	x->base_dve = L->ecount[NX_ENG_DVE];
+	x->base_dve = L->ecount[ee];
 	nx_l_setreg(L, NX_ENG_SP, S_SP_DVE, 0);
-	nx_l_setreg(L, NX_ENG_DVE, S_DVE_ACT, 0);
-	nx_l_setreg(L, NX_ENG_DVE, S_DVE_LD, 0);
-	nx_l_setreg(L, NX_ENG_POOL, S_POOL_DVE, 0);
-	/* relative waits on DVE (SP, POOL) and on ACT (DVE) see only this
-	 * kernel's signals */
+	nx_l_setreg(L, ee, S_DVE_LD, 0);
+	/* relative waits on DVE or POOL (SP, POOL) and on ACT (DVE) see only
+	 * this kernel's signals */
 	nx_lsync e0;
 	memset(&e0, 0, sizeof e0);
-	e0.s[NX_LSEM_ENG + NX_ENG_DVE] = x->base_dve;
+	e0.s[NX_LSEM_ENG + ee] = x->base_dve;
 	nx_l_wait(L, NX_ENG_SP, &e0);
+	if (x->epool)
+		return; /* POOL's own waits on ACT: sd_emit */
+	nx_l_setreg(L, NX_ENG_DVE, S_DVE_ACT, 0);
+	nx_l_setreg(L, NX_ENG_POOL, S_POOL_DVE, 0);
 	nx_l_wait(L, NX_ENG_POOL, &e0);
 	memset(&e0, 0, sizeof e0);
 	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = L->ecount[NX_ENG_ACT];
@@ -1001,7 +1044,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
 	          (long long)x->K, (long long)sw);
 	if (x->epi)
-		nx_l_plan(L, "epilogue", "%s%s", x->epi->desc,
+		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s", x->epi->nop, x->epi->nop > 1 ? "s" : "",
+		          x->epool ? "pool" : "dve", x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
@@ -1025,7 +1069,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->base_s[q] = L->qcount[x->qs[q]];
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
-	x->base_dve = L->ecount[NX_ENG_DVE];
+	x->base_dve = L->ecount[x->epi ? sd_epi_eng(x) : NX_ENG_DVE];
 	if (x->rows) {
 		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 		nx_l_setreg(L, NX_ENG_DVE, 0, 0);

@@ -836,8 +836,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			bl += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
 		for (int o = 0; o < x.nout; o++)
 			bs += nx_dtype_bytes[x.dt[x.outs[o]]];
-		int nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
-		nl = nl < 8 ? 8 : nl > 8 + 8 - x.nout ? 8 + 8 - x.nout : nl;
+		int nl = nx_l_load_queues(bl, bs, x.nout);
 		/* a borrowed queue makes SP wait for the previous kernel's
 		 * transfers on it: only kernels of 8 full tiles or more earn
 		 * that back (bert_single_graph_2 632.0 -> 628.5 us) */

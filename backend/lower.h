@@ -249,6 +249,11 @@ nx_lsync nx_l_dma_q(nx_lower *L, nx_engine e, int q, nx_ap dst, nx_ap src);
 nx_lsync nx_l_dma_indexed(nx_lower *L, int op, nx_ap dst, nx_ap src, nx_ap idx, int64_t bound, int64_t row_stride,
                           int flags);
 int nx_l_queue(nx_lower *L, nx_engine e);
+/* Load queues of a loop kernel that splits the NX_LQ queues between its
+ * loads (bl bytes per element, over all streams) and its nout stores (bs
+ * bytes per element) by bytes: NX_LQ bl / (bl + bs) rounded, at least SP's
+ * NX_LQ / 2 and leaving each store a queue of its own. */
+int nx_l_load_queues(int64_t bl, int64_t bs, int nout);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
 /* signal semaphore sem += inc (inc <= 65535) from engine e: a device while
  * loop's padding (lower_while.c); counts and knowledge advance as for DMAs

@@ -171,6 +171,13 @@ int nx_l_queue(nx_lower *L, nx_engine e)
 	return q;
 }
 
+int nx_l_load_queues(int64_t bl, int64_t bs, int nout)
+{
+	NX_ASSERT(bl > 0 && bs > 0 && nout >= 1 && nout <= NX_LQ / 2);
+	int nl = (int)((NX_LQ * bl + (bl + bs) / 2) / (bl + bs));
+	return nl < NX_LQ / 2 ? NX_LQ / 2 : nl > NX_LQ - nout ? NX_LQ - nout : nl;
+}
+
 nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 {
 	return nx_l_dma_q(L, e, nx_l_queue(L, e), dst, src);

@@ -65,6 +65,7 @@ typedef struct fl {
 	int nql, nqs;          /* entries of ql / qs */
 	bool cat;              /* the loads' (stores') partition rows, all streams one after the other, cut into nql (nqs) equal ranges, one per queue */
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
+	int64_t snap_l[8][NX_LQ], snap_s[8][NX_LQ]; /* queue counts after tile t's loads / stores, at t mod 8 */
 	nx_lsync loads, stores, comp;
 } fl;
 
@@ -413,32 +414,27 @@ static void store_piece(void *ctx, int o, int64_t p0, int64_t p1, int j)
 	nx_ap sb = tile_ap(x, x->outs[o], t->np, t->tr, t->b);
 	sb.part_start = (uint16_t)p0;
 	sb.part_count = (uint16_t)(p1 - p0);
-	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_POOL, x->qs[j], h, sb);
+	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->qs[j], h, sb);
 	nx_l_max(&x->stores, &y);
 }
 
-static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
+/* SP: the loads of a tile (np partitions, rows of tr, first element e0,
+ * buffer set b); x->lv: SP's loop level when inside its loop */
+static void sp_loads(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 {
-	nx_lower *L = x->L;
 	int32_t s1[1] = {1};
 	uint32_t c[1] = {(uint32_t)tr};
-	nx_engine last = x->seng[x->nstage - 1];
-	/* SP: the last stage of tile i - ND is done, then the parameters */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last,
-	              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - ND * x->per[last], RF_LD);
-	/* a full tile: every load queue takes one piece (rows of partitions);
-	 * a tail tile (np < 128) may leave queues out, so its first stage waits
-	 * for absolute counts instead */
-	bool full = np == 128;
 	tctx tc = {x, np, tr, e0, b, {0}};
 	int k = 0;
 	for (int v = 0; v < x->nv; v++)
 		if (x->param[v] >= 0)
 			tc.lvs[k++] = v;
-	if (x->cat)
+	if (x->cat) {
 		cat_pieces(x->nld, np, x->nql, -1, load_piece, &tc);
+		return;
+	}
 	k = 0;
-	for (int v = 0; v < x->nv && !x->cat; v++) {
+	for (int v = 0; v < x->nv; v++) {
 		if (x->param[v] < 0)
 			continue;
 		const nx_lval *p = x->ext[x->param[v]];
@@ -452,13 +448,122 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			nx_ap sb = tile_ap(x, v, np, tr, b);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[k], sb, h);
+			nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->ql[k], sb, h);
 			nx_l_max(&x->loads, &y);
 		}
 		k += (int)(x->kl - kp);
 	}
-	nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[last]);
-	/* stages */
+}
+
+/* SP: the stores of a tile */
+static void sp_stores(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
+{
+	int32_t s1[1] = {1};
+	uint32_t c[1] = {(uint32_t)tr};
+	tctx tc = {x, np, tr, e0, b, {0}};
+	if (x->cat) {
+		cat_pieces(x->nout, np, x->nqs, -1, store_piece, &tc);
+		return;
+	}
+	for (int o = 0; o < x->nout; o++) {
+		int eo = nx_dtype_bytes[x->out[o]->dt];
+		int64_t kp = np < x->ks ? np : x->ks;
+		for (int64_t pc = 0; pc < kp; pc++) {
+			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
+			nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (e0 + p0 * tr) * eo, (int)(p1 - p0), tr, 1,
+			                    s1, c);
+			if (x->lv >= 0)
+				h.loop_stride[x->lv] = x->step * eo;
+			nx_ap sb = tile_ap(x, x->outs[o], np, tr, b);
+			sb.part_start = (uint16_t)p0;
+			sb.part_count = (uint16_t)(p1 - p0);
+			nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->qs[o * x->ks + pc], h, sb);
+			nx_l_max(&x->stores, &y);
+		}
+	}
+}
+
+/* SP waits until the last stage of tile t is done (t < 0: nothing): in
+ * SP's loop relative to its register RF_LD (the step's tile count times
+ * the last engine's signals per tile, plus off tiles), else absolute */
+static void sp_wait_last(fl *x, int64_t t, bool rel, int off)
+{
+	nx_engine last = x->seng[x->nstage - 1];
+	int64_t base = x->base_e[last] + x->sidx[x->nstage - 1] + 1;
+	if (rel) {
+		nx_l_wait_rel(x->L, NX_ENG_SP, NX_LSEM_ENG + last, base + off * x->per[last], RF_LD);
+		return;
+	}
+	if (t < 0)
+		return;
+	nx_lsync y;
+	memset(&y, 0, sizeof y);
+	y.s[NX_LSEM_ENG + last] = base + t * x->per[last];
+	nx_l_wait(x->L, NX_ENG_SP, &y);
+}
+
+/* tile t of the kernel: full tiles, then [q, tr] and [1, s]; buffer set t mod ND */
+static void tile_at(const fl *x, int64_t t, int64_t *np, int64_t *tr, int64_t *e0)
+{
+	int64_t te = 128 * x->tr, T = x->n / te, rem = x->n % te, q = rem / x->tr;
+	*np = t < T ? 128 : t == T && q > 0 ? q : 1;
+	*tr = t < T || (t == T && q > 0) ? x->tr : rem % x->tr;
+	*e0 = t < T ? t * te : t == T ? T * te : T * te + q * x->tr;
+}
+
+/* SP's stream: every tile's loads and stores, one step per tile t (the
+ * loads of tile t + ND - 1, which wait for tile t - 1's last stage, then
+ * the stores of tile t, after its last stage), so SP never holds a compute
+ * engine and the loads run ND - 1 tiles ahead. Steps of the full groups
+ * but the last run in a loop; the rest are emitted one by one, recording
+ * the queue counts the tail tiles' first stage waits for (snap_*). */
+static void sp_stream(fl *x, int64_t N, int64_t T)
+{
+	nx_lower *L = x->L;
+	int64_t te = 128 * x->tr, G = T / ND, np, tr, e0;
+	for (int64_t t = 0; t < ND - 1 && t < N; t++) {
+		tile_at(x, t, &np, &tr, &e0);
+		sp_loads(x, np, tr, e0, (int)(t % ND));
+		memcpy(x->snap_l[t % 8], L->qcount, sizeof x->snap_l[0]);
+	}
+	int64_t t0 = 0;
+	if (G - 1 >= 2) {
+		nx_l_loop(L, NX_ENG_SP, G - 1);
+		x->lv = L->s[NX_ENG_SP].depth - 1;
+		x->step = ND * te;
+		for (int b = 0; b < ND; b++) {
+			sp_wait_last(x, 0, true, -1);
+			sp_loads(x, 128, x->tr, (b + ND - 1) * te, (b + ND - 1) % ND);
+			sp_wait_last(x, 0, true, 0);
+			sp_stores(x, 128, x->tr, b * te, b);
+			nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[x->seng[x->nstage - 1]]);
+		}
+		nx_l_endloop(L, NX_ENG_SP);
+		x->lv = -1;
+		t0 = ND * (G - 1);
+	}
+	for (int64_t t = t0; t < N; t++) {
+		if (t + ND - 1 < N) {
+			sp_wait_last(x, t - 1, false, 0);
+			tile_at(x, t + ND - 1, &np, &tr, &e0);
+			sp_loads(x, np, tr, e0, (int)((t + ND - 1) % ND));
+			memcpy(x->snap_l[(t + ND - 1) % 8], L->qcount, sizeof x->snap_l[0]);
+		}
+		sp_wait_last(x, t, false, 0);
+		tile_at(x, t, &np, &tr, &e0);
+		sp_stores(x, np, tr, e0, (int)(t % ND));
+		memcpy(x->snap_s[t % 8], L->qcount, sizeof x->snap_s[0]);
+	}
+}
+
+/* the compute stages of tile t (np partitions, rows of tr, buffer set b) */
+static void tile(fl *x, int64_t t, int64_t np, int64_t tr, int b)
+{
+	nx_lower *L = x->L;
+	/* a full tile: every load queue takes its pieces (rows of partitions);
+	 * a tail tile may leave queues out, so its first stage waits for the
+	 * counts SP's stream recorded instead */
+	bool full = np == 128;
 	bool waited[NX_ENG_COUNT][NX_ENG_COUNT];
 	memset(waited, 0, sizeof waited);
 	nx_engine e0g = x->seng[0];
@@ -476,13 +581,12 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
 					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
 			} else {
-				/* every load so far and every store issued before */
 				nx_lsync a;
 				memset(&a, 0, sizeof a);
 				for (int q = 0; q < x->nql; q++)
-					a.s[x->ql[q]] = L->qcount[x->ql[q]];
-				for (int o = 0; o < x->nqs; o++)
-					a.s[x->qs[o]] = L->qcount[x->qs[o]];
+					a.s[x->ql[q]] = x->snap_l[t % 8][x->ql[q]];
+				for (int o = 0; o < x->nqs && t >= ND; o++)
+					a.s[x->qs[o]] = x->snap_s[(t - ND) % 8][x->qs[o]];
 				nx_l_wait(L, e, &a);
 			}
 		} else {
@@ -513,30 +617,6 @@ static void tile(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	nx_l_addreg(L, e0g, RF_ST, 1);
 	for (int c = 2; c <= 4; c++)
 		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
-	/* POOL: store the outputs after the last stage */
-	if (last != NX_ENG_POOL) {
-		nx_l_addreg(L, NX_ENG_POOL, RF_ENG + last, x->per[last]);
-		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + last,
-		              x->base_e[last] + x->sidx[x->nstage - 1] + 1 - x->per[last], RF_ENG + last);
-	}
-	if (x->cat)
-		cat_pieces(x->nout, np, x->nqs, -1, store_piece, &tc);
-	for (int o = 0; o < x->nout && !x->cat; o++) {
-		int eo = nx_dtype_bytes[x->out[o]->dt];
-		int64_t kp = np < x->ks ? np : x->ks;
-		for (int64_t pc = 0; pc < kp; pc++) {
-			int64_t p0 = np * pc / kp, p1 = np * (pc + 1) / kp;
-			nx_ap h = nx_ap_hbm(x->out[o]->dt, x->out[o]->buf->off + (e0 + p0 * tr) * eo, (int)(p1 - p0), tr, 1,
-			                    s1, c);
-			if (x->lv >= 0)
-				h.loop_stride[x->lv] = x->step * eo;
-			nx_ap sb = tile_ap(x, x->outs[o], np, tr, b);
-			sb.part_start = (uint16_t)p0;
-			sb.part_count = (uint16_t)(p1 - p0);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_POOL, x->qs[o * x->ks + pc], h, sb);
-			nx_l_max(&x->stores, &y);
-		}
-	}
 }
 
 /* time of value v's instruction on engine e for a full tile (the target's
@@ -716,6 +796,67 @@ static double assign(const nx_lower *L, fl *x)
 	return best;
 }
 
+/* per-tile time of the busiest compute resource for the assigned stages
+ * at the tile width x->tr */
+static double stage_time(const nx_lower *L, const fl *x)
+{
+	double ld[NX_ENG_COUNT] = {0};
+	for (int v = 0; v < x->nv; v++)
+		if (x->stage[v] >= 0)
+			ld[x->m[v].e] += cost(L, x, v, x->m[v].e);
+	return makespan(L, ld);
+}
+
+typedef struct qctx {
+	const fl *x;
+	const nx_dtype *dt;
+	double ns[NX_LQ];
+} qctx;
+
+/* one piece's transfer time (the target's DMA model) on its queue */
+static void time_piece(void *ctx, int st, int64_t p0, int64_t p1, int j)
+{
+	qctx *c = ctx;
+	int32_t s1[1] = {1};
+	uint32_t n[1] = {(uint32_t)c->x->tr};
+	nx_insn in;
+	memset(&in, 0, sizeof in);
+	in.op = NX_I_DMA;
+	in.engine = NX_ENG_SP;
+	in.ap[0] = nx_ap_sbuf(c->dt[st], (int)p0, (int)(p1 - p0), 0, 1, s1, n);
+	in.ap[1] = nx_ap_hbm(c->dt[st], 0, (int)(p1 - p0), c->x->tr, 1, s1, n);
+	c->ns[j] += nx_target_ns(c->x->L->t, &in);
+}
+
+/* per full tile: the busiest load queue (*ld) and store queue (*st), ns */
+static void dma_time(const fl *x, double *ld, double *st)
+{
+	nx_dtype dl[FL_MAX], ds[FL_MAX];
+	int k = 0;
+	for (int v = 0; v < x->nv; v++)
+		if (x->param[v] >= 0)
+			dl[k++] = x->ext[x->param[v]]->dt;
+	for (int o = 0; o < x->nout; o++)
+		ds[o] = x->out[o]->dt;
+	qctx a = {x, dl, {0}}, b = {x, ds, {0}};
+	if (x->cat) {
+		cat_pieces(x->nld, 128, x->nql, -1, time_piece, &a);
+		cat_pieces(x->nout, 128, x->nqs, -1, time_piece, &b);
+	} else {
+		for (int s = 0; s < x->nld; s++)
+			for (int pc = 0; pc < x->kl; pc++)
+				time_piece(&a, s, 128 * pc / x->kl, 128 * (pc + 1) / x->kl, x->ql[s * x->kl + pc] % NX_LQ);
+		for (int o = 0; o < x->nout; o++)
+			for (int pc = 0; pc < x->ks; pc++)
+				time_piece(&b, o, 128 * pc / x->ks, 128 * (pc + 1) / x->ks, x->qs[o * x->ks + pc] % NX_LQ);
+	}
+	*ld = *st = 0;
+	for (int q = 0; q < NX_LQ; q++) {
+		*ld = a.ns[q] > *ld ? a.ns[q] : *ld;
+		*st = b.ns[q] > *st ? b.ns[q] : *st;
+	}
+}
+
 /* Tile slots shared by values whose lives do not overlap within a tile
  * (execution order: stage by stage, program order within a stage; an
  * instruction never writes a slot it reads). Loaded parameters live from
@@ -836,8 +977,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			bl += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
 		for (int o = 0; o < x.nout; o++)
 			bs += nx_dtype_bytes[x.dt[x.outs[o]]];
-		int nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
-		nl = nl < 8 ? 8 : nl > 8 + 8 - x.nout ? 8 + 8 - x.nout : nl;
+		int nl = nx_l_load_queues(bl, bs, x.nout);
 		/* a borrowed queue makes SP wait for the previous kernel's
 		 * transfers on it: only kernels of 8 full tiles or more earn
 		 * that back (bert_single_graph_2 632.0 -> 628.5 us) */
@@ -877,9 +1017,23 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	st[0] = 0;
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store pool q%d (%d queues)", x.ql[0],
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store sp q%d (%d queues)", x.ql[0],
 	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
-	nx_l_plan(L, "compute", "%.2f us per full tile on the busiest engine (target model)", per_tile / 1000.0);
+	/* the model at the final tile width: the busiest compute resource
+	 * (DVE and POOL together where they share the SBUF port) and the
+	 * busiest load and store queues per full tile; the kernel takes the
+	 * slowest of them per tile plus the first tile's loads and the last
+	 * tile's stores, which nothing overlaps */
+	per_tile = stage_time(L, &x);
+	double dl, ds;
+	dma_time(&x, &dl, &ds);
+	double pt = per_tile > dl ? per_tile : dl;
+	pt = pt > ds ? pt : ds;
+	double model = (double)x.n / (128.0 * (double)x.tr) * pt + dl + ds;
+	nx_l_plan(L, "compute",
+	          "%.2f us per full tile on the busiest engine (target model), DMA %.2f us loads / %.2f us stores "
+	          "per tile; model %.1f us",
+	          per_tile / 1000.0, dl / 1000.0, ds / 1000.0, model / 1000.0);
 	int nrow = 0;
 	for (int v = 0; v < x.nv; v++)
 		nrow += x.row[v] >= 0;
@@ -925,21 +1079,25 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		nx_l_max(&src->buf->war, &y);
 	}
 	/* broadcast rows: the resident [128, tr] tile, row[(p tr + j) mod C] at
-	 * partition p, element j: one transfer reading the row tr / C times
-	 * with stride 0 when C divides tr, else one per C / tr partitions */
+	 * partition p, element j: transfers reading the row tr / C times with
+	 * stride 0 when C divides tr, else the row's C / tr partitions from
+	 * consecutive pieces of it; in pieces of at most 16 partitions spread
+	 * over the load queues (one queue moving the whole tile exposes it:
+	 * 1 MiB took 65 us before the first tile, bert_layer's fusion.29) */
 	for (int v = 0; v < x.nv; v++) {
 		if (x.row[v] < 0)
 			continue;
 		nx_lval *src = ops[x.rowp[x.row[v]]];
-		int64_t C = x.rowc, g = x.tr >= C ? 128 : C / x.tr;
-		for (int64_t p0 = 0; p0 < 128; p0 += g) {
+		int64_t C = x.rowc, g = x.tr >= C ? 128 : C / x.tr, pp = g < 16 ? g : 16;
+		int esz = nx_dtype_bytes[x.dt[v]];
+		for (int64_t p0 = 0; p0 < 128; p0 += pp) {
 			int32_t hs[2] = {0, 1}, ss[2] = {(int32_t)C, 1};
 			uint32_t c2[2] = {(uint32_t)(x.tr / C), (uint32_t)C}, c1[1] = {(uint32_t)x.tr};
 			bool rep = x.tr >= C;
-			nx_ap hb = rep ? nx_ap_hbm(x.dt[v], src->buf->off, 128, 0, 2, hs, c2)
-			               : nx_ap_hbm(x.dt[v], src->buf->off, (int)g, x.tr, 1, hs + 1, c1);
-			nx_ap sb = rep ? nx_ap_sbuf(x.dt[v], 0, 128, x.off[v], 2, ss, c2)
-			               : nx_ap_sbuf(x.dt[v], (int)p0, (int)g, x.off[v], 1, ss + 1, c1);
+			nx_ap hb = rep ? nx_ap_hbm(x.dt[v], src->buf->off, (int)pp, 0, 2, hs, c2)
+			               : nx_ap_hbm(x.dt[v], src->buf->off + (p0 % g) * x.tr * esz, (int)pp, x.tr, 1, hs + 1, c1);
+			nx_ap sb = rep ? nx_ap_sbuf(x.dt[v], (int)p0, (int)pp, x.off[v], 2, ss, c2)
+			               : nx_ap_sbuf(x.dt[v], (int)p0, (int)pp, x.off[v], 1, ss + 1, c1);
 			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x.ql[ncl++ % (x.nql < 8 ? x.nql : 8)], sb, hb);
 			nx_l_max(&x.loads, &y);
 			nx_l_max(&src->buf->war, &y);
@@ -969,33 +1127,29 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		if (used[e])
 			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
-	int64_t tile_e = 128 * x.tr, pairs = T / ND;
-	int par = 0;
-	if (pairs > 0) {
-		if (pairs > 1) {
-			for (int e = 0; e < NX_ENG_COUNT; e++)
-				if (used[e])
-					nx_l_loop(L, (nx_engine)e, pairs);
-			x.lv = L->s[NX_ENG_SP].depth - 1;
-		}
-		x.step = ND * tile_e;
-		for (int b = 0; b < ND; b++)
-			tile(&x, 128, x.tr, b * tile_e, b);
-		if (pairs > 1) {
-			for (int e = 0; e < NX_ENG_COUNT; e++)
-				if (used[e])
-					nx_l_endloop(L, (nx_engine)e);
-			x.lv = -1;
-		}
+	int64_t pairs = T / ND, N = T + (q > 0) + (s > 0);
+	sp_stream(&x, N, T);
+	/* the stage engines: ND tiles per loop iteration */
+	bool stage_eng[NX_ENG_COUNT] = {false};
+	for (int k = 0; k < x.nstage; k++)
+		stage_eng[x.seng[k]] = true;
+	if (pairs > 1)
+		for (int e = 0; e < NX_ENG_COUNT; e++)
+			if (stage_eng[e])
+				nx_l_loop(L, (nx_engine)e, pairs);
+	for (int64_t t = 0; t < (pairs > 0 ? ND : 0); t++)
+		tile(&x, t, 128, x.tr, (int)t);
+	if (pairs > 1)
+		for (int e = 0; e < NX_ENG_COUNT; e++)
+			if (stage_eng[e])
+				nx_l_endloop(L, (nx_engine)e);
+	for (int64_t t = pairs * ND; t < N; t++) {
+		int64_t np, tr, e0;
+		tile_at(&x, t, &np, &tr, &e0);
+		tile(&x, t, np, tr, (int)(t % ND));
 	}
-	for (int64_t t = pairs * ND; t < T; t++, par = (par + 1) % ND)
-		tile(&x, 128, x.tr, t * tile_e, par);
-	if (q > 0) {
-		tile(&x, q, x.tr, T * tile_e, par);
-		par = (par + 1) % ND;
-	}
-	if (s > 0)
-		tile(&x, 1, s, T * tile_e + q * x.tr, par);
+	/* POOL's later transfers on the store queues follow these stores */
+	nx_l_wait(L, NX_ENG_POOL, &x.stores);
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0)
 			nx_l_max(&ops[x.param[v]]->buf->war, &x.loads);

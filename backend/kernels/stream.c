@@ -199,8 +199,7 @@ static nx_status stream(st *x, int64_t O)
 		int64_t bl = 0, bs = nx_dtype_bytes[x->out->dt];
 		for (int k = 0; k < nld; k++)
 			bl += nx_dtype_bytes[x->ops[k]->dt];
-		nl = (int)((16 * bl + (bl + bs) / 2) / (bl + bs));
-		nl = nl < 8 ? 8 : nl > 15 ? 15 : nl;
+		nl = nx_l_load_queues(bl, bs, 1);
 	}
 	x->kl = nl / nld;
 	x->ks = 16 - nld * x->kl > 8 ? 8 : 16 - nld * x->kl;

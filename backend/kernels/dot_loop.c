@@ -90,7 +90,7 @@ typedef struct sd {
 	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
 	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
 	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
-	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
+	int64_t base_l[SQ], base_s[SQ], base_pe, base_act, base_pool;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
 	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
@@ -329,14 +329,14 @@ static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
 
 /* ---- the row epilogue's parts of a step (kernels/dot_rows.c) */
 /* SP: P[par] ([mt, G, nt] as O) after the step's other loads on every load
- * queue, once the stores of the step before the last are done */
+ * queue, once POOL multiplied the groups of the step before the last (it
+ * signals per group, before the group's store) */
 static void sd_rows_load(sd *x, int par, int64_t bat)
 {
 	nx_lower *L = x->L;
 	const nx_lval *P = x->rows->P;
 	nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
-	for (int q = 0; q < x->nqs; q++)
-		nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_POOL, x->base_pool - 2 * (x->G / x->gb), S_SP_PE + 1);
 	int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
 	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
 	int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
@@ -378,6 +378,7 @@ static void sd_rows_post(sd *x, int par, int64_t mrow)
 	nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
 	o.loop_stride[x->lv_g] = x->gb * x->nt * x->eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
 	nx_l_dot_rows_post(x->L, x->rows, o, p);
+	nx_l_signal(x->L, NX_ENG_POOL);
 }
 
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
@@ -736,13 +737,16 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
-				 * issuing on POOL queues beyond its 8) */
-				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
+				 * issuing on POOL queues beyond its 8); batch steps also 5 to
+				 * 7 (a row epilogue's P loads with the operands) */
+				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12, 6, 7, 5};
 				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
 				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
 					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
 					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
 					c.nqe = nqe;
+					if (wide >= 6 && !bstep)
+						continue;
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
@@ -1026,6 +1030,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
 	x->base_dve = L->ecount[NX_ENG_DVE];
+	x->base_pool = L->ecount[NX_ENG_POOL];
 	if (x->rows) {
 		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 		nx_l_setreg(L, NX_ENG_DVE, 0, 0);

@@ -75,6 +75,11 @@ typedef struct sd {
 	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
 	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
 	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
+	/* batch steps of nbs batches (each transfer covers them all; PE, ACT
+	 * and DVE loop over them): a buffer holds nbs batches, rbb, sbb, obb,
+	 * tbb and pbb bytes apart (R, S, O, T, P) */
+	int64_t nbs, rbb, sbb, obb, tbb, pbb;
+	int64_t bo; /* the batch of the step being emitted */
 	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
 	/* load queues ql: the first nls take the streamed tiles, the others
 	 * (SP's piece queues) and nqs_res of the store queues the resident block */
@@ -91,7 +96,7 @@ typedef struct sd {
 	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
 	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
 	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
-	int64_t base_l[SQ], base_s[SQ], base_pe, base_act;
+	int64_t base_l[SQ], base_s[SQ], base_pe, base_act, base_pool;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
 	int lv_g;       /* POOL's loop over the store groups of a step */
 	nx_lsync loads, stores, pe, act;
@@ -138,13 +143,13 @@ static bool slab_strided(const nx_ldmat *V, int side_of_w, int esz)
 
 /* one DMA per queue: partitions [0, np) in nq ranges, each [KT or G, w] */
 static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_dtype dt, int64_t hoff,
-                      int64_t pstride, int64_t np, const int32_t *hs, const int32_t *ss, const uint32_t *cn,
+                      int64_t pstride, int64_t np, int nd, const int32_t *hs, const int32_t *ss, const uint32_t *cn,
                       int64_t soff, const int64_t *lso, const int64_t *lss, int esz, nx_lsync *acc)
 {
 	for (int q = 0; q < nq; q++) {
 		int64_t p0 = np * q / nq, p1 = np * (q + 1) / nq;
-		nx_ap h = nx_ap_hbm(dt, hoff + p0 * pstride * esz, (int)(p1 - p0), pstride, 2, hs, cn);
-		nx_ap s = nx_ap_sbuf(dt, (int)p0, (int)(p1 - p0), soff, 2, ss, cn);
+		nx_ap h = nx_ap_hbm(dt, hoff + p0 * pstride * esz, (int)(p1 - p0), pstride, nd, hs, cn);
+		nx_ap s = nx_ap_sbuf(dt, (int)p0, (int)(p1 - p0), soff, nd, ss, cn);
 		if (x->lv_o >= 0)
 			h.loop_stride[x->lv_o] = lso[0], s.loop_stride[x->lv_o] = lss[0];
 		if (x->lv_s >= 0)
@@ -154,6 +159,19 @@ static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_d
 		nx_lsync y = load ? nx_l_dma_q(x->L, e, qv[q], s, h) : nx_l_dma_q(x->L, e, qv[q], h, s);
 		nx_l_max(acc, &y);
 	}
+}
+
+/* a transfer of a batch step of nbs > 1 batches: an outer axis over them,
+ * hst elements apart in HBM and sst in SBUF; the transfer's dimensions */
+static int bdim(const sd *x, int32_t *hs, int32_t *ss, uint32_t *cn, int64_t hst, int64_t sst)
+{
+	if (x->nbs < 2)
+		return 2;
+	NX_ASSERT(hst <= INT32_MAX && sst <= INT32_MAX);
+	for (int d = 2; d > 0; d--)
+		hs[d] = hs[d - 1], ss[d] = ss[d - 1], cn[d] = cn[d - 1];
+	hs[0] = (int32_t)hst, ss[0] = (int32_t)sst, cn[0] = (uint32_t)x->nbs;
+	return 3;
 }
 
 /* the resident block of the current outer iteration in rp pieces (one per
@@ -167,8 +185,9 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw, pw = rb / x->rp;
 	/* partition k: element stride along K; w: along the resident axis */
 	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
-	int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[2] = {(int32_t)rb, 1};
-	uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)pw};
+	int32_t hs[3] = {(int32_t)(x->kt * sk), (int32_t)sw}, ss[3] = {(int32_t)rb, 1};
+	uint32_t cn[3] = {(uint32_t)x->KT, (uint32_t)pw};
+	int nd = x->bstep ? bdim(x, hs, ss, cn, V->sb, x->rbb / x->er) : 2;
 	int64_t lso = x->Bt > 1 ? sd_ob(V) * x->er : rb * sw * x->er;
 	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
 	nx_engine e = who == 1 ? NX_ENG_SP : NX_ENG_POOL;
@@ -186,12 +205,12 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	for (int q = 0; q < nq; q++) {
 		int64_t p0 = pa + pn * q / nq, p1 = pa + pn * (q + 1) / nq;
 		NX_ASSERT(p1 > p0);
-		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, 2, hs, cn);
-		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par], 2, ss, cn);
+		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, nd, hs, cn);
+		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par], nd, ss, cn);
 		if (x->lv_o >= 0)
 			h.loop_stride[x->lv_o] = lso;
 		if (x->bstep && x->lv_s >= 0)
-			h.loop_stride[x->lv_s] = 2 * V->sb * x->er;
+			h.loop_stride[x->lv_s] = 2 * x->nbs * V->sb * x->er;
 		h.loop_stride[dl] = pw * sw * x->er, s.loop_stride[dl] = pw * x->er;
 		nx_lsync y = nx_l_dma_q(L, e, qv[q], s, h);
 		nx_l_max(&x->loads, &y);
@@ -205,12 +224,13 @@ static void sd_stage(sd *x, int par, int64_t bat)
 {
 	const nx_ldmat *V = x->side ? x->B : x->A;
 	int64_t sk = x->side ? V->sr : V->sc, sw = x->side ? V->sc : V->sr;
-	int32_t hs[2] = {(int32_t)(128 * sw), (int32_t)sk}, ss[2] = {(int32_t)x->K, 1};
-	uint32_t cn[2] = {(uint32_t)x->nw, (uint32_t)x->K};
+	int32_t hs[3] = {(int32_t)(128 * sw), (int32_t)sk}, ss[3] = {(int32_t)x->K, 1};
+	uint32_t cn[3] = {(uint32_t)x->nw, (uint32_t)x->K};
+	int nd = bdim(x, hs, ss, cn, V->sb, x->tbb / x->er);
 	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
-	int64_t lso[3] = {sd_ob(V) * x->er, 2 * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
+	int64_t lso[3] = {sd_ob(V) * x->er, 2 * x->nbs * V->sb * x->er, 0}, lss[3] = {0, 0, 0};
 	int q0 = x->nls < x->nql ? x->nls : 0;
-	split_dma(x, NX_ENG_SP, x->ql + q0, x->nql - q0, true, V->dt, hoff, sw, 128, hs, ss, cn, x->t_off[par], lso, lss,
+	split_dma(x, NX_ENG_SP, x->ql + q0, x->nql - q0, true, V->dt, hoff, sw, 128, nd, hs, ss, cn, x->t_off[par], lso, lss,
 	          x->er, &x->loads);
 }
 
@@ -225,6 +245,7 @@ static void sd_transpose(sd *x, int par)
 	int64_t rb = x->G * (x->side ? x->nt : x->mt);
 	int32_t s1[1] = {1};
 	uint32_t c128[1] = {128}, cr[1] = {(uint32_t)rb};
+	for (int64_t b = 0; b < x->nbs; b++) { /* the step's batches, one after the other */
 	nx_l_loop(L, NX_ENG_PE, x->KT / 2);
 	nx_l_loop(L, NX_ENG_ACT, x->KT / 2);
 	int dg = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
@@ -237,7 +258,7 @@ static void sd_transpose(sd *x, int par)
 		nx_insn *tr = nx_l_emit(L, NX_ENG_PE, NX_I_TRANSPOSE);
 		tr->ap[0] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, c128);
 		tr->ap[0].loop_stride[di] = 128 * 4;
-		tr->ap[1] = nx_ap_sbuf(V->dt, 0, 128, x->t_off[par] + j * 128 * x->er, 1, s1, c128);
+		tr->ap[1] = nx_ap_sbuf(V->dt, 0, 128, x->t_off[par] + b * x->tbb + j * 128 * x->er, 1, s1, c128);
 		tr->ap[1].loop_stride[di] = x->K * x->er;
 		tr->ap[1].loop_stride[dg] = 2 * 128 * x->er;
 		nx_l_endloop(L, NX_ENG_PE);
@@ -246,7 +267,7 @@ static void sd_transpose(sd *x, int par)
 		nx_l_addreg(L, NX_ENG_ACT, S_ACT_PE, 1);
 		nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_ACT_PE);
 		nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
-		cp->ap[0] = nx_ap_sbuf(V->dt, 0, 128, x->r_off[par] + j * rb * x->er, 1, s1, cr);
+		cp->ap[0] = nx_ap_sbuf(V->dt, 0, 128, x->r_off[par] + b * x->rbb + j * rb * x->er, 1, s1, cr);
 		cp->ap[0].loop_stride[da] = 2 * rb * x->er;
 		cp->ap[1] = nx_ap_psum(NX_DT_F32, 0, 128, pb, 1, s1, cr);
 		y = nx_l_signal(L, NX_ENG_ACT);
@@ -254,6 +275,7 @@ static void sd_transpose(sd *x, int par)
 	}
 	nx_l_endloop(L, NX_ENG_PE);
 	nx_l_endloop(L, NX_ENG_ACT);
+	}
 	/* the matmuls read R[par]: every copy done */
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
 }
@@ -284,7 +306,7 @@ static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int6
 	int es = nx_dtype_bytes[e->dt];
 	for (int k = 0; k < e->nstr; k++) {
 		const nx_lval *v = e->str[k];
-		split_dma(x, NX_ENG_SP, x->qe, x->nqe, true, e->dt, v->buf->off + hoff0 * es, x->N, mrow, hs, ss, cn,
+		split_dma(x, NX_ENG_SP, x->qe, x->nqe, true, e->dt, v->buf->off + hoff0 * es, x->N, mrow, 2, hs, ss, cn,
 		          x->e_str[k][par], lso, lss, es, &x->eloads);
 	}
 }
@@ -354,19 +376,20 @@ static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
 
 /* ---- the row epilogue's parts of a step (kernels/dot_rows.c) */
 /* SP: P[par] ([mt, G, nt] as O) after the step's other loads on every load
- * queue, once the stores of the step before the last are done */
+ * queue, once POOL multiplied the groups of the step before the last (it
+ * signals per group, before the group's store) */
 static void sd_rows_load(sd *x, int par, int64_t bat)
 {
 	nx_lower *L = x->L;
 	const nx_lval *P = x->rows->P;
 	nx_l_addreg(L, NX_ENG_SP, S_SP_PE + 1, x->G / x->gb);
-	for (int q = 0; q < x->nqs; q++)
-		nx_l_wait_rel(L, NX_ENG_SP, x->qs[q], x->base_s[q] - 2 * (x->G / x->gb), S_SP_PE + 1);
-	int32_t hs[2] = {(int32_t)(x->mt * x->N), 1}, ss[2] = {(int32_t)x->nt, 1};
-	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)x->nt};
-	int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->M * x->N * x->ep, 0};
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_POOL, x->base_pool - 2 * (x->G / x->gb), S_SP_PE + 1);
+	int32_t hs[3] = {(int32_t)(x->mt * x->N), 1}, ss[3] = {(int32_t)x->nt, 1};
+	uint32_t cn[3] = {(uint32_t)x->G, (uint32_t)x->nt};
+	int nd = bdim(x, hs, ss, cn, x->M * x->N, x->pbb / x->ep);
+	int64_t lso[3] = {(x->A->B2 ? x->A->B2 : 1) * x->M * x->N * x->ep, 2 * x->nbs * x->M * x->N * x->ep, 0};
 	int64_t lss[3] = {0, 0, 0};
-	split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt, hs,
+	split_dma(x, NX_ENG_SP, x->ql, x->nql, true, P->dt, P->buf->off + bat * x->M * x->N * x->ep, x->N, x->mt, nd, hs,
 	          ss, cn, x->p_off[par], lso, lss, x->ep, &x->loads);
 }
 
@@ -386,6 +409,7 @@ static void sd_rows_stats(sd *x, int par, int j, int tp, int64_t bi, nx_ap ps)
 	uint32_t cn[1] = {ps.count[0]};
 	nx_ap pt = nx_ap_sbuf(x->lp ? x->rows->P->dt : NX_DT_F32, 0, ps.part_count, x->p_off[par] + j * x->nt * x->ep, 1,
 	                      s1, cn);
+	pt.offset += x->bo * x->pbb;
 	pt.loop_stride[L->s[NX_ENG_DVE].depth - 1] = tp * x->nt * x->ep;
 	nx_l_addreg(L, NX_ENG_DVE, 0, 1);
 	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, 0);
@@ -397,12 +421,14 @@ static void sd_rows_stats(sd *x, int par, int j, int tp, int64_t bi, nx_ap ps)
 /* POOL: the epilogue's last op on the store group (before its store) */
 static void sd_rows_post(sd *x, int par, int64_t mrow)
 {
-	int32_t s1[1] = {1};
-	uint32_t cg[1] = {(uint32_t)(x->gb * x->nt)};
-	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], 1, s1, cg);
-	nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], 1, s1, cg);
+	int32_t so[2] = {(int32_t)(x->obb / x->eo), 1}, sp[2] = {(int32_t)(x->pbb / x->ep), 1};
+	uint32_t cg[2] = {(uint32_t)x->nbs, (uint32_t)(x->gb * x->nt)};
+	int nd = x->nbs > 1 ? 2 : 1; /* nbs > 1: one group per batch */
+	nx_ap o = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par], nd, so + 2 - nd, cg + 2 - nd);
+	nx_ap p = nx_ap_sbuf(x->rows->P->dt, 0, (int)mrow, x->p_off[par], nd, sp + 2 - nd, cg + 2 - nd);
 	o.loop_stride[x->lv_g] = x->gb * x->nt * x->eo, p.loop_stride[x->lv_g] = x->gb * x->nt * x->ep;
 	nx_l_dot_rows_post(x->L, x->rows, o, p);
+	nx_l_signal(x->L, NX_ENG_POOL);
 }
 
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
@@ -415,11 +441,11 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	int64_t upe = x->G + (x->tpe ? x->KT : 0); /* PE signals (and ACT's) per step */
+	int64_t upe = (x->G + (x->tpe ? x->KT : 0)) * x->nbs; /* PE signals (and ACT's) per step */
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
 	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, upe);
 	/* batch steps: step sidx is batch sidx, with one streamed tile */
-	int64_t bat = x->bstep ? sidx : 0, stl = x->bstep ? 0 : sidx;
+	int64_t bat = x->bstep ? sidx * x->nbs : 0, stl = x->bstep ? 0 : sidx;
 	if (x->tpe)
 		sd_stage(x, par, bat);
 	else if (x->bstep)
@@ -429,12 +455,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	int64_t mrow = x->side ? ssz : x->mt, ncol = x->side ? x->nt : ssz;
 	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
 	{
-		int32_t hs[2] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[2] = {(int32_t)sw, 1};
-		uint32_t cn[2] = {(uint32_t)x->KT, (uint32_t)ssz};
+		int32_t hs[3] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[3] = {(int32_t)sw, 1};
+		uint32_t cn[3] = {(uint32_t)x->KT, (uint32_t)ssz};
+		int nd = bdim(x, hs, ss, cn, V->sb, x->sbb / x->es);
 		int64_t hoff = V->buf->off + (V->off + stl * sw * swd + bat * V->sb) * x->es;
-		int64_t lso[3] = {x->Bt > 1 ? sd_ob(V) * x->es : 0, x->bstep ? 2 * V->sb * x->es : 2 * sw * swd * x->es, 0};
+		int64_t lso[3] = {x->Bt > 1 ? sd_ob(V) * x->es : 0,
+		                  x->bstep ? 2 * x->nbs * V->sb * x->es : 2 * sw * swd * x->es, 0};
 		int64_t lss[3] = {0, 0, 0};
-		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, hs, ss, cn, x->s_off[par], lso, lss,
+		split_dma(x, NX_ENG_SP, x->ql, x->nls, true, V->dt, hoff, sk, x->kt, nd, hs, ss, cn, x->s_off[par], lso, lss,
 		          x->es, &x->loads);
 	}
 	/* the output's pattern: the step's elements from hoff0, loop strides olso */
@@ -444,7 +472,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		olso[0] = (x->A->B2 ? x->A->B2 : 1) * x->M * x->N * eo;
 	else
 		olso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * x->N * eo;
-	olso[1] = x->bstep ? 2 * x->M * x->N * eo : x->side ? 2 * x->mt * x->N * eo : 2 * x->nt * eo;
+	olso[1] = x->bstep ? 2 * x->nbs * x->M * x->N * eo : x->side ? 2 * x->mt * x->N * eo : 2 * x->nt * eo;
 	olso[2] = x->gb * (x->side ? x->nt : x->mt * x->N) * eo;
 	if (x->epi)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
@@ -473,6 +501,12 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	int64_t dist = tp == 2 || x->G == 1 ? 2 : 1;
 	if (x->tpe)
 		sd_transpose(x, par);
+	/* the step's nbs batches one after the other (unrolled: the loop
+	 * nest is at its depth limit) */
+	int64_t roff0 = roff;
+	for (int64_t b = 0; b < x->nbs; b++) {
+	roff = roff0 + b * x->rbb, x->bo = b;
+	int64_t soff = x->s_off[par] + b * x->sbb, ooff = x->o_off[par] + b * x->obb;
 	/* a loop even of one pair: the code does not depend on G */
 	nx_l_loop(L, NX_ENG_PE, npair);
 	nx_l_loop(L, NX_ENG_ACT, npair);
@@ -511,12 +545,12 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 			nx_ap st, mv;
 			if (x->side == 0) { /* stationary: resident A^T; moving: S */
 				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->mt) * x->ea, 1, s1, cm);
-				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->nt * x->eb, 1, s1, cn);
+				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, soff + k0 * x->nt * x->eb, 1, s1, cn);
 				st.loop_stride[dj] = tp * x->mt * x->ea;
 				if (!first)
 					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
 			} else { /* stationary: S (A^T tile); moving: resident B */
-				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, x->s_off[par] + k0 * x->mt * x->ea, 1, s1, cm);
+				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, soff + k0 * x->mt * x->ea, 1, s1, cm);
 				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->nt) * x->eb, 1, s1, cn);
 				mv.loop_stride[dj] = tp * x->nt * x->eb;
 				if (!first)
@@ -533,7 +567,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		/* ACT: evacuate the bank into O[par] with the cast (a row
 		 * epilogue: after DVE's statistics of the bank, kernels/dot_rows.c) */
 		uint32_t cn[1] = {(uint32_t)ncol};
-		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, x->o_off[par] + j * x->nt * x->eo, 1, s1, cn);
+		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, ooff + j * x->nt * x->eo, 1, s1, cn);
 		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
 		po.loop_stride[da] = tp * x->nt * x->eo;
 		int64_t bi = (pb - x->pbase) / x->bank;
@@ -557,6 +591,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_l_endloop(L, NX_ENG_ACT);
 	if (x->rows)
 		nx_l_endloop(L, NX_ENG_DVE);
+	}
+	x->bo = 0;
 	if (!x->bstep) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -567,12 +603,12 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
 	if (x->tpe)
-		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT);
-	if (x->epool)
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT * x->nbs);
+	if (x->epool) /* an epilogue keeps nbs == 1 (sd_plan) */
 		sd_epi_wait_loads(x, NX_ENG_POOL);
-	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group */
+	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group (nbs > 1: of each batch) */
 	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
-	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
+	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb * x->nbs);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
 	if (x->epool) {
 		sd_epi_group(x, NX_ENG_POOL, x->lv_g, par, stl, mrow, ncol);
@@ -582,12 +618,13 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	}
 	{
 		int64_t tstep = x->side ? x->nt : x->mt * x->N;
-		int32_t hs[2] = {(int32_t)tstep, 1}, ss[2] = {(int32_t)x->nt, 1};
-		uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
+		int32_t hs[3] = {(int32_t)tstep, 1}, ss[3] = {(int32_t)x->nt, 1};
+		uint32_t cn[3] = {(uint32_t)x->gb, (uint32_t)ncol};
+		int nd = bdim(x, hs, ss, cn, x->M * x->N, x->obb / eo);
 		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
 		if (x->lp)
 			sd_rows_post(x, par, mrow);
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->out->buf->off + hoff0 * eo, x->N, mrow, hs,
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->out->buf->off + hoff0 * eo, x->N, mrow, nd, hs,
 		          ss, cn, x->o_off[par], olso, lss, (int)eo, &x->stores);
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
@@ -612,7 +649,7 @@ static void sd_endloop(sd *x)
 static void sd_block(sd *x)
 {
 	nx_lower *L = x->L;
-	int64_t nsteps = x->bstep ? (x->A->B2 ? x->A->B2 : x->Bt) : x->NS;
+	int64_t nsteps = x->bstep ? (x->A->B2 ? x->A->B2 : x->Bt) / x->nbs : x->NS;
 	if (!x->bstep) {
 		/* SP and POOL: the previous block's matmuls are done (POOL: its
 		 * tiles are evacuated, and stored: program order) */
@@ -742,9 +779,19 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				 * loop and the odd one): narrower streamed tiles instead */
 				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
 					continue;
-				int64_t bytes = (bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                2 * al64(G * nt * x->eo) + (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
-				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0);
+				/* batch steps of nbs batches: each transfer covers them all
+				 * (fewer, larger ones); tile pairs, one store group */
+				int64_t nb2 = x->A->B2 ? x->A->B2 : x->Bt;
+				for (int64_t nbs = 1; nbs <= 4; nbs *= 2) {
+				if (nbs > 1 && (!bstep || G % 2 || G != gb || x->epi || nb2 % nbs ||
+				                (x->A->B2 && x->Bt > nb2 && (nb2 / nbs) % 2) || x->A->sb > INT32_MAX ||
+				                x->B->sb > INT32_MAX || x->M * x->N > INT32_MAX))
+					continue;
+				int64_t bytes = nbs * ((bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
+				                       2 * al64(G * nt * x->eo)) +
+				                (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
+				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0) +
+				                (x->rows && x->rows->P ? 2 * (nbs - 1) * al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0);
 				if (x->rows && x->rows->P && !bstep)
 					continue; /* P loads per batch step only */
 				/* the epilogue's streamed inputs: queues of their own, each
@@ -761,17 +808,20 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				int64_t rbw = G * rw, nw = rbw / 128;
 				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
-				              bytes + 2 * al64(nw * x->K * c.er) + 128 <= budget;
+				              bytes + 2 * nbs * al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
-				 * issuing on POOL queues beyond its 8) */
-				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12};
+				 * issuing on POOL queues beyond its 8); batch steps also 5 to
+				 * 7 (a row epilogue's P loads with the operands) */
+				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12, 6, 7, 5};
 				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
 				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
 					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
 					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
 					c.nqe = nqe;
+					if (wide >= 6 && !bstep)
+						continue;
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
@@ -795,23 +845,24 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						/* PE: the matmuls, a loop step each, ~6 control instructions
 						 * per tile (register, wait, signal, loops), a wait per queue per step */
 						double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
-						double pe = (double)G * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
+						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
 						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
-						double ld = dma_est(t, (double)x->K * sw * c.es, kt, sstr, nls);
+						double ld = dma_est(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls);
 						/* stores: one per tile group of gb tiles */
-						double st1 = dma_est(t, (double)mt * gb * nt * x->eo, mt, false, nqs),
+						double st1 = dma_est(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs),
 						       st = (double)(G / gb) * st1;
-						double ev = G * ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
+						double ev = (double)(G * nbs) *
+						            ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
 						            t->freq_ghz[NX_ENG_ACT];
-						double rbytes = (double)x->K * G * rw * c.er;
+						double rbytes = (double)(x->K * G * rw * c.er * nbs);
 						if (tpe) {
 							/* KT x nw transposes, a bank each K tile, and the wait
 							 * for the last copy; ACT copies KT banks */
 							double tr = 128.0 * (c.er == 4 ? t->pe_fp32_factor : 1) / t->freq_ghz[NX_ENG_PE];
 							double cpy = ((double)rbw + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
 							             t->freq_ghz[NX_ENG_ACT];
-							pe += (double)x->KT * ((double)nw * (tr + ctl) + 6 * ctl) + cpy;
-							ev += (double)x->KT * cpy;
+							pe += (double)(x->KT * nbs) * ((double)nw * (tr + ctl) + 6 * ctl) + cpy;
+							ev += (double)(x->KT * nbs) * cpy;
 						}
 						double step = pe;
 						if (ld > step)
@@ -842,8 +893,9 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
 							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
 							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
-								lr += dma_est(t, (double)x->M * x->N * nx_dtype_bytes[x->rows->P->dt], mt, false, nql);
-							tot = (double)x->Bt * (lr > step ? lr : step) + st1 + lr;
+								lr += dma_est(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt, false,
+								              nql);
+							tot = (double)(x->Bt / nbs) * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece
 							 * arrives, and its streamed tile */
@@ -864,10 +916,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							c.G = G, c.gb = gb, c.NB = RT / G, c.NS = ST;
 							c.nql = nql, c.nqs = nqs, c.nls = nls, c.nqs_res = nres, c.rp = rp, c.rsq = rsq;
 							c.tpe = tpe, c.nw = nw;
-							c.bstep = bstep;
+							c.bstep = bstep, c.nbs = nbs;
 							*x = c;
 						}
 					}
+				}
 				}
 			}
 		}
@@ -975,7 +1028,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t obytes = al64(x->G * x->nt * x->eo);
 	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
 	NX_ASSERT(!(x->epi && x->rows)); /* their buffers and DVE counts share the same places */
-	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) : 0;
+	NX_ASSERT(x->nbs >= 1 && (x->nbs == 1 || (x->bstep && !x->epi)));
+	x->ep = x->rows && x->rows->P ? nx_dtype_bytes[x->rows->P->dt] : 0;
+	x->rbb = rbytes, x->sbb = sbytes, x->obb = obytes, x->tbb = tbytes, x->pbb = al64(x->G * x->nt * x->ep);
+	rbytes *= x->nbs, sbytes *= x->nbs, obytes *= x->nbs, tbytes *= x->nbs;
+	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) + 2 * (x->nbs - 1) * x->pbb : 0;
 	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + ebytes, base;
 	if (x->epi)
 		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N);
@@ -990,10 +1047,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->o_off[0] = x->s_off[1] + sbytes, x->o_off[1] = x->o_off[0] + obytes;
 	x->t_off[0] = x->o_off[1] + obytes, x->t_off[1] = x->t_off[0] + tbytes;
 	x->rows_off = x->t_off[1] + tbytes;
-	x->ep = x->rows && x->rows->P ? nx_dtype_bytes[x->rows->P->dt] : 0;
 	x->lp = x->ep ? 1 : 0;
-	x->p_off[0] = x->rows_off + 64, x->p_off[1] = x->p_off[0] + al64(x->G * x->nt * x->ep);
-	x->tmp_off = x->p_off[1] + al64(x->G * x->nt * x->ep);
+	x->p_off[0] = x->rows_off + 64, x->p_off[1] = x->p_off[0] + x->nbs * x->pbb;
+	x->tmp_off = x->p_off[1] + x->nbs * x->pbb;
 	int ph = L->pidx++ & 1;
 	x->bank = t->psum_bank_bytes;
 	x->pbase = ph * (t->psum_banks / 2) * x->bank;
@@ -1014,7 +1070,13 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          nx_dtype_names[x->out->dt]);
 	nx_l_plan(L, "tiling", "mt %lld, nt %lld, kt %lld; %lld K tiles, whole K resident", (long long)x->mt,
 	          (long long)x->nt, (long long)x->kt, (long long)x->KT);
-	if (x->bstep && x->A->B2)
+	if (x->bstep && x->nbs > 1)
+		nx_l_plan(L, "loops",
+		          "%sstep = %lld batches of %lld (pairs, double-buffered, one transfer per queue) > %lld "
+		          "tiles each (pairs, stores of %lld) > k %lld",
+		          x->A->B2 ? nx_arena_printf(&L->a, "b %lld > ", (long long)(x->Bt / x->A->B2)) : "", (long long)x->nbs,
+		          (long long)(x->A->B2 ? x->A->B2 : x->Bt), (long long)x->G, (long long)x->gb, (long long)x->KT);
+	else if (x->bstep && x->A->B2)
 		nx_l_plan(L, "loops",
 		          "b %lld > step = batch %lld (pairs, double-buffered) > %lld tiles (%s, stores of %lld) > k %lld",
 		          (long long)(x->Bt / x->A->B2), (long long)x->A->B2, (long long)x->G, x->G > 1 ? "pairs" : "one",
@@ -1070,6 +1132,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->base_pe = L->ecount[NX_ENG_PE];
 	x->base_act = L->ecount[NX_ENG_ACT];
 	x->base_dve = L->ecount[x->epi ? sd_epi_eng(x) : NX_ENG_DVE];
+	x->base_pool = L->ecount[NX_ENG_POOL];
 	if (x->rows) {
 		nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 		nx_l_setreg(L, NX_ENG_DVE, 0, 0);
@@ -1176,6 +1239,7 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 	memset(sc, 0, sizeof *sc);
 	sc->L = L, sc->A = A, sc->B = B, sc->out = out, sc->Bt = Bt, sc->M = M, sc->K = K, sc->N = N;
 	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
+	sc->nbs = 1;
 }
 
 /* the plan with the row epilogue when a tile can hold whole rows, else without */

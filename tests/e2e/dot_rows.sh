@@ -12,7 +12,11 @@
 # its own kernel), seq 1024 (a row does not fit a PSUM tile). bf: bf16
 # operands with the softmax computed in f32 through converts; div: the
 # scale as a divide by 8; s16: 8-row tiles (p on at most 8 load queues,
-# a partition range each).
+# a partition range each). Batch steps of several batches (one transfer per
+# queue covers them; the plan says `batches of`): bwd (2 per step),
+# h20 (20 batches, 4 per step: an odd step count, one-level batch) and
+# b3h6 (dv over 18 batches, 2 per step: 9 steps; the others keep one per
+# step since 6 / 2 is odd).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
@@ -88,13 +92,19 @@ gen s256 2 256 8 64 bwd
 gen s1024 1 1024 4 64 bwd
 gen div 2 512 8 64 div
 gen s16 2 16 4 8 bwd
+gen h20 1 256 20 64 bwd
+gen b3h6 3 512 6 64 bwd
 n=0
-for c in fwd:1 bwd:2 bf:2 mask:0 s384:1 s200:1 s256:1 div:1 s16:1 s1024:0; do
-	g=${c%%:*} want=${c#*:}
+# name:epilogues[:dots with batch steps of several batches]
+for c in fwd:1:2 bwd:2:6 bf:2 mask:0 s384:1:0 s200:1 s256:1 div:1 s16:1:0 h20:1:6 b3h6:2:1 s1024:0; do
+	g=${c%%:*} want=${c#*:} bs=-
+	case $want in *:*) bs=${want#*:} want=${want%%:*} ;; esac
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --dump-lower plan -o "$tmp/$g.neff" > "$tmp/plan" 2>&1 ||
 		fail "$g: compile: $(tail -2 "$tmp/plan")"
 	got=$(grep -c 'epilogue: ' "$tmp/plan")
 	[ "$got" = "$want" ] || fail "$g: $got epilogues in the plan, expected $want"
+	got=$(grep -c 'batches of' "$tmp/plan")
+	[ "$bs" = - ] || [ "$got" = "$bs" ] || fail "$g: $got dots with batch steps of several batches, expected $bs"
 	NX_CHECK_RACES_HBM=1 "$NXCC" run "$tmp/$g.neff" --timing-only --check-races > "$tmp/run" 2>&1 ||
 		fail "$g: run --check-races: $(grep -m2 -E 'race|error' "$tmp/run")"
 	for t in trn1 trn2; do

@@ -130,7 +130,9 @@ static double dma_est(const nx_target *t, double bytes, double parts, bool strid
 	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
 	if (strided)
 		eff *= t->dma_stride_factor;
-	return t->dma_fixed_ns + bytes / nq / (nx_target_dma_queue_gbps(t) * eff);
+	/* the queues split the partitions: the largest range takes longest */
+	double pq = parts >= nq ? (double)(int64_t)((parts + nq - 1) / nq) : 1;
+	return t->dma_fixed_ns + bpp * pq / (nx_target_dma_queue_gbps(t) * eff);
 }
 
 /* matrix element (r, c) of V at off + r*sr + c*sc: a [K, w] slab with K on
@@ -762,10 +764,12 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 			int64_t RT = (side ? x->N : x->M) / rw, ST = ((side ? x->M : x->N) + sw - 1) / sw;
 			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
 			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
-			for (int64_t G = RT < 16 ? RT : 16; G >= 1; G--) {
-				if (RT % G)
+			/* G tiles per block, stored in groups of gb: as many as the
+			 * banks, or (no batch) half as many, a shorter last store */
+			for (int64_t gg = 2 * (RT < 16 ? RT : 16) + 1; gg >= 2; gg--) {
+				int64_t G = gg / 2, gb = nx_l_div_le(G, gg % 2 ? banks / 2 : banks);
+				if (RT % G || (gg % 2 && (x->Bt > 1 || gb == nx_l_div_le(G, banks))))
 					continue;
-				int64_t gb = nx_l_div_le(G, banks);
 				/* tiles run in pairs (one tile alone when G = 1) */
 				if ((G > 1 && G % 2) || (x->Bt > 1 && G != RT))
 					continue;

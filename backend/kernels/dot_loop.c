@@ -22,18 +22,6 @@ static int64_t al64(int64_t x)
 	return (x + 63) & ~(int64_t)63;
 }
 
-static void loop4(nx_lower *L, int64_t n)
-{
-	for (int k = 0; k < 4; k++)
-		nx_l_loop(L, engs[k], n);
-}
-
-static void endloop4(nx_lower *L)
-{
-	for (int k = 0; k < 4; k++)
-		nx_l_endloop(L, engs[k]);
-}
-
 
 /* ------------------------------------------------ stationary schedule
  * The schedule used when the tiles divide the operands evenly and a whole
@@ -63,6 +51,9 @@ enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT
  * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's
  * groups, POOL its loads (S_DVE_LD) */
 enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
+/* s0f: PE's per-pair waits on the streaming queues, and the pieces there
+ * that the block's steps after the first add to the loads register */
+enum { S_PE_PQ = 12, S_PE_X = 13 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct sd {
@@ -84,7 +75,7 @@ typedef struct sd {
 	/* load queues ql: the first nls take the streamed tiles, the others
 	 * (SP's piece queues) and nqs_res of the store queues the resident block */
 	int ql[SQ], nql, nls, qs[SQ], nqs, nqs_res;
-	bool rsq;    /* the resident pieces also go on the streaming queues (before the block's tiles) */
+	bool rsq;    /* the resident pieces also go on the streaming queues (after the block's first tile) */
 	/* batch steps whose resident operand is stored [w, K] (K contiguous):
 	 * SP loads it as is into a staging buffer T[par] ([128 w rows, nw x K]),
 	 * PE transposes its 128 x 128 blocks (nw per PSUM bank, one bank per K
@@ -95,10 +86,19 @@ typedef struct sd {
 	double est;    /* the cost model's time (ns) */
 	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
 	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
+	bool p0off;   /* rsq: piece 0 not on the streaming queues (their pieces follow the first tile); planned */
+	int64_t nsp0; /* p0off: piece 0's partitions on SP's other queues */
 	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
 	int64_t base_l[SQ], base_s[SQ], base_pe, base_act, base_pool;
 	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
 	int lv_g;       /* POOL's loop over the store groups of a step */
+	unsigned em;    /* the engines sd_step emits for (bit per nx_engine) */
+	/* s0f (no batch steps, outside device loops): on the streaming queues
+	 * the block's first tile comes first, then its rq pieces (rsq; none
+	 * otherwise); SP loads that tile ahead of the pieces, PE's pairs wait
+	 * for their piece there too (trivially without rsq) */
+	bool s0f;
+	int64_t rq;
 	nx_lsync loads, stores, pe, act;
 	/* the epilogue (NULL none): DVE applies it per store group; SP loads
 	 * its streamed inputs on nqe queues of their own */
@@ -117,6 +117,11 @@ typedef struct sd {
 	int64_t rows_off, p_off[2], tmp_off;
 	int lp, ep;
 } sd;
+
+static bool em(const sd *x, nx_engine e)
+{
+	return x->em >> e & 1;
+}
 
 /* elements between the outer loop's batches: the outer level of a two-level
  * batch, else the batch (the outer loop runs over batches only then) */
@@ -176,11 +181,11 @@ static int bdim(const sd *x, int32_t *hs, int32_t *ss, uint32_t *cn, int64_t hst
 	return 3;
 }
 
-/* the resident block of the current outer iteration in rp pieces (one per
- * tile pair, in the order PE uses them; a loop), issued by SP on its piece
- * queues (partitions [0, nsp)) or by POOL on the store queues (the rest).
- * Batch steps: SP loads the whole block on the load queues (who = 1). */
-static void sd_resident(sd *x, int par, int64_t bat, int who)
+/* pieces u0 .. u0 + np - 1 of the resident block (a loop, even of one
+ * piece: the same code for any G), partitions [pa, pa + pn) over the nq
+ * queues qv, issued by e */
+static void sd_pieces(sd *x, int par, int64_t bat, nx_engine e, const int *qv, int nq, int64_t pa, int64_t pn,
+                      int64_t u0, int64_t np)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->B : x->A;
@@ -191,24 +196,16 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	uint32_t cn[3] = {(uint32_t)x->KT, (uint32_t)pw};
 	int nd = x->bstep ? bdim(x, hs, ss, cn, V->sb, x->rbb / x->er) : 2;
 	int64_t lso = x->Bt > 1 ? sd_ob(V) * x->er : rb * sw * x->er;
-	int64_t hoff = V->buf->off + (V->off + bat * V->sb) * x->er;
-	nx_engine e = who == 1 ? NX_ENG_SP : NX_ENG_POOL;
-	int r0 = x->rsq ? 0 : x->nls;
-	const int *qv = who == 1 ? x->ql + r0 : x->qs;
-	int nq = who == 1 ? x->nql - r0 : x->nqs_res;
-	int64_t pa = who == 1 ? 0 : x->nsp, pn = who == 1 ? x->nsp : x->kt - x->nsp;
-	if (x->bstep) /* the queues after the streaming ones, or all */
-		qv = x->ql + (x->nls < x->nql ? x->nls : 0), nq = x->nls < x->nql ? x->nql - x->nls : x->nql, pa = 0,
-		pn = x->kt;
-	if (nq == 0)
+	int64_t hoff = V->buf->off + (V->off + bat * V->sb + u0 * pw * sw) * x->er;
+	if (nq == 0 || np == 0)
 		return;
-	nx_l_loop(L, e, x->rp); /* even of one piece: the same code for any G */
+	nx_l_loop(L, e, np);
 	int dl = L->s[e].depth - 1;
 	for (int q = 0; q < nq; q++) {
 		int64_t p0 = pa + pn * q / nq, p1 = pa + pn * (q + 1) / nq;
 		NX_ASSERT(p1 > p0);
 		nx_ap h = nx_ap_hbm(V->dt, hoff + p0 * sk * x->er, (int)(p1 - p0), sk, nd, hs, cn);
-		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par], nd, ss, cn);
+		nx_ap s = nx_ap_sbuf(V->dt, (int)p0, (int)(p1 - p0), x->r_off[par] + u0 * pw * x->er, nd, ss, cn);
 		if (x->lv_o >= 0)
 			h.loop_stride[x->lv_o] = lso;
 		if (x->bstep && x->lv_s >= 0)
@@ -218,6 +215,32 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 		nx_l_max(&x->loads, &y);
 	}
 	nx_l_endloop(L, e);
+}
+
+/* the resident block of the current outer iteration in rp pieces (one per
+ * tile pair, in the order PE uses them; a loop), issued by SP on its piece
+ * queues (partitions [0, nsp)) or by POOL on the store queues (the rest).
+ * p0off: piece 0 stays off the streaming queues (on SP's other queues,
+ * partitions [0, nsp0), and the store queues), the others go on every
+ * load queue. Batch steps: SP loads the whole block on the load queues
+ * (who = 1). */
+static void sd_resident(sd *x, int par, int64_t bat, int who)
+{
+	if (x->bstep) { /* the queues after the streaming ones, or all */
+		int r0 = x->nls < x->nql ? x->nls : 0;
+		sd_pieces(x, par, bat, NX_ENG_SP, x->ql + r0, x->nql - r0, 0, x->kt, 0, x->rp);
+		return;
+	}
+	int r0 = x->rsq ? 0 : x->nls, u0 = x->p0off ? 1 : 0;
+	if (who == 1) {
+		if (x->p0off)
+			sd_pieces(x, par, bat, NX_ENG_SP, x->ql + x->nls, x->nql - x->nls, 0, x->nsp0, 0, 1);
+		sd_pieces(x, par, bat, NX_ENG_SP, x->ql + r0, x->nql - r0, 0, x->nsp, u0, x->rp - u0);
+	} else {
+		if (x->p0off)
+			sd_pieces(x, par, bat, NX_ENG_POOL, x->qs, x->nqs_res, x->nsp0, x->kt - x->nsp0, 0, 1);
+		sd_pieces(x, par, bat, NX_ENG_POOL, x->qs, x->nqs_res, x->nsp, x->kt - x->nsp, u0, x->rp - u0);
+	}
 }
 
 /* tpe: SP loads the step's resident operand as stored, [w, K] with w on
@@ -433,6 +456,55 @@ static void sd_rows_post(sd *x, int par, int64_t mrow)
 	nx_l_signal(x->L, NX_ENG_POOL);
 }
 
+/* PE: tile j of the pair (PSUM bank at pb): KT accumulating matmuls of the
+ * resident block at roff and the streamed tile at soff, once ACT evacuated the bank's tile
+ * dist tiles before */
+static void sd_tile_pe(sd *x, int64_t soff, int j, int tp, int64_t pb, int64_t mrow, int64_t ncol, int64_t roff,
+                       int64_t dist)
+{
+	nx_lower *L = x->L;
+	int32_t s1[1] = {1};
+	int dj = L->s[NX_ENG_PE].depth - 1;
+	int64_t rb = x->G * (x->side ? x->nt : x->mt);
+	/* PE: the bank is free once ACT evacuated its previous tile */
+	nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
+	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - dist, S_PE_T);
+	for (int first = 1; first >= 0; first--) {
+		if (!first) {
+			if (x->KT == 1)
+				break;
+			nx_l_loop(L, NX_ENG_PE, x->KT - 1);
+		}
+		int dk = L->s[NX_ENG_PE].depth - 1;
+		nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+		mm->flags = first ? NX_IF_START : 0;
+		uint32_t cm[1] = {(uint32_t)mrow}, cn[1] = {(uint32_t)ncol};
+		int64_t k0 = first ? 0 : 1;
+		nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
+		nx_ap st, mv;
+		if (x->side == 0) { /* stationary: resident A^T; moving: S */
+			st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->mt) * x->ea, 1, s1, cm);
+			mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, soff + k0 * x->nt * x->eb, 1, s1, cn);
+			st.loop_stride[dj] = tp * x->mt * x->ea;
+			if (!first)
+				st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
+		} else { /* stationary: S (A^T tile); moving: resident B */
+			st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, soff + k0 * x->mt * x->ea, 1, s1, cm);
+			mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->nt) * x->eb, 1, s1, cn);
+			mv.loop_stride[dj] = tp * x->nt * x->eb;
+			if (!first)
+				st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
+		}
+		mm->ap[0] = ps;
+		mm->ap[1] = st;
+		mm->ap[2] = mv;
+		if (!first)
+			nx_l_endloop(L, NX_ENG_PE);
+	}
+	nx_lsync y = nx_l_signal(L, NX_ENG_PE);
+	nx_l_max(&x->pe, &y);
+}
+
 /* One step (buffers of parity par): streamed tile sidx (plus the loops'
  * advance) of ssz rows (side 1) or columns (side 0). The step's G tiles run
  * as a loop over tile pairs (two PSUM banks per parity, four in rotation)
@@ -444,10 +516,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
 	int64_t upe = (x->G + (x->tpe ? x->KT : 0)) * x->nbs; /* PE signals (and ACT's) per step */
-	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
-	nx_l_addreg(L, NX_ENG_SP, S_SP_PE, upe);
+	bool sp = em(x, NX_ENG_SP);
+	if (sp) {
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
+		nx_l_addreg(L, NX_ENG_SP, S_SP_PE, upe);
+	}
 	/* batch steps: step sidx is batch sidx, with one streamed tile */
 	int64_t bat = x->bstep ? sidx * x->nbs : 0, stl = x->bstep ? 0 : sidx;
+	NX_ASSERT(!x->bstep || x->em == ~0u); /* batch steps: every engine at once */
 	if (x->tpe)
 		sd_stage(x, par, bat);
 	else if (x->bstep)
@@ -456,7 +532,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	/* this step's tile: mrow x ncol (the streamed side may be ragged) */
 	int64_t mrow = x->side ? ssz : x->mt, ncol = x->side ? x->nt : ssz;
 	int64_t sk = x->side ? V->sc : V->sr, swd = x->side ? V->sr : V->sc;
-	{
+	if (sp) {
 		int32_t hs[3] = {(int32_t)(x->kt * sk), (int32_t)swd}, ss[3] = {(int32_t)sw, 1};
 		uint32_t cn[3] = {(uint32_t)x->KT, (uint32_t)ssz};
 		int nd = bdim(x, hs, ss, cn, V->sb, x->sbb / x->es);
@@ -476,24 +552,32 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		olso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * x->N * eo;
 	olso[1] = x->bstep ? 2 * x->nbs * x->M * x->N * eo : x->side ? 2 * x->mt * x->N * eo : 2 * x->nt * eo;
 	olso[2] = x->gb * (x->side ? x->nt : x->mt * x->N) * eo;
-	if (x->epi)
+	if (x->epi && sp)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
 	if (x->lp)
 		sd_rows_load(x, par, bat);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
-	bool both = x->bstep && x->nls == x->nql;
-	nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
-	for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) /* (not the step's P, the last) */
-		nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
+	bool both = x->bstep && x->nls == x->nql, pe = em(x, NX_ENG_PE), act = em(x, NX_ENG_ACT);
+	bool dve = x->rows && em(x, NX_ENG_DVE);
+	if (pe) {
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
+		for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) { /* (not the step's P, the last) */
+			nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
+			if (x->s0f) /* plus the block's pieces after its first step */
+				L->s[NX_ENG_PE].v[L->s[NX_ENG_PE].n - 1].iarg[3] = S_PE_X + 1;
+		}
+	}
 	if (x->lp)
 		sd_rows_wait(x, (both ? 2 : 1) + x->lp);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
 	int64_t nst = x->G / x->gb; /* stores per queue per step */
-	nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
-	for (int q = 0; q < x->nqs; q++)
-		nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
+	if (act) {
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
+		for (int q = 0; q < x->nqs; q++)
+			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
+	}
 	int32_t s1[1] = {1};
 	int64_t roff = x->r_off[x->bstep ? par : 0];
 	int tp = x->G % 2 ? 1 : 2; /* tiles per iteration, one PSUM bank each */
@@ -510,13 +594,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	roff = roff0 + b * x->rbb, x->bo = b;
 	int64_t soff = x->s_off[par] + b * x->sbb, ooff = x->o_off[par] + b * x->obb;
 	/* a loop even of one pair: the code does not depend on G */
-	nx_l_loop(L, NX_ENG_PE, npair);
-	nx_l_loop(L, NX_ENG_ACT, npair);
-	if (x->rows)
+	if (pe)
+		nx_l_loop(L, NX_ENG_PE, npair);
+	if (act)
+		nx_l_loop(L, NX_ENG_ACT, npair);
+	if (dve)
 		nx_l_loop(L, NX_ENG_DVE, npair);
-	int dj = L->s[NX_ENG_PE].depth - 1, da = L->s[NX_ENG_ACT].depth - 1;
-	int64_t rw = x->side ? x->nt : x->mt, rb = x->G * rw;
-	if (!x->bstep) {
+	int da = L->s[NX_ENG_ACT].depth - 1;
+	if (!x->bstep && pe) {
 		/* the pair's resident piece (trivially there after the block's
 		 * first step): piece u of block b is the queue's (b*pieces + u + 1)-th
 		 * transfer, after b blocks of stores on the store queues */
@@ -526,48 +611,23 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, 1);
 		for (int q = 0; q < x->nqs_res; q++)
 			nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_PS);
+		/* s0f: on the streaming queues piece u of block b follows
+		 * b*(NS + rq) transfers and the block's first tile (p0off: piece
+		 * 0 is not there); trivially there after the first step */
+		if (x->s0f) {
+			nx_l_addreg(L, NX_ENG_PE, S_PE_PQ, 1);
+			for (int q = 0; q < x->nls; q++)
+				nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_PQ);
+		}
 	}
 	for (int j = 0; j < tp; j++) {
 		int64_t pb = x->pbase + (tp == 2 ? 2 * par + j : par) * x->bank;
-		/* PE: the bank is free once ACT evacuated its previous tile */
-		nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
-		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - dist, S_PE_T);
-		for (int first = 1; first >= 0; first--) {
-			if (!first) {
-				if (x->KT == 1)
-					break;
-				nx_l_loop(L, NX_ENG_PE, x->KT - 1);
-			}
-			int dk = L->s[NX_ENG_PE].depth - 1;
-			nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
-			mm->flags = first ? NX_IF_START : 0;
-			uint32_t cm[1] = {(uint32_t)mrow}, cn[1] = {(uint32_t)ncol};
-			int64_t k0 = first ? 0 : 1;
-			nx_ap ps = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
-			nx_ap st, mv;
-			if (x->side == 0) { /* stationary: resident A^T; moving: S */
-				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->mt) * x->ea, 1, s1, cm);
-				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, soff + k0 * x->nt * x->eb, 1, s1, cn);
-				st.loop_stride[dj] = tp * x->mt * x->ea;
-				if (!first)
-					st.loop_stride[dk] = rb * x->ea, mv.loop_stride[dk] = x->nt * x->eb;
-			} else { /* stationary: S (A^T tile); moving: resident B */
-				st = nx_ap_sbuf(x->A->dt, 0, (int)x->kt, soff + k0 * x->mt * x->ea, 1, s1, cm);
-				mv = nx_ap_sbuf(x->B->dt, 0, (int)x->kt, roff + (k0 * rb + j * x->nt) * x->eb, 1, s1, cn);
-				mv.loop_stride[dj] = tp * x->nt * x->eb;
-				if (!first)
-					st.loop_stride[dk] = x->mt * x->ea, mv.loop_stride[dk] = rb * x->eb;
-			}
-			mm->ap[0] = ps;
-			mm->ap[1] = st;
-			mm->ap[2] = mv;
-			if (!first)
-				nx_l_endloop(L, NX_ENG_PE);
-		}
-		nx_lsync y = nx_l_signal(L, NX_ENG_PE);
-		nx_l_max(&x->pe, &y);
+		if (pe)
+			sd_tile_pe(x, soff, j, tp, pb, mrow, ncol, roff, dist);
 		/* ACT: evacuate the bank into O[par] with the cast (a row
 		 * epilogue: after DVE's statistics of the bank, kernels/dot_rows.c) */
+		if (!act)
+			continue;
 		uint32_t cn[1] = {(uint32_t)ncol};
 		nx_ap po = nx_ap_sbuf(x->out->dt, 0, (int)mrow, ooff + j * x->nt * x->eo, 1, s1, cn);
 		nx_ap pp = nx_ap_psum(NX_DT_F32, 0, (int)mrow, pb, 1, s1, cn);
@@ -586,21 +646,29 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 			cp->ap[0] = po;
 			cp->ap[1] = pp;
 		}
-		y = nx_l_signal(L, NX_ENG_ACT);
+		nx_lsync y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
 	}
-	nx_l_endloop(L, NX_ENG_PE);
-	nx_l_endloop(L, NX_ENG_ACT);
-	if (x->rows)
+	if (pe)
+		nx_l_endloop(L, NX_ENG_PE);
+	if (act)
+		nx_l_endloop(L, NX_ENG_ACT);
+	if (dve)
 		nx_l_endloop(L, NX_ENG_DVE);
 	}
 	x->bo = 0;
-	if (!x->bstep) {
+	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
+		if (x->s0f) {
+			nx_l_addreg(L, NX_ENG_PE, S_PE_PQ, -npair);
+			nx_l_setreg(L, NX_ENG_PE, S_PE_X, x->rq); /* the next steps follow the pieces */
+		}
 	}
-	if (x->epi)
+	if (x->epi && em(x, NX_ENG_DVE))
 		sd_epi_ops(x, par, stl, mrow, ncol);
+	if (!em(x, NX_ENG_POOL))
+		return;
 	/* ---- POOL: store each group of gb tiles of O[par] once ACT evacuated it
 	 * side 0: tiles along M: O [mt, G, nt] -> C[m0 + g*mt + p, n0 + n];
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
@@ -636,73 +704,109 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 /* the four engines' loops, and DVE's when an epilogue runs there */
 static void sd_loop(sd *x, int64_t n)
 {
-	loop4(x->L, n);
-	if ((x->epi && !x->epool) || x->rows)
+	for (int k = 0; k < 4; k++)
+		if (em(x, engs[k]))
+			nx_l_loop(x->L, engs[k], n);
+	if (((x->epi && !x->epool) || x->rows) && em(x, NX_ENG_DVE))
 		nx_l_loop(x->L, NX_ENG_DVE, n);
 }
 
 static void sd_endloop(sd *x)
 {
-	endloop4(x->L);
-	if ((x->epi && !x->epool) || x->rows)
+	for (int k = 0; k < 4; k++)
+		if (em(x, engs[k]))
+			nx_l_endloop(x->L, engs[k]);
+	if (((x->epi && !x->epool) || x->rows) && em(x, NX_ENG_DVE))
 		nx_l_endloop(x->L, NX_ENG_DVE);
+}
+
+/* steps s0 .. nsteps - 1 of a block for the engines in em: the full ones
+ * in pairs (a loop even of one pair: the same code for any step count),
+ * then the odd one, then the ragged one; step s has parity s % 2 */
+static void sd_steps(sd *x, int64_t s0, int64_t nsteps)
+{
+	nx_lower *L = x->L;
+	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0);
+	int64_t m = nfull > s0 ? nfull - s0 : 0;
+	int p = (int)(s0 % 2);
+	if (m / 2 > 0) {
+		sd_loop(x, m / 2);
+		int e = 0;
+		while (!em(x, (nx_engine)e))
+			e++;
+		x->lv_s = L->s[e].depth - 1; /* every engine at the same depth */
+		sd_step(x, p, s0, sw);
+		sd_step(x, 1 - p, s0 + 1, sw);
+		sd_endloop(x);
+		x->lv_s = -1;
+	}
+	if (m % 2)
+		sd_step(x, (int)((nfull - 1) % 2), nfull - 1, sw);
+	if (x->srag && nsteps - 1 >= s0)
+		sd_step(x, (int)((nsteps - 1) % 2), nsteps - 1, x->srag);
 }
 
 static void sd_block(sd *x)
 {
 	nx_lower *L = x->L;
 	int64_t nsteps = x->bstep ? (x->A->B2 ? x->A->B2 : x->Bt) / x->nbs : x->NS;
-	if (!x->bstep) {
-		/* SP and POOL: the previous block's matmuls are done (POOL: its
-		 * tiles are evacuated, and stored: program order) */
-		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe, S_SP_PE);
-		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
-		if (x->epi && x->epi->nstr)
-			nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + sd_epi_eng(x), x->base_dve, S_SP_DVE);
-		sd_resident(x, 0, 0, 1);
-		sd_resident(x, 0, 0, 2);
-		/* PE: on the streaming queues the block's pieces come before its
-		 * tiles, so the first step's load wait covers them */
-		if (x->rsq)
-			nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp);
-		/* ACT: counts the resident pieces on the store queues; with an odd
-		 * step count the parity restarts, so every earlier store must be done */
-		if (x->nqs_res)
-			nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->rp);
-		if (x->NS % 2 && x->NB * x->Bt > 1)
-			for (int q = 0; q < x->nqs; q++)
-				nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
-		/* PE: one tile per step takes the bank of its parity, which then
-		 * restarts too: the odd step's bank must be evacuated */
-		if (x->G == 1 && x->NS % 2 && x->NB * x->Bt > 1)
-			nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
+	if (x->bstep) {
+		sd_steps(x, 0, nsteps);
+		return;
 	}
-	/* steps in pairs (parity 0, 1), then the odd one, then the ragged one
-	 * (the parities continue) */
-	int64_t sw = x->side ? x->mt : x->nt, nfull = nsteps - (x->srag > 0);
-	int p = 0;
-	int64_t pairs = nfull / 2;
-	if (pairs > 0) {
-		/* a loop even of one pair: the same code for any step count */
-		sd_loop(x, pairs);
-		x->lv_s = L->s[NX_ENG_SP].depth - 1;
-		sd_step(x, 0, 0, sw);
-		sd_step(x, 1, 1, sw);
-		sd_endloop(x);
-		x->lv_s = -1;
+	int64_t sz0 = nsteps > 1 || !x->srag ? (x->side ? x->mt : x->nt) : x->srag;
+	/* s0f: SP loads the block's first tile before its pieces (which share
+	 * its queues), once S[0] is free: with an odd step count the parity
+	 * restarts, so after the previous block (below) */
+	bool restart = x->NS % 2 && x->NB * x->Bt > 1, early = x->s0f && !restart;
+	int64_t upe = early ? x->G : 0, udve = early ? x->G / x->gb : 0;
+	x->em = 1u << NX_ENG_SP;
+	if (early)
+		sd_step(x, 0, 0, sz0);
+	/* SP and POOL: the previous block's matmuls are done (POOL: its
+	 * tiles are evacuated, and stored: program order) */
+	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
+	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+	if (x->epi && x->epi->nstr)
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + sd_epi_eng(x), x->base_dve - udve, S_SP_DVE);
+	if (x->s0f && restart)
+		sd_step(x, 0, 0, sz0);
+	sd_resident(x, 0, 0, 1);
+	sd_resident(x, 0, 0, 2);
+	/* PE: without s0f, on the streaming queues the block's pieces come
+	 * before its tiles, so the first step's load wait covers them */
+	if (x->rsq && !x->s0f)
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rp);
+	if (x->s0f)
+		nx_l_setreg(L, NX_ENG_PE, S_PE_X, 0);
+	/* ACT: counts the resident pieces on the store queues; with an odd
+	 * step count the parity restarts, so every earlier store must be done */
+	if (x->nqs_res)
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, x->rp);
+	if (restart)
+		for (int q = 0; q < x->nqs; q++)
+			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q], S_ACT_ST);
+	/* PE: one tile per step takes the bank of its parity, which then
+	 * restarts too: the odd step's bank must be evacuated */
+	if (x->G == 1 && restart)
+		nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_PE_T);
+	/* s0f: SP the other steps; the other engines every step */
+	x->em = ~0u;
+	if (x->s0f) {
+		x->em = 1u << NX_ENG_SP;
+		sd_steps(x, 1, nsteps);
+		x->em = ~(1u << NX_ENG_SP);
 	}
-	if (nfull % 2) {
-		sd_step(x, p, nfull - 1, sw);
-		p = 1 - p;
+	sd_steps(x, 0, nsteps);
+	x->em = ~0u;
+	if (x->s0f) { /* the next block's tiles and pieces follow these */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, x->rq);
+		nx_l_addreg(L, NX_ENG_PE, S_PE_PQ, nsteps + x->rq);
 	}
-	if (x->srag)
-		sd_step(x, p, nsteps - 1, x->srag);
 	/* PE: the next block's pieces follow this block's on the piece queues
 	 * (and its stores on the store queues) */
-	if (!x->bstep) {
-		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, x->rp);
-		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb));
-	}
+	nx_l_addreg(L, NX_ENG_PE, S_PE_PL, x->rp);
+	nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb));
 }
 
 /* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
@@ -765,10 +869,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
 			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
 			/* G tiles per block, stored in groups of gb: as many as the
-			 * banks, or (no batch) half as many, a shorter last store */
-			for (int64_t gg = 2 * (RT < 16 ? RT : 16) + 1; gg >= 2; gg--) {
-				int64_t G = gg / 2, gb = nx_l_div_le(G, gg % 2 ? banks / 2 : banks);
-				if (RT % G || (gg % 2 && (x->Bt > 1 || gb == nx_l_div_le(G, banks))))
+			 * banks, or (no batch) a half or a quarter of that, a shorter
+			 * last store */
+			for (int64_t gg = 3 * (RT < 16 ? RT : 16) + 2; gg >= 3; gg--) {
+				int64_t G = gg / 3, cap = banks >> (2 - gg % 3), gb = nx_l_div_le(G, cap);
+				if (RT % G || (cap < banks && (x->Bt > 1 || gb == nx_l_div_le(G, 2 * cap))))
 					continue;
 				/* tiles run in pairs (one tile alone when G = 1) */
 				if ((G > 1 && G % 2) || (x->Bt > 1 && G != RT))
@@ -849,6 +954,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						/* PE: the matmuls, a loop step each, ~6 control instructions
 						 * per tile (register, wait, signal, loops), a wait per queue per step */
 						double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
+						c.p0off = false;
 						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
 						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
 						double ld = dma_est(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls);
@@ -903,13 +1009,36 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						} else {
 							/* a block's first step uses each tile pair as its piece
 							 * arrives, and its streamed tile */
-							double res = (double)rp * dma_est(t, rbytes / (double)rp, kt, rstr, npl + nres);
-							double a0 = res + pe * tp / G, a1 = (rsq ? res : 0) + ld + pe;
+							double pt = dma_est(t, rbytes / (double)rp, kt, rstr, npl + nres), res = (double)rp * pt;
+							double resq = res, a1 = ld + pe, s1 = 0;
+							if (rsq && L->ndloops) { /* no s0f: the pieces before the tiles */
+								a1 = res + ld + pe;
+							} else if (rsq) {
+								/* the pieces follow the first tile on the streaming
+								 * queues, the second tile the pieces; p0off: piece 0
+								 * on the other queues only, when there are */
+								int n0 = nql - nls + nres;
+								bool p0ok = rp > 1 && n0 > 0 && kt >= n0;
+								double bm = -1;
+								for (int p0 = 0; p0 <= p0ok; p0++) {
+									double t0 = p0 ? dma_est(t, rbytes / (double)rp, kt, rstr, n0) : ld + pt;
+									double r1 = (t0 > ld ? t0 : ld) + (double)(rp - 1) * pt;
+									double b1 = (t0 > ld ? t0 : ld) + pe, c1 = 2 * ld + (double)(rp - p0) * pt;
+									double m = r1 + pe * tp / G;
+									m = b1 > m ? b1 : m;
+									m = ST > 1 && c1 > m ? c1 : m;
+									if (bm < 0 || m < bm)
+										bm = m, resq = r1, a1 = b1, s1 = c1, c.p0off = p0;
+								}
+							}
+							double a0 = resq + pe * tp / G;
 							/* after the first block, pieces on the store queues
 							 * follow the previous block's last stores */
 							if (nb > 1 && nres)
 								a0 += st1;
-							double blk = (a0 > a1 ? a0 : a1) + (double)(ST - 1) * step;
+							if (a1 < a0)
+								a1 = a0;
+							double blk = (ST > 1 && s1 > a1 ? s1 : a1) + (double)(ST - 1) * step;
 							/* the stores queue behind the pieces on the store queues */
 							double sc = (nres ? res : 0) + (double)ST * st;
 							tot = nb * (blk > sc ? blk : sc) + st1;
@@ -1066,7 +1195,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	/* resident partitions: the same share per piece queue */
 	int npl = x->rsq ? x->nql : x->nql - x->nls;
 	x->nsp = npl + x->nqs_res ? x->kt * npl / (npl + x->nqs_res) : x->kt;
+	int n0 = x->nql - x->nls + x->nqs_res;
+	/* s0f: every plan without batch steps outside device loops (a device
+	 * loop's waits add its own register), so that the code does not
+	 * depend on rsq; without rsq the streaming queues carry no pieces */
+	x->s0f = !x->bstep && !L->ndloops;
+	x->p0off = x->p0off && x->s0f && x->rsq && x->rp > 1 && n0 > 0 && x->kt >= n0; /* the planner's choice */
+	x->rq = x->rsq ? x->rp - x->p0off : 0;
+	x->nsp0 = x->p0off ? x->kt * (x->nql - x->nls) / n0 : 0;
 	x->lv_o = x->lv_s = x->lv_g = -1;
+	x->em = ~0u;
 	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
 	nx_l_plan_kernel(L, "dot-loop");
 	nx_l_plan(L, "shape", "%lld x [%lld, %lld] . [%lld, %lld] %s.%s -> %s", (long long)x->Bt, (long long)x->M,
@@ -1107,7 +1245,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		          x->ql[0], x->nls - 1, x->rsq ? x->nql : x->nql - x->nls, x->nqs_res, x->qs[0], x->nqs - 1);
 	nx_l_plan(L, "resident", "%s [%lld, %lld] per %s in %lld piece%s%s, streamed %s [%lld, %lld] per step", rn,
 	          (long long)x->K, (long long)(x->G * rw), x->bstep ? "step" : x->Bt > 1 ? "batch" : "block",
-	          (long long)x->rp, x->rp > 1 ? "s" : "", x->tpe ? " (loaded as stored, transposed on pe)" : "", sn,
+	          (long long)x->rp, x->rp > 1 ? "s" : "",
+	          x->tpe     ? " (loaded as stored, transposed on pe)"
+	          : x->p0off ? " (piece 0 not on the streaming queues)"
+	                     : "",
+	          sn,
 	          (long long)x->K, (long long)sw);
 	if (x->epi)
 		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s", x->epi->nop, x->epi->nop > 1 ? "s" : "",
@@ -1168,6 +1310,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (!x->bstep) {
 		nx_l_setreg(L, NX_ENG_PE, S_PE_PL, 0);
 		nx_l_setreg(L, NX_ENG_PE, S_PE_PS, 0);
+		if (x->s0f)
+			nx_l_setreg(L, NX_ENG_PE, S_PE_PQ, x->rsq ? 1 - x->p0off : 1 - x->G / (x->G % 2 ? 1 : 2));
 	}
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_PE, 0);
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);

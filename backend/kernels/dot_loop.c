@@ -459,7 +459,7 @@ static void sd_rows_post(sd *x, int par, int64_t mrow)
 /* PE: tile j of the pair (PSUM bank at pb): KT accumulating matmuls of the
  * resident block at roff and the streamed tile at soff, once ACT evacuated the bank's tile
  * dist tiles before */
-static void sd_tile_pe(sd *x, int j, int tp, int64_t pb, int64_t mrow, int64_t ncol, int64_t roff, int64_t soff,
+static void sd_tile_pe(sd *x, int64_t soff, int j, int tp, int64_t pb, int64_t mrow, int64_t ncol, int64_t roff,
                        int64_t dist)
 {
 	nx_lower *L = x->L;
@@ -623,7 +623,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	for (int j = 0; j < tp; j++) {
 		int64_t pb = x->pbase + (tp == 2 ? 2 * par + j : par) * x->bank;
 		if (pe)
-			sd_tile_pe(x, j, tp, pb, mrow, ncol, roff, soff, dist);
+			sd_tile_pe(x, soff, j, tp, pb, mrow, ncol, roff, dist);
 		/* ACT: evacuate the bank into O[par] with the cast (a row
 		 * epilogue: after DVE's statistics of the bank, kernels/dot_rows.c) */
 		if (!act)

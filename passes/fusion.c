@@ -15,7 +15,8 @@
  *     scalars; at O3 also cheap elementwise ops whose duplication saves
  *     estimated cycles) are copied into every kernel that reads them.
  *  4. O2+: kernels holding a reduction over trailing dims absorb their
- *     neighbours in the same row space (row kernels: softmax, layer norm);
+ *     neighbours in the same row space (row kernels: softmax, layer norm),
+ *     then the column sums of their rows (bias gradients, col_merge);
  *     then sibling kernels reading the same input with the same iteration
  *     shape merge into one multi-output kernel (tuple result + get-tuple-
  *     element users), unless one reaches the other. O3 merges the pairs with
@@ -318,21 +319,26 @@ static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv, bo
 /* ------------------------------------------------------------ row kernels */
 
 /* Every member of group gi lives in the row space (R rows of C); *rows: the
- * members of R*C elements (SBUF tiles of the row kernel). */
-static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows)
+ * members of R*C elements (SBUF tiles of the row kernel). cs: column sums
+ * (nx_fusion_col_sum) 0 none, 1 at least one and no reduction over the
+ * rows' elements (a column sum's own group), 2 any. */
+static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows, int cs)
 {
 	group *g = &s->grp[gi];
 	if (g->dead || g->pattern || g->n == 0)
 		return false;
-	int64_t k = 0;
+	int64_t k = 0, r, c;
+	int ncs = 0, nrr = 0;
 	for (int i = 0; i < g->n; i++) {
 		const nx_inst *x = s->g.insts[g->m[i]];
 		if (!nx_fusion_row_member(x, R, C))
 			return false;
+		ncs += nx_fusion_col_sum(x, R, C);
+		nrr += nx_fusion_row_reduce(x, &r, &c);
 		k += nx_shape_elems(x->shape) == R * C;
 	}
 	*rows = k;
-	return true;
+	return cs == 2 || (cs == 0 && ncs == 0) || (cs == 1 && ncs > 0 && nrr == 0);
 }
 
 
@@ -342,7 +348,7 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	nx_fgraph *g = &s->g;
 	int gq = g->group[q];
 	int64_t r2;
-	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2))
+	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2, 0))
 		return false;
 	const char *why = NULL;
 	if (s->grp[gi].n + s->grp[gq].n > 64)
@@ -389,7 +395,7 @@ static void row_merge(fstate *s)
 		bool found = false;
 		for (int i = 0; i < s->grp[gi].n && !found; i++)
 			found = nx_fusion_row_reduce(g->insts[s->grp[gi].m[i]], &R, &C);
-		if (!found || !row_group(s, gi, R, C, &rows))
+		if (!found || !row_group(s, gi, R, C, &rows, 0))
 			continue;
 		bool grew = true;
 		while (grew) {
@@ -406,6 +412,95 @@ static void row_merge(fstate *s)
 	}
 	free(stack);
 	free(mark);
+}
+
+enum { COL_MIN = 1 << 14 }; /* elements of a row kernel that takes column sums */
+
+/* Column sum group q (a sum over the rows of a value of R*C elements and
+ * the elementwise ops feeding it: a bias gradient) into row kernel gi. */
+static bool col_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
+                    int *markv, int *tried)
+{
+	nx_fgraph *g = &s->g;
+	int gq = g->group[q];
+	int64_t r2;
+	if (gq < 0 || gq == gi || tried[gq] == gi || !row_group(s, gq, R, C, &r2, 1))
+		return false;
+	tried[gq] = gi; /* once per row kernel */
+	const char *why = NULL;
+	if (s->grp[gi].n + s->grp[gq].n > 64)
+		why = "row kernel would exceed 64 instructions";
+	else {
+		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
+		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
+		if (r1 || r3)
+			why = "a path between them leaves both kernels";
+	}
+	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
+	if (why) {
+		nx_pass_log(g->ctx, 2, "fusion: refuse column sum %s into %s: %s", rb->name, ra->name, why);
+		return false;
+	}
+	nx_pass_log(g->ctx, 2, "fusion: column sum %s into %s (rows of %lld)", rb->name, ra->name, (long long)C);
+	if (s->grp[gq].root > s->grp[gi].root)
+		s->grp[gi].root = s->grp[gq].root;
+	for (int k = 0; k < s->grp[gq].n; k++)
+		group_add(s, gi, s->grp[gq].m[k]);
+	s->grp[gq].dead = true;
+	s->grp[gq].n = 0;
+	*rows += r2;
+	return true;
+}
+
+/* O2+, after row_merge: a row kernel takes the column sums of the values it
+ * computes or reads (its consumers, and its siblings reading its inputs),
+ * which it accumulates on PE as it goes (backend/kernels/row_loop.c): the
+ * layer norm backward's bias and gamma gradients, and the bias gradient of
+ * the matmul reading its result. */
+static void col_merge(fstate *s)
+{
+	nx_fgraph *g = &s->g;
+	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+	int *mark = calloc((size_t)g->n + 1, sizeof(int));
+	int *tried = malloc(sizeof(int) * ((size_t)s->ngrp + 1));
+	int markv = 0;
+	for (int k = 0; k < s->ngrp; k++)
+		tried[k] = -1;
+	for (int gi = 0; gi < s->ngrp; gi++) {
+		if (s->grp[gi].dead || s->grp[gi].pattern)
+			continue;
+		int64_t R = 0, C = 0, rows;
+		bool found = false;
+		for (int i = 0; i < s->grp[gi].n && !found; i++)
+			found = nx_fusion_row_reduce(g->insts[s->grp[gi].m[i]], &R, &C);
+		/* (in small kernels, its sums' tail after the last tile costs more
+		 * than their own kernels: mlp__single_mlp's 32 rows of 10) */
+		if (!found || R * C < COL_MIN || !row_group(s, gi, R, C, &rows, 2))
+			continue;
+		bool grew = true;
+		while (grew) {
+			grew = false;
+			for (int k = 0; k < s->grp[gi].n && !grew; k++) {
+				int p = s->grp[gi].m[k];
+				const nx_inst *x = g->insts[p];
+				if (nx_shape_elems(x->shape) != R * C)
+					continue;
+				for (int u = g->uoff[p]; u < g->uoff[p + 1] && !grew; u++)
+					grew = col_try(s, gi, g->users[u], R, C, &rows, stack, mark, &markv, tried);
+				/* siblings: readers of the row-sized values it reads */
+				for (int o = 0; o < x->noperands && !grew; o++) {
+					int q = nx_fpos(s->orig_ops[p][o]);
+					if (g->group[q] == gi || nx_shape_elems(g->insts[q]->shape) != R * C)
+						continue;
+					for (int u = g->uoff[q]; u < g->uoff[q + 1] && !grew; u++)
+						grew = col_try(s, gi, g->users[u], R, C, &rows, stack, mark, &markv, tried);
+				}
+			}
+		}
+	}
+	free(stack);
+	free(mark);
+	free(tried);
 }
 
 static bool plain_loop(fstate *s, int gi)
@@ -697,6 +792,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		choose_duplicates(s);
 	if (siblings) {
 		row_merge(s);
+		col_merge(s);
 		sibling_merge(s);
 		producer_merge(s);
 		g->ngroups = s->ngrp;

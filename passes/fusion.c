@@ -342,6 +342,68 @@ static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows, in
 }
 
 
+/* Row values live at once in the kernel of groups a and b together (the
+ * row kernel gives a row's slot up after its last reader, row_body.c
+ * nx_rw_layout): a computed row from its position to its last reader
+ * there (to the end when read outside or the result), a row read from
+ * outside from the start to its last reader; broadcasts and same-type
+ * layout ops are views. */
+static int64_t row_live(fstate *s, int a, int b, int64_t R, int64_t C)
+{
+	nx_fgraph *g = &s->g;
+	enum { NL = 256 };
+	int st[NL], en[NL], ext[NL], n = 0;
+	for (int h = 0; h < 2; h++) {
+		const group *gr = &s->grp[h ? b : a];
+		for (int i = 0; i < gr->n && n < NL; i++) {
+			int p = gr->m[i];
+			const nx_inst *x = g->insts[p];
+			for (int o = 0; o < x->noperands; o++) {
+				int q = nx_fpos(s->orig_ops[p][o]);
+				if (g->group[q] == a || g->group[q] == b || nx_shape_elems(g->insts[q]->shape) != R * C)
+					continue;
+				int k = 0;
+				while (k < n && !(ext[k] && st[k] == q))
+					k++;
+				if (k == n) {
+					if (n == NL)
+						return INT64_MAX;
+					st[n] = q, en[n] = p, ext[n++] = 1;
+				} else if (p > en[k]) {
+					en[k] = p;
+				}
+			}
+			bool view = x->op == NX_OP_BROADCAST || x->op == NX_OP_CONSTANT ||
+			            ((x->op == NX_OP_RESHAPE || x->op == NX_OP_BITCAST || x->op == NX_OP_COPY) &&
+			             x->noperands == 1 && x->operands[0]->shape->type == x->shape->type);
+			if (view || nx_shape_elems(x->shape) != R * C)
+				continue;
+			int e = p;
+			if (x == g->comp->root)
+				e = INT32_MAX;
+			for (int u = g->uoff[p]; u < g->uoff[p + 1]; u++) {
+				int w = g->users[u];
+				e = g->group[w] == a || g->group[w] == b ? (w > e ? w : e) : INT32_MAX;
+				if (e == INT32_MAX)
+					break;
+			}
+			if (n == NL)
+				return INT64_MAX;
+			st[n] = p, en[n] = e, ext[n++] = 0;
+		}
+	}
+	/* the most intervals over one position (an input's from the start) */
+	int64_t best = 0;
+	for (int k = 0; k < n; k++) {
+		int at = ext[k] ? -1 : st[k];
+		int64_t c = 0;
+		for (int j = 0; j < n; j++)
+			c += (ext[j] ? -1 : st[j]) <= at && en[j] >= at && (ext[j] || en[j] > at || j == k);
+		best = c > best ? c : best;
+	}
+	return best;
+}
+
 static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
                     int *markv)
 {
@@ -353,7 +415,8 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	const char *why = NULL;
 	if (s->grp[gi].n + s->grp[gq].n > 64)
 		why = "row kernel would exceed 64 instructions";
-	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES &&
+	         row_live(s, gi, gq, R, C) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	else {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);

@@ -567,8 +567,10 @@ static double o2_cost(rk *x, int nd, int64_t k)
 	/* long rows: a buffer set's round (a chunk's load, compute and store)
 	 * over the sets in flight (measured, [2048, 30522] x - max: 3.03 ms
 	 * in 5 chunks and 2 sets, which the terms above put at 1.9 ms; 2.10
-	 * with 4 sets) */
-	if (x->nc > 1) {
+	 * with 4 sets); the same for a long body (BERT's layer-norm forward
+	 * and backward with its column sums in one kernel, 13 stages: 365.6
+	 * us in 2 sets, which the terms above put at 254, 315.6 in 3) */
+	if (x->nc > 1 || x->nop >= 24) {
 		double cyc = (double)ntile * (work + ct) * 2.0 / nd;
 		cb = cb > cyc ? cb : cyc;
 	}

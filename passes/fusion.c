@@ -491,8 +491,16 @@ static bool col_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 		return false;
 	tried[gq] = gi; /* once per row kernel */
 	const char *why = NULL;
+	/* the row kernel sums after a tile's other ops: each sum's operand
+	 * is live to the end (one more row, over the estimate) */
+	int64_t ncs = 0;
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < s->grp[h ? gq : gi].n; k++)
+			ncs += nx_fusion_col_sum(g->insts[s->grp[h ? gq : gi].m[k]], R, C);
 	if (s->grp[gi].n + s->grp[gq].n > 64)
 		why = "row kernel would exceed 64 instructions";
+	else if ((row_live(s, gi, gq, R, C) + ncs) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+		why = "rows of the merged kernel would not fit SBUF";
 	else {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
 		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);

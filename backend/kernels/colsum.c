@@ -93,7 +93,9 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	nx_l_plan(L, "shape", "%lld rows of %lld %s -> %lld %s", (long long)R, (long long)C, nx_dtype_names[dt],
 	          (long long)C, nx_dtype_names[odt]);
 	if (kr > 1)
-		nx_l_plan(L, "tiling", "[128 partitions, %lld rows of %lld] per tile, %lld tiles (%lld of 128 rows after); %lld column tiles of 128",
+		nx_l_plan(L, "tiling",
+		          "[128 partitions, %lld rows of %lld] per tile, %lld tiles (%lld of 128 rows after); "
+		          "%lld column tiles of 128",
 		          (long long)kr, (long long)CW, (long long)KT, (long long)(KT - TF), (long long)CT);
 	else
 		nx_l_plan(L, "tiling", "[128 rows, %lld columns] per tile, %lld x %lld tiles; %lld column tiles of 128",

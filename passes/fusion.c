@@ -15,7 +15,8 @@
  *     scalars; at O3 also cheap elementwise ops whose duplication saves
  *     estimated cycles) are copied into every kernel that reads them.
  *  4. O2+: kernels holding a reduction over trailing dims absorb their
- *     neighbours in the same row space (row kernels: softmax, layer norm);
+ *     neighbours in the same row space (row kernels: softmax, layer norm),
+ *     then the column sums of their rows (bias gradients, col_merge);
  *     then sibling kernels reading the same input with the same iteration
  *     shape merge into one multi-output kernel (tuple result + get-tuple-
  *     element users), unless one reaches the other. O3 merges the pairs with
@@ -318,23 +319,90 @@ static int reaches(fstate *s, int a, int b, int *stack, int *mark, int markv, bo
 /* ------------------------------------------------------------ row kernels */
 
 /* Every member of group gi lives in the row space (R rows of C); *rows: the
- * members of R*C elements (SBUF tiles of the row kernel). */
-static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows)
+ * members of R*C elements (SBUF tiles of the row kernel). cs: column sums
+ * (nx_fusion_col_sum) 0 none, 1 at least one and no reduction over the
+ * rows' elements (a column sum's own group), 2 any. */
+static bool row_group(fstate *s, int gi, int64_t R, int64_t C, int64_t *rows, int cs)
 {
 	group *g = &s->grp[gi];
 	if (g->dead || g->pattern || g->n == 0)
 		return false;
-	int64_t k = 0;
+	int64_t k = 0, r, c;
+	int ncs = 0, nrr = 0;
 	for (int i = 0; i < g->n; i++) {
 		const nx_inst *x = s->g.insts[g->m[i]];
 		if (!nx_fusion_row_member(x, R, C))
 			return false;
+		ncs += nx_fusion_col_sum(x, R, C);
+		nrr += nx_fusion_row_reduce(x, &r, &c);
 		k += nx_shape_elems(x->shape) == R * C;
 	}
 	*rows = k;
-	return true;
+	return cs == 2 || (cs == 0 && ncs == 0) || (cs == 1 && ncs > 0 && nrr == 0);
 }
 
+
+/* Row values live at once in the kernel of groups a and b together (the
+ * row kernel gives a row's slot up after its last reader, row_body.c
+ * nx_rw_layout): a computed row from its position to its last reader
+ * there (to the end when read outside or the result), a row read from
+ * outside from the start to its last reader; broadcasts and same-type
+ * layout ops are views. */
+static int64_t row_live(fstate *s, int a, int b, int64_t R, int64_t C)
+{
+	nx_fgraph *g = &s->g;
+	enum { NL = 256 };
+	int st[NL], en[NL], ext[NL], n = 0;
+	for (int h = 0; h < 2; h++) {
+		const group *gr = &s->grp[h ? b : a];
+		for (int i = 0; i < gr->n && n < NL; i++) {
+			int p = gr->m[i];
+			const nx_inst *x = g->insts[p];
+			for (int o = 0; o < x->noperands; o++) {
+				int q = nx_fpos(s->orig_ops[p][o]);
+				if (g->group[q] == a || g->group[q] == b || nx_shape_elems(g->insts[q]->shape) != R * C)
+					continue;
+				int k = 0;
+				while (k < n && !(ext[k] && st[k] == q))
+					k++;
+				if (k == n) {
+					if (n == NL)
+						return INT64_MAX;
+					st[n] = q, en[n] = p, ext[n++] = 1;
+				} else if (p > en[k]) {
+					en[k] = p;
+				}
+			}
+			bool view = x->op == NX_OP_BROADCAST || x->op == NX_OP_CONSTANT ||
+			            ((x->op == NX_OP_RESHAPE || x->op == NX_OP_BITCAST || x->op == NX_OP_COPY) &&
+			             x->noperands == 1 && x->operands[0]->shape->type == x->shape->type);
+			if (view || nx_shape_elems(x->shape) != R * C)
+				continue;
+			int e = p;
+			if (x == g->comp->root)
+				e = INT32_MAX;
+			for (int u = g->uoff[p]; u < g->uoff[p + 1]; u++) {
+				int w = g->users[u];
+				e = g->group[w] == a || g->group[w] == b ? (w > e ? w : e) : INT32_MAX;
+				if (e == INT32_MAX)
+					break;
+			}
+			if (n == NL)
+				return INT64_MAX;
+			st[n] = p, en[n] = e, ext[n++] = 0;
+		}
+	}
+	/* the most intervals over one position (an input's from the start) */
+	int64_t best = 0;
+	for (int k = 0; k < n; k++) {
+		int at = ext[k] ? -1 : st[k];
+		int64_t c = 0;
+		for (int j = 0; j < n; j++)
+			c += (ext[j] ? -1 : st[j]) <= at && en[j] >= at && (ext[j] || en[j] > at || j == k);
+		best = c > best ? c : best;
+	}
+	return best;
+}
 
 static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
                     int *markv)
@@ -342,12 +410,13 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	nx_fgraph *g = &s->g;
 	int gq = g->group[q];
 	int64_t r2;
-	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2))
+	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2, 0))
 		return false;
 	const char *why = NULL;
 	if (s->grp[gi].n + s->grp[gq].n > 64)
 		why = "row kernel would exceed 64 instructions";
-	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES &&
+	         row_live(s, gi, gq, R, C) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	else {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
@@ -389,7 +458,7 @@ static void row_merge(fstate *s)
 		bool found = false;
 		for (int i = 0; i < s->grp[gi].n && !found; i++)
 			found = nx_fusion_row_reduce(g->insts[s->grp[gi].m[i]], &R, &C);
-		if (!found || !row_group(s, gi, R, C, &rows))
+		if (!found || !row_group(s, gi, R, C, &rows, 0))
 			continue;
 		bool grew = true;
 		while (grew) {
@@ -406,6 +475,103 @@ static void row_merge(fstate *s)
 	}
 	free(stack);
 	free(mark);
+}
+
+enum { COL_MIN = 1 << 14 }; /* elements of a row kernel that takes column sums */
+
+/* Column sum group q (a sum over the rows of a value of R*C elements and
+ * the elementwise ops feeding it: a bias gradient) into row kernel gi. */
+static bool col_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
+                    int *markv, int *tried)
+{
+	nx_fgraph *g = &s->g;
+	int gq = g->group[q];
+	int64_t r2;
+	if (gq < 0 || gq == gi || tried[gq] == gi || !row_group(s, gq, R, C, &r2, 1))
+		return false;
+	tried[gq] = gi; /* once per row kernel */
+	const char *why = NULL;
+	/* the row kernel sums after a tile's other ops: each sum's operand
+	 * is live to the end (one more row, over the estimate) */
+	int64_t ncs = 0;
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < s->grp[h ? gq : gi].n; k++)
+			ncs += nx_fusion_col_sum(g->insts[s->grp[h ? gq : gi].m[k]], R, C);
+	if (s->grp[gi].n + s->grp[gq].n > 64)
+		why = "row kernel would exceed 64 instructions";
+	else if ((row_live(s, gi, gq, R, C) + ncs) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+		why = "rows of the merged kernel would not fit SBUF";
+	else {
+		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
+		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
+		if (r1 || r3)
+			why = "a path between them leaves both kernels";
+	}
+	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
+	if (why) {
+		nx_pass_log(g->ctx, 2, "fusion: refuse column sum %s into %s: %s", rb->name, ra->name, why);
+		return false;
+	}
+	nx_pass_log(g->ctx, 2, "fusion: column sum %s into %s (rows of %lld)", rb->name, ra->name, (long long)C);
+	if (s->grp[gq].root > s->grp[gi].root)
+		s->grp[gi].root = s->grp[gq].root;
+	for (int k = 0; k < s->grp[gq].n; k++)
+		group_add(s, gi, s->grp[gq].m[k]);
+	s->grp[gq].dead = true;
+	s->grp[gq].n = 0;
+	*rows += r2;
+	return true;
+}
+
+/* O2+, after row_merge: a row kernel takes the column sums of the values it
+ * computes or reads (its consumers, and its siblings reading its inputs),
+ * which it accumulates on PE as it goes (backend/kernels/row_loop.c): the
+ * layer norm backward's bias and gamma gradients, and the bias gradient of
+ * the matmul reading its result. */
+static void col_merge(fstate *s)
+{
+	nx_fgraph *g = &s->g;
+	int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+	int *mark = calloc((size_t)g->n + 1, sizeof(int));
+	int *tried = malloc(sizeof(int) * ((size_t)s->ngrp + 1));
+	int markv = 0;
+	for (int k = 0; k < s->ngrp; k++)
+		tried[k] = -1;
+	for (int gi = 0; gi < s->ngrp; gi++) {
+		if (s->grp[gi].dead || s->grp[gi].pattern)
+			continue;
+		int64_t R = 0, C = 0, rows;
+		bool found = false;
+		for (int i = 0; i < s->grp[gi].n && !found; i++)
+			found = nx_fusion_row_reduce(g->insts[s->grp[gi].m[i]], &R, &C);
+		/* (in small kernels, its sums' tail after the last tile costs more
+		 * than their own kernels: mlp__single_mlp's 32 rows of 10) */
+		if (!found || R * C < COL_MIN || !row_group(s, gi, R, C, &rows, 2))
+			continue;
+		bool grew = true;
+		while (grew) {
+			grew = false;
+			for (int k = 0; k < s->grp[gi].n && !grew; k++) {
+				int p = s->grp[gi].m[k];
+				const nx_inst *x = g->insts[p];
+				if (nx_shape_elems(x->shape) != R * C)
+					continue;
+				for (int u = g->uoff[p]; u < g->uoff[p + 1] && !grew; u++)
+					grew = col_try(s, gi, g->users[u], R, C, &rows, stack, mark, &markv, tried);
+				/* siblings: readers of the row-sized values it reads */
+				for (int o = 0; o < x->noperands && !grew; o++) {
+					int q = nx_fpos(s->orig_ops[p][o]);
+					if (g->group[q] == gi || nx_shape_elems(g->insts[q]->shape) != R * C)
+						continue;
+					for (int u = g->uoff[q]; u < g->uoff[q + 1] && !grew; u++)
+						grew = col_try(s, gi, g->users[u], R, C, &rows, stack, mark, &markv, tried);
+				}
+			}
+		}
+	}
+	free(stack);
+	free(mark);
+	free(tried);
 }
 
 static bool plain_loop(fstate *s, int gi)
@@ -697,6 +863,7 @@ static void partition(fstate *s, bool patterns, bool siblings)
 		choose_duplicates(s);
 	if (siblings) {
 		row_merge(s);
+		col_merge(s);
 		sibling_merge(s);
 		producer_merge(s);
 		g->ngroups = s->ngrp;

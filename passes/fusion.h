@@ -29,11 +29,15 @@ nx_opcode nx_fusion_reducer_op(const nx_inst *reduce);
  * constant init) over the trailing dims of its operand, R rows of C >= 2
  * elements. */
 bool nx_fusion_row_reduce(const nx_inst *i, int64_t *R, int64_t *C);
+/* A sum over the rows of R rows of C (the leading dims of its operand; f32,
+ * bf16 or f16, constant init, C results: a bias gradient), which a row
+ * kernel over R rows of C accumulates on PE. */
+bool nx_fusion_col_sum(const nx_inst *i, int64_t R, int64_t C);
 /* May i be part of a row kernel over R rows of C: reductions as above,
- * elementwise ops on rows (R*C elements) or per-row values (R), converts,
- * reshapes, broadcasts of a scalar, of a per-row value along the trailing
- * dims or of a column [C] (or its convert) along the leading dims, scalar
- * constants. */
+ * column sums, elementwise ops on rows (R*C elements) or per-row values
+ * (R), converts, reshapes, broadcasts of a scalar, of a per-row value along
+ * the trailing dims or of a column [C] (or its convert) along the leading
+ * dims, scalar constants. */
 bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C);
 /* The budget of the row kernel: two buffer sets of one row (C elements of
  * 4 bytes) per row-sized value within half of a trn1 SBUF partition. */

@@ -245,6 +245,31 @@ bool nx_fusion_bcast_run(const nx_inst *b, bool lead, int64_t *prod)
 	return true;
 }
 
+static bool pe_float(nx_type t)
+{
+	return t == NX_F32 || t == NX_BF16 || t == NX_F16;
+}
+
+bool nx_fusion_col_sum(const nx_inst *i, int64_t R, int64_t C)
+{
+	if (i->op != NX_OP_REDUCE || i->noperands != 2 || !nx_shape_is_array(i->shape) ||
+	    nx_fusion_reducer_op(i) != NX_OP_ADD || i->operands[1]->op != NX_OP_CONSTANT ||
+	    !pe_float(i->shape->type) || !pe_float(i->operands[0]->shape->type) || R < 2 ||
+	    nx_shape_elems(i->shape) != C || nx_shape_elems(i->operands[0]->shape) != R * C)
+		return false;
+	const nx_shape *s = i->operands[0]->shape;
+	int nd = i->a.dimensions.n;
+	if (nd < 1 || nd >= s->rank)
+		return false;
+	int64_t r = 1;
+	for (int j = 0; j < nd; j++) {
+		if (i->a.dimensions.v[j] != j)
+			return false;
+		r *= s->dims[j];
+	}
+	return r == R;
+}
+
 bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C)
 {
 	if (!nx_shape_is_array(i->shape))
@@ -252,6 +277,8 @@ bool nx_fusion_row_member(const nx_inst *i, int64_t R, int64_t C)
 	int64_t e = nx_shape_elems(i->shape), x, y;
 	if (i->op == NX_OP_CONSTANT)
 		return e == 1;
+	if (nx_fusion_col_sum(i, R, C))
+		return true;
 	/* a column converted before its broadcast along the rows (bf16 gamma) */
 	if (i->op == NX_OP_CONVERT && e == C && nx_shape_elems(i->operands[0]->shape) == C)
 		return true;

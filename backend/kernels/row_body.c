@@ -94,6 +94,25 @@ static rop *newop(rk *x, int kind, int v)
 	return o;
 }
 
+/* a reduction over the leading dims of its operand: R rows of C */
+static bool col_reduce(const nx_inst *i, int64_t *R, int64_t *C)
+{
+	if (i->op != NX_OP_REDUCE || i->noperands != 2)
+		return false;
+	const nx_shape *s = i->operands[0]->shape;
+	int nd = i->a.dimensions.n;
+	if (nd < 1 || nd >= s->rank)
+		return false;
+	for (int j = 0; j < nd; j++)
+		if (i->a.dimensions.v[j] != j)
+			return false;
+	int64_t r0 = 1, c0 = 1;
+	for (int j = 0; j < s->rank; j++)
+		*(j < nd ? &r0 : &c0) *= s->dims[j];
+	*R = r0, *C = c0;
+	return true;
+}
+
 /* classify the body and derive the instruction list */
 bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 {
@@ -110,8 +129,10 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 	int64_t R = 0, C = 0;
 	for (int k = 0; k < b->ninsts && !R; k++) {
 		const nx_inst *i = b->insts[k];
-		if (i->op != NX_OP_REDUCE || i->noperands != 2)
-			continue;
+		int64_t cr, cc;
+		if (i->op != NX_OP_REDUCE || i->noperands != 2 ||
+		    (col_reduce(i, &cr, &cc) && nx_shape_elems(i->shape) == cc && cr > 1))
+			continue; /* (a column sum: its rows are the row space's) */
 		const nx_shape *s = i->operands[0]->shape;
 		int nd = i->a.dimensions.n, k0 = s->rank - nd;
 		bool ok = nd >= 1 && k0 >= 1;
@@ -228,6 +249,23 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 			}
 			if (layout && (i->op != NX_OP_CONVERT || !nx_type_is_float(i->shape->type)))
 				return false; /* a converting copy between float types is an op */
+			int64_t cr, cc;
+			if (i->op == NX_OP_REDUCE && col_reduce(i, &cr, &cc) && cr == R && cc == C && e == C && R > 1) {
+				/* a sum over the rows: PE, into PSUM (nx_rw_emit_op) */
+				int a = res(x, ops[0]), in = res(x, ops[1]);
+				nx_dtype adt = x->v[a].dt;
+				if (!is_row(x, a) || x->v[in].kind != V_CONST || nx_l_reduce_alu(i) != NX_ALU_ADD ||
+				    (adt != NX_DT_F32 && adt != NX_DT_BF16 && adt != NX_DT_F16) ||
+				    (v->dt != NX_DT_F32 && v->dt != NX_DT_BF16 && v->dt != NX_DT_F16) || x->ncs == RW_IO)
+					return false;
+				v->kind = V_CSUM;
+				v->pc = (int)(x->ncs * ((C + 127) / 128));
+				x->cs[x->ncs++] = vi;
+				rop *o = newop(x, O_CSUM, vi);
+				o->o[0] = a, o->no = 1, o->alu = NX_ALU_ADD;
+				o->init = x->v[in].imm;
+				break;
+			}
 			if (i->op == NX_OP_REDUCE) {
 				int a = res(x, ops[0]), in = res(x, ops[1]);
 				int alu = nx_l_reduce_alu(i);
@@ -384,14 +422,22 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 			}
 	}
 	/* outputs */
-	x->nout = tup ? root->noperands : 1;
-	if (x->nout > RW_IO)
+	int nres = tup ? root->noperands : 1, ncs = 0;
+	if (nres > RW_IO)
 		return false;
-	for (int k = 0; k < x->nout; k++) {
+	x->nout = 0;
+	for (int k = 0; k < nres; k++) {
 		int o = find(x, tup ? root->operands[k] : root);
 		if (o < 0)
 			return false;
 		o = res(x, o);
+		if (x->v[o].kind == V_CSUM) { /* stored once, after the tiles */
+			if (x->v[o].out)
+				return false;
+			x->v[o].out = true;
+			ncs++;
+			continue;
+		}
 		if ((x->v[o].kind == V_RB || x->v[o].kind == V_CB) && x->nop < RW_MAX * 2) {
 			/* a per-row value or a column broadcast along the rows and read
 			 * outside: materialized by a copy right after the value is
@@ -415,8 +461,32 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 		for (int q = 0; q < x->nop; q++)
 			if (x->op[q].v == o && x->op[q].kind == O_NEG)
 				return false;
-		x->outs[k] = o;
+		x->otup[x->nout] = k;
+		x->outs[x->nout++] = o;
 		x->v[o].out = true;
+	}
+	/* column sums: each an output (in the order of the body), read by no
+	 * op, within a PSUM half (2048 columns of f32); their ops last (PE,
+	 * the tile's last stage) */
+	if (ncs != x->ncs || (x->ncs && (x->nout < 1 || x->ncs * ((C + 127) / 128) > 2048)))
+		return false;
+	for (int c = 0; c < x->ncs; c++) {
+		if (!x->v[x->cs[c]].out || x->v[x->cs[c]].users)
+			return false;
+		for (int k = 0; k < nres; k++) /* the result position of cs[c] */
+			if (res(x, find(x, tup ? root->operands[k] : root)) == x->cs[c])
+				x->cstup[c] = k;
+	}
+	if (x->ncs) {
+		rop tmp[RW_MAX * 2];
+		int n = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int q = 0; q < x->nop; q++)
+				if ((x->op[q].kind == O_CSUM) == (pass == 1))
+					tmp[n++] = x->op[q];
+		memcpy(x->op, tmp, sizeof(rop) * (size_t)n);
+		if (x->nop == x->ncs)
+			return false;
 	}
 	for (int k = 0; k < x->nv; k++)
 		if ((x->v[k].kind == V_ROWIN || x->v[k].kind == V_STATIN) && x->v[k].users > 0) {
@@ -439,7 +509,7 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 		return false;
 	/* chunks of a long row: no columns; a reduction's result (a
 	 * partial until the row's last chunk) read by no op */
-	x->chunkable = true;
+	x->chunkable = x->ncs == 0;
 	for (int k = 0; k < x->nv; k++)
 		if ((x->v[k].kind == V_COLIN || x->v[k].kind == V_COL || x->v[k].kind == V_CB) && x->v[k].users > 0)
 			x->chunkable = false;
@@ -459,11 +529,6 @@ bool nx_rw_build(rk *x, const nx_lower *L, const nx_inst *f)
 	}
 	(void)L;
 	return true;
-}
-
-static int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
 }
 
 /* the last op reading value k (through aliases), -1 none; outputs are
@@ -509,6 +574,9 @@ int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols)
 			v->off = c, c += al64(x->C * esz);
 		} else if (v->kind == V_SCIN || (v->kind == V_CONST && v->mem)) {
 			v->off = c, c += 64;
+		} else if (v->kind == V_CSUM) {
+			/* the sums [128, ct] (ct: columns / 128), a ones column, a zero row */
+			v->off = c, c += al64((x->C + 127) / 128 * esz) + 64 + 512;
 		}
 	}
 	for (int q = 0; q <= x->nop; q++) {
@@ -560,6 +628,9 @@ double nx_rw_op_cycles(const rk *x, const rop *o, int *only)
 	case O_IOTA:
 		*only = 2;
 		return kt * ((C > 64 ? C : 64) + 60);
+	case O_CSUM: /* PE: a matmul per 128 columns of a row, f32 at a quarter rate */
+		*only = 3;
+		return kt * (double)((x->C + 127) / 128) * 64.0 * (x->v[o->o[0]].dt == NX_DT_F32 ? 4.0 : 1.0);
 	case O_ROWSC:
 	case O_TSC:
 		/* ACT takes the scalar operand as a per-partition column only,
@@ -599,6 +670,10 @@ void nx_rw_assign(rk *x)
 		rop *o = &x->op[q];
 		int only;
 		double c = nx_rw_op_cycles(x, o, &only);
+		if (only == 3) {
+			o->e = NX_ENG_PE;
+			continue;
+		}
 		if (only == 1) {
 			o->e = NX_ENG_ACT;
 			rest_act -= c / clk_act;
@@ -625,6 +700,10 @@ void nx_rw_assign(rk *x)
 		}
 		o->stage = x->nstage - 1;
 	}
+	/* stores follow the last stage but PE's (column sums) */
+	x->sst = x->nstage - 1;
+	if (x->ncs && x->nstage > 1 && x->seng[x->nstage - 1] == NX_ENG_PE)
+		x->sst = x->nstage - 2;
 }
 
 bool nx_rw_set_chunks(rk *x, int nc)
@@ -828,6 +907,40 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 			in->ap[0] = nx_rw_vap(x, o->v, np, kt, b, j, false);
 		}
 		return;
+	case O_CSUM: {
+		/* psum[c, 0] += rows[p, c]^T . ones[p] per 128 columns c of each
+		 * of the kt rows (stationary: the rows' columns) */
+		const rv *cv = &x->v[o->v];
+		int a = o->o[0];
+		nx_dtype dt = x->v[a].dt;
+		int64_t esz = nx_dtype_bytes[dt], CT = (x->C + 127) / 128, CTf = x->C / 128, rem = x->C % 128;
+		int64_t ones = cv->off + al64(CT * nx_dtype_bytes[cv->dt]);
+		int32_t s1[1] = {1};
+		uint32_t c1[1] = {1};
+		for (int64_t j = 0; j < kt; j++) {
+			int64_t roff = x->v[a].off + b * x->bufb + j * x->C * esz;
+			for (int part = 0; part < 2; part++) {
+				int64_t n = part ? (rem ? 1 : 0) : CTf, M = part ? rem : 128, ct = part ? CTf : 0;
+				if (n == 0)
+					continue;
+				if (n > 1)
+					nx_l_loop(L, NX_ENG_PE, n);
+				int lv = L->s[NX_ENG_PE].depth - 1;
+				nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+				c1[0] = 1;
+				mm->ap[0] = nx_ap_psum(NX_DT_F32, 0, (int)M, x->pbase + (cv->pc + ct) * 4, 1, s1, c1);
+				mm->ap[2] = nx_ap_sbuf(dt, 0, (int)np, ones, 1, s1, c1);
+				c1[0] = (uint32_t)M;
+				mm->ap[1] = nx_ap_sbuf(dt, 0, (int)np, roff + ct * 128 * esz, 1, s1, c1);
+				if (n > 1) {
+					mm->ap[0].loop_stride[lv] = 4;
+					mm->ap[1].loop_stride[lv] = 128 * esz;
+					nx_l_endloop(L, NX_ENG_PE);
+				}
+			}
+		}
+		return;
+	}
 	case O_ACTROW: {
 		if (o->acc >= 0) {
 			nx_insn *z = nx_l_emit(L, NX_ENG_ACT, NX_I_MEMSET);

@@ -110,6 +110,7 @@ typedef struct tl {
 	bool rel;
 	int64_t u;  /* tails: the tile's number */
 	nx_lsync prev; /* tails: the previous stage's signal */
+	nx_lsync sst;  /* tails: the signal of the stage its stores follow (x->sst) */
 	nx_lsync ld;   /* tails: its loads */
 } tl;
 
@@ -325,6 +326,8 @@ static void t_stage(rk *x, tl *t, int s)
 			nx_rw_emit_op(x, &x->op[q], t->np, t->kt, t->set);
 	x->w = x->C;
 	t->prev = nx_l_signal(L, e);
+	if (s == x->sst)
+		t->sst = t->prev;
 	nx_l_max(&x->comp, &t->prev);
 }
 
@@ -332,12 +335,12 @@ static void t_stage(rk *x, tl *t, int s)
 static void t_store(rk *x, tl *t)
 {
 	nx_lower *L = x->L;
-	nx_engine last = x->seng[x->nstage - 1];
+	nx_engine last = x->seng[x->sst];
 	if (t->rel)
-		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->idx[t->b][x->nstage - 1] + 1,
+		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + last, x->base_e[last] + x->idx[t->b][x->sst] + 1,
 		              RF_ENG + last);
 	else
-		nx_l_wait(L, NX_ENG_SP, &t->prev);
+		nx_l_wait(L, NX_ENG_SP, &t->sst);
 	memset(&t->ld, 0, sizeof t->ld);
 	int first = 0;
 	for (int o = 0; o < x->nout; o++) {
@@ -369,7 +372,8 @@ static void schedule(rk *x)
 		int only;
 		double c = nx_rw_op_cycles(x, &x->op[q], &only);
 		nx_engine e = x->op[q].e;
-		sdur[x->op[q].stage] += c / (e == NX_ENG_ACT ? clk_act : e == NX_ENG_POOL ? clk_pool : clk_dve);
+		sdur[x->op[q].stage] +=
+		    c / (e == NX_ENG_ACT ? clk_act : e == NX_ENG_POOL ? clk_pool : e == NX_ENG_PE ? clk_pe : clk_dve);
 	}
 	/* a transfer item: latency (one piece) and its share of the queues */
 	double lat[2] = {0, 0}, work[2] = {0, 0};
@@ -401,8 +405,9 @@ static void schedule(rk *x)
 				continue;
 			nx_engine e = j == 0 || j == nit - 1 ? NX_ENG_SP : x->seng[j - 1];
 			double st = efree[e];
-			if (j > 0 && fin[b][j - 1] > st)
-				st = fin[b][j - 1];
+			int jp = j == nit - 1 ? x->sst + 1 : j - 1; /* stores: after stage sst */
+			if (j > 0 && fin[b][jp] > st)
+				st = fin[b][jp];
 			if (j == 0 && b >= ND && fin[b - ND][x->nstage] > st)
 				st = fin[b - ND][x->nstage];
 			if (bb < 0 || st < best)
@@ -540,24 +545,32 @@ static double o2_cost(rk *x, int nd, int64_t k)
 		lat_s = d > lat_s ? d : lat_s;
 	}
 	x->kt = k;
-	double act = 0, port = 0, flex = 0;
+	double act = 0, port = 0, flex = 0, pe = 0;
 	for (int q = 0; q < x->nop; q++) {
 		int only;
 		double c = nx_rw_op_cycles(x, &x->op[q], &only);
+		if (only == 3) { /* PE (column sums) */
+			comp += c / clk_pe;
+			pe += c / clk_pe;
+			continue;
+		}
 		comp += c / clk_act;
 		*(only == 1 ? &act : only == 2 ? &port : &flex) += c / (only == 2 ? clk_dve : clk_act);
 	}
 	double ct = (act + port + flex) / 2;
 	ct = ct > act ? ct : act;
 	ct = ct > port ? ct : port;
+	ct = ct > pe ? ct : pe;
 	/* queue-bound: the queues' work and one tile's compute; compute-bound:
 	 * the busiest side per tile between the first load and the last store */
 	double qb = (double)ntile * work + comp, cb = lat_l + (double)ntile * ct + lat_s;
 	/* long rows: a buffer set's round (a chunk's load, compute and store)
 	 * over the sets in flight (measured, [2048, 30522] x - max: 3.03 ms
 	 * in 5 chunks and 2 sets, which the terms above put at 1.9 ms; 2.10
-	 * with 4 sets) */
-	if (x->nc > 1) {
+	 * with 4 sets); the same for a long body (BERT's layer-norm forward
+	 * and backward with its column sums in one kernel, 13 stages: 365.6
+	 * us in 2 sets, which the terms above put at 254, 315.6 in 3) */
+	if (x->nc > 1 || x->nop >= 24) {
 		double cyc = (double)ntile * (work + ct) * 2.0 / nd;
 		cb = cb > cyc ? cb : cyc;
 	}
@@ -587,15 +600,19 @@ static bool head_tail(rk *x)
 				}
 			}
 	}
-	double act = 0, port = 0, flex = 0;
+	double act = 0, port = 0, flex = 0, pe = 0;
 	for (int q = 0; q < x->nop; q++) {
 		int only;
 		double c = nx_rw_op_cycles(x, &x->op[q], &only);
-		*(only == 1 ? &act : only == 2 ? &port : &flex) += c / (only == 2 ? clk_dve : clk_act);
+		if (only == 3)
+			pe += c / clk_pe;
+		else
+			*(only == 1 ? &act : only == 2 ? &port : &flex) += c / (only == 2 ? clk_dve : clk_act);
 	}
 	double ct = (act + port + flex) / 2;
 	ct = ct > act ? ct : act;
 	ct = ct > port ? ct : port;
+	ct = ct > pe ? ct : pe;
 	double t[2];
 	for (int h = 0; h < 2; h++) {
 		double q = w[h] * (double)(x->loop_tiles / x->nb) / NX_LQ, c = lat[h][0] + ct * (double)x->ntile + lat[h][1];
@@ -637,17 +654,124 @@ static int chunks_pick(rk *x, int ncm, int lo, double *best)
 	return bnc;
 }
 
+/* the op of column sum c */
+static const rop *cs_op(const rk *x, int c)
+{
+	for (int q = 0; q < x->nop; q++)
+		if (x->op[q].kind == O_CSUM && x->op[q].v == x->cs[c])
+			return &x->op[q];
+	NX_ASSERT(0);
+	return NULL;
+}
+
+/* Column sums, before the tiles: DVE sets each sum's ones column and a
+ * zero row, PE zeroes the sums' PSUM columns (matmuls of one zero
+ * partition, which start their banks); the tiles' matmuls then only
+ * accumulate. */
+static void csum_begin(rk *x, int h, int ph)
+{
+	nx_lower *L = x->L;
+	if (!x->ncs)
+		return;
+	int64_t CT = (x->C + 127) / 128, z = 0;
+	int32_t s1[1] = {1};
+	uint32_t c1[1] = {1};
+	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
+	for (int c = 0; c < x->ncs; c++) {
+		const rv *v = &x->v[x->cs[c]];
+		int64_t ones = v->off + al64(CT * nx_dtype_bytes[v->dt]);
+		nx_insn *m = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
+		m->fimm[0] = 1.0f;
+		m->ap[0] = nx_ap_sbuf(x->v[cs_op(x, c)->o[0]].dt, 0, 128, ones, 1, s1, c1);
+		z = ones + 64;
+	}
+	c1[0] = 128;
+	nx_insn *m = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
+	m->fimm[0] = 0.0f;
+	m->ap[0] = nx_ap_sbuf(NX_DT_F32, 0, 1, z, 1, s1, c1);
+	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_max(&x->comp, &y);
+	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
+	nx_l_wait(L, NX_ENG_PE, &y);
+	for (int64_t z0 = 0, tot = x->ncs * CT; z0 < tot; z0 += 128) {
+		int64_t n = tot - z0 < 128 ? tot - z0 : 128;
+		nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+		mm->flags = NX_IF_START;
+		c1[0] = (uint32_t)n;
+		mm->ap[0] = nx_ap_psum(NX_DT_F32, 0, 128, x->pbase + z0 * 4, 1, s1, c1);
+		mm->ap[2] = nx_ap_sbuf(NX_DT_F32, 0, 1, z, 1, s1, c1);
+		c1[0] = 128;
+		mm->ap[1] = nx_ap_sbuf(NX_DT_F32, 0, 1, z, 1, s1, c1);
+	}
+}
+
+/* Column sums, after the tiles: ACT adds the init value and casts
+ * ([128, ct], the ragged last 128 columns on fewer partitions), SP
+ * stores them (out[ct * 128 + p] = sums[p, ct]). */
+static void csum_end(rk *x, int h, int ph)
+{
+	nx_lower *L = x->L;
+	if (!x->ncs)
+		return;
+	int64_t CTf = x->C / 128, rem = x->C % 128;
+	int32_t s1[1] = {1}, s128[1] = {128};
+	uint32_t c1[1];
+	nx_lsync pe = nx_l_signal(L, NX_ENG_PE);
+	nx_l_wait(L, NX_ENG_ACT, &L->sbuf_free[h]);
+	nx_l_wait(L, NX_ENG_ACT, &pe);
+	for (int c = 0; c < x->ncs; c++) {
+		const rv *v = &x->v[x->cs[c]];
+		float init = cs_op(x, c)->init;
+		int64_t eo = nx_dtype_bytes[v->dt];
+		for (int part = 0; part < 2; part++) {
+			int64_t np = part ? rem : 128, nf = part ? (rem ? 1 : 0) : CTf, off = part ? CTf : 0;
+			if (np == 0 || nf == 0)
+				continue;
+			nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_SCALAR);
+			in->func = NX_ALU_ADD;
+			in->fimm[0] = init;
+			c1[0] = (uint32_t)nf;
+			in->ap[0] = nx_ap_sbuf(v->dt, 0, (int)np, v->off + off * eo, 1, s1, c1);
+			in->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)np, x->pbase + (v->pc + off) * 4, 1, s1, c1);
+		}
+	}
+	nx_lsync ev = nx_l_signal(L, NX_ENG_ACT);
+	nx_l_max(&x->comp, &ev);
+	L->psum_free[ph] = ev;
+	nx_l_wait(L, NX_ENG_SP, &ev);
+	for (int c = 0; c < x->ncs; c++) {
+		const rv *v = &x->v[x->cs[c]];
+		nx_lval *o = x->csout[c];
+		int64_t eo = nx_dtype_bytes[v->dt];
+		for (int part = 0; part < 2; part++) {
+			int64_t np = part ? rem : 128, nf = part ? (rem ? 1 : 0) : CTf, off = part ? CTf : 0;
+			if (np == 0 || nf == 0)
+				continue;
+			c1[0] = (uint32_t)nf;
+			nx_ap ho = nx_ap_hbm(o->dt, o->buf->off + off * 128 * eo, (int)np, 1, 1, s128, c1);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, (2 * c + part) % (NX_LQ / 2), ho,
+			                        nx_ap_sbuf(v->dt, 0, (int)np, v->off + off * eo, 1, s1, c1));
+			nx_l_max(&x->stores, &y);
+		}
+	}
+}
+
 nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
 {
 	rk x;
 	if (!nx_rw_build(&x, L, f))
 		return nx_l_err(L, "fusion outside the row kernel's subset");
 	x.L = L, x.ext = ops;
-	if (out->tuple ? out->ntuple != x.nout : x.nout != 1)
+	if (out->tuple ? out->ntuple != x.nout + x.ncs : x.nout + x.ncs != 1)
 		return nx_l_err(L, "fusion outputs do not match its body");
 	for (int o = 0; o < x.nout; o++) {
-		x.out[o] = out->tuple ? out->tuple[o] : out;
+		x.out[o] = out->tuple ? out->tuple[x.otup[o]] : out;
 		if (x.out[o]->dt != x.v[x.outs[o]].dt)
+			return nx_l_err(L, "row kernel output type");
+	}
+	for (int c = 0; c < x.ncs; c++) {
+		x.csout[c] = out->tuple[x.cstup[c]];
+		if (x.csout[c]->dt != x.v[x.cs[c]].dt)
 			return nx_l_err(L, "row kernel output type");
 	}
 	/* tile: kt rows per partition and nd buffer sets within SBUF, by an
@@ -713,11 +837,16 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	if (rc)
 		return rc;
 	for (int k = 0; k < x.nv; k++) {
-		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN || x.v[k].kind == V_COL ||
+		if (x.v[k].kind == V_COLIN || x.v[k].kind == V_SCIN || x.v[k].kind == V_COL || x.v[k].kind == V_CSUM ||
 		    (x.v[k].kind == V_CONST && x.v[k].mem))
 			x.v[k].off += base + x.bufb * x.nd;
 		else if (x.v[k].slot)
 			x.v[k].off += base;
+	}
+	int ph = 0;
+	if (x.ncs) { /* column sums: a PSUM half (dots alternate them) */
+		ph = L->pidx++ & 1;
+		x.pbase = ph * (L->t->psum_banks / 2) * L->t->psum_bank_bytes;
 	}
 	nx_rw_assign(&x);
 	x.kl = tile_pieces(x.nd, x.nld);
@@ -751,12 +880,15 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	size_t len = 0;
 	st[0] = 0;
 	for (int k = 0; k < x.nop && len < sizeof st - 24; k++) {
-		static const char *const kn[] = {"op", "rowscalar", "scalar", "reduce", "act-row", "neg", "iota"};
+		static const char *const kn[] = {"op", "rowscalar", "scalar", "reduce", "act-row", "neg", "iota", "colsum"};
 		const rop *o = &x.op[k];
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s:%s%s", k ? " " : "", kn[o->kind],
 		                        nx_engine_names[o->e], o->acc >= 0 ? "+acc" : "");
 	}
 	nx_l_plan(L, "body", "%s", st);
+	if (x.ncs)
+		nx_l_plan(L, "column sums", "%d on pe (matmuls against a ones column into psum half %d), stored after the tiles",
+		          x.ncs, ph);
 	nx_l_plan(L, "engines",
 	          "sp loads %d pieces per tile (body tiles 0, 1: %d, %d), stores %d (last two: %d, %d) on the least "
 	          "busy of 16 queues, %d stages",
@@ -770,6 +902,8 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 			nx_l_wait(L, NX_ENG_SP, &ops[x.v[k].pn]->buf->written);
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_SP, &x.out[o]->buf->war);
+	for (int c = 0; c < x.ncs; c++)
+		nx_l_wait(L, NX_ENG_SP, &x.csout[c]->buf->war);
 	/* columns (every partition gets the [C] vector) and one-element
 	 * inputs, before the first tile, by SP on queues 7, 6, ... (the second
 	 * tile's): the compute engines wait for them */
@@ -842,6 +976,7 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 		nx_l_max(&colw, &y);
 		nx_l_max(&x.comp, &y);
 	}
+	csum_begin(&x, h, ph); /* (its signal before the tiles' counts start) */
 	for (int q = 0; q < NX_LQ; q++)
 		x.base_q[q] = L->qcount[q];
 	for (int e = 0; e < NX_ENG_COUNT; e++)
@@ -918,12 +1053,18 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	}
 	for (int c = 0; s > 0 && c < x.nc; c++, u++, par = (par + 1) % ND)
 		tail(&x, s, 1, Trow * 128 * kt + k2 * 128, par, u);
+	csum_end(&x, h, ph);
 	for (int l = 0; l < x.nld; l++)
 		nx_l_max(&ops[x.v[x.ld[l]].pn]->buf->war, &x.loads);
 	/* queues 8..15 are POOL's outside this kernel: its next transfers on
 	 * them follow SP's last ones (counts in issue order) */
 	nx_lsync spi = nx_l_signal(L, NX_ENG_SP);
 	nx_l_wait(L, NX_ENG_POOL, &spi);
-	nx_l_kernel_end(L, h, x.out, x.nout, &x.loads, &x.stores, &x.comp);
+	nx_lval *all[2 * RW_IO];
+	for (int o = 0; o < x.nout; o++)
+		all[o] = x.out[o];
+	for (int c = 0; c < x.ncs; c++)
+		all[x.nout + c] = x.csout[c];
+	nx_l_kernel_end(L, h, all, x.nout + x.ncs, &x.loads, &x.stores, &x.comp);
 	return NX_OK;
 }

@@ -15,8 +15,9 @@ enum {
 	V_ROWIN, V_STATIN, V_COLIN, V_SCIN, V_CONST, /* inputs */
 	V_SBC, V_RB, V_CB, V_ALIAS,                  /* views */
 	V_ROW, V_STAT, V_COL,                        /* computed (V_COL: a converted column, once) */
+	V_CSUM,                                      /* a column sum (an output, accumulated in PSUM) */
 };
-enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG, O_IOTA };
+enum { O_FULL, O_ROWSC, O_TSC, O_RED, O_ACTROW, O_NEG, O_IOTA, O_CSUM };
 
 typedef struct rv {
 	const nx_inst *i;
@@ -28,6 +29,7 @@ typedef struct rv {
 	bool slot, out;
 	bool mem;       /* V_CONST: read as an operand (a [128, 1] column set once) */
 	int users;
+	int pc;         /* V_CSUM: its first PSUM column (one per 128 columns of a row) */
 } rv;
 
 typedef struct rop {
@@ -79,8 +81,14 @@ typedef struct rk {
 	int order[RW_NB * (RW_MAX * 2 + 2)][2]; /* the body's items in emission order (schedule) */
 	nx_lsync tail_last[RW_NB + RW_NC + 2], tail_st[RW_NB + RW_NC + 2];
 	int ld[RW_IO], nld, outs[RW_IO], nout;
+	int otup[RW_IO];           /* outs[o]'s position in the fusion's result */
+	/* column sums (reductions over the rows, e.g. bias gradients): PE
+	 * adds each tile's rows into PSUM (against a ones column), the last
+	 * stage of a tile; stored once after the tiles */
+	int cs[RW_IO], cstup[RW_IO], ncs, sst; /* their values, result positions; the stage stores wait for */
+	int64_t pbase;             /* their PSUM half's first byte */
 	nx_lval *const *ext;
-	nx_lval *out[RW_IO];
+	nx_lval *out[RW_IO], *csout[RW_IO];
 	/* DMAs: SP issues every load and store over all 16 queues, each piece
 	 * of a transfer on the least busy queue so far (estimated); kl / ks
 	 * pieces per input / output of a tile */
@@ -97,8 +105,14 @@ typedef struct rk {
 	bool cwait[NX_ENG_COUNT];  /* engine e waited for colw */
 } rk;
 
+/* bytes rounded up to SBUF's 64-byte alignment */
+static inline int64_t al64(int64_t v)
+{
+	return (v + 63) & ~(int64_t)63;
+}
+
 /* engine clocks (GHz) of the estimates */
-static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4;
+static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4, clk_pe = 2.8;
 
 /* row_body.c: classifies fusion f's body into x (false: outside the
  * subset) */

@@ -56,7 +56,11 @@ static bool is_add_reducer(const nx_comp *c)
 	       r->operands[0] != r->operands[1];
 }
 
-const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
+/* Adds of sums nest at most this deep (a DAG of adds that reuse each other
+ * would otherwise take exponential time). */
+#define MAX_ADD_DEPTH 8
+
+static const nx_inst *sum_source(const nx_inst *i, int64_t *nterms, int depth)
 {
 	for (int guard = 0; i && guard < 100000; guard++) {
 		switch (i->op) {
@@ -114,11 +118,11 @@ const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
 		case NX_OP_SUBTRACT: {
 			/* a sum of sums (dx = dx0 + dq . Wq + ...) is one sum of all
 			 * their terms; an operand that is not a sum is one term */
-			if (!nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type))
+			if (!nx_shape_is_array(i->shape) || !nx_type_is_float(i->shape->type) || depth >= MAX_ADD_DEPTH)
 				return NULL;
 			int64_t na = 1, nb = 1;
-			bool sa = nx_check_sum_source(i->operands[0], &na) != NULL;
-			bool sb = nx_check_sum_source(i->operands[1], &nb) != NULL;
+			bool sa = sum_source(i->operands[0], &na, depth + 1) != NULL;
+			bool sb = sum_source(i->operands[1], &nb, depth + 1) != NULL;
 			if (!sa && !sb)
 				return NULL;
 			*nterms = na + nb;
@@ -136,6 +140,11 @@ const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
 		}
 	}
 	return NULL;
+}
+
+const nx_inst *nx_check_sum_source(const nx_inst *i, int64_t *nterms)
+{
+	return sum_source(i, nterms, 0);
 }
 
 const nx_inst *nx_check_output_sum(const nx_module *m, int leaf, int64_t *nterms)
@@ -168,34 +177,41 @@ static nx_inst *clone_on(nx_module *m, nx_comp *e, const nx_inst *i, nx_inst *co
  * scatter's indices); an add or subtract of sums the add of their sum
  * |terms| (an operand that is not a sum: its abs); shape-only ops on top
  * repeated on the result. */
-static nx_inst *abs_sum(nx_module *m, nx_comp *e, nx_inst *i)
+static nx_inst *abs_sum(nx_module *m, nx_comp *e, nx_inst *i, int depth, nx_ptrmap *memo)
 {
-	nx_inst *ops[3];
+	nx_inst *ops[3], *r = (nx_inst *)nx_ptrmap_get(memo, i, 0);
 	int64_t n;
+	if (r)
+		return r;
 	switch (i->op) {
 	case NX_OP_GET_TUPLE_ELEMENT:
-		return abs_sum(m, e, i->operands[0]->operands[i->a.tuple_index]);
+		r = abs_sum(m, e, i->operands[0]->operands[i->a.tuple_index], depth, memo);
+		break;
 	case NX_OP_CUSTOM_CALL: /* an identity */
-		return abs_sum(m, e, i->operands[0]);
+		r = abs_sum(m, e, i->operands[0], depth, memo);
+		break;
 	case NX_OP_CONVERT: case NX_OP_RESHAPE: case NX_OP_BITCAST: case NX_OP_COPY: case NX_OP_TRANSPOSE:
 	case NX_OP_BROADCAST: case NX_OP_SLICE:
-		ops[0] = abs_sum(m, e, i->operands[0]);
-		return clone_on(m, e, i, ops);
+		ops[0] = abs_sum(m, e, i->operands[0], depth, memo);
+		r = clone_on(m, e, i, ops);
+		break;
 	case NX_OP_ADD:
-	case NX_OP_SUBTRACT: {
+	case NX_OP_SUBTRACT: /* as sum_source saw it, one level deeper */
 		for (int j = 0; j < 2; j++)
-			ops[j] = nx_check_sum_source(i->operands[j], &n) ? abs_sum(m, e, i->operands[j])
-			                                                  : new_abs(m, e, i->operands[j]);
-		nx_inst *c = clone_on(m, e, i, ops);
-		c->op = NX_OP_ADD;
-		return c;
-	}
+			ops[j] = sum_source(i->operands[j], &n, depth + 1) ? abs_sum(m, e, i->operands[j], depth + 1, memo)
+			                                                   : new_abs(m, e, i->operands[j]);
+		r = clone_on(m, e, i, ops);
+		r->op = NX_OP_ADD;
+		break;
 	default: /* dot, reduce, scatter */
 		NX_ASSERT(i->noperands <= 3);
 		for (int j = 0; j < i->noperands; j++)
 			ops[j] = i->op == NX_OP_SCATTER && j == 1 ? i->operands[j] : new_abs(m, e, i->operands[j]);
-		return clone_on(m, e, i, ops);
+		r = clone_on(m, e, i, ops);
+		break;
 	}
+	nx_ptrmap_put(memo, i, (intptr_t)r);
+	return r;
 }
 
 /* Rewrites m (a private copy) so that its entry returns sum |terms| for each
@@ -210,7 +226,9 @@ static bool abs_module(nx_module *m, int leaf)
 	nx_inst *out = (nx_inst *)leaf_inst(e->root, &k);
 	if (!out || !nx_check_sum_source(out, &n))
 		return false;
-	out = abs_sum(m, e, out); /* appended: after everything it reads */
+	nx_ptrmap memo = {0};
+	out = abs_sum(m, e, out, 0, &memo); /* appended: after everything it reads */
+	nx_ptrmap_free(&memo);
 	bool *keep = calloc((size_t)e->ninsts, sizeof *keep);
 	NX_ASSERT(keep);
 	/* keep what the new root needs, and the parameters */

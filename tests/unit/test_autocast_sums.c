@@ -99,6 +99,56 @@ static void test_sum_of_sums(void **state)
 	nx_module_free(m);
 }
 
+/* x_{k+1} = x_k + x_k over a reduce of 64 terms, `levels` deep: one sum of
+ * 64 x 2^levels terms; a DAG of adds that reuse each other stops being a sum
+ * past 8 levels rather than taking time exponential in its depth. */
+static void test_add_dag(void **state)
+{
+	(void)state;
+	for (int levels = 5; levels <= 40; levels += 35) {
+		char text[8192];
+		int w = snprintf(text, sizeof text,
+		                 "HloModule g\n"
+		                 "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+		                 "ENTRY e {\n  p = f32[16,64] parameter(0)\n  z = f32[] constant(0)\n"
+		                 "  x0 = f32[16] reduce(p, z), dimensions={1}, to_apply=add\n");
+		for (int k = 0; k < levels; k++)
+			w += snprintf(text + w, sizeof text - (size_t)w, "  x%d = f32[16] add(x%d, x%d)\n", k + 1, k, k);
+		snprintf(text + w, sizeof text - (size_t)w, "  ROOT t = (f32[16]) tuple(x%d)\n}\n", levels);
+		nx_module *m = tu_parse(text);
+		int64_t n = 0;
+		const nx_inst *s = nx_check_output_sum(m, 0, &n);
+		if (levels > 8) {
+			assert_null(s);
+			nx_module_free(m);
+			continue;
+		}
+		assert_non_null(s);
+		assert_int_equal(n, 64 << levels);
+		nx_arena a;
+		nx_arena_init(&a);
+		int64_t dims[2] = {16, 64};
+		nx_literal *p = nx_literal_new(&a, nx_shape_array(&a, NX_F32, 2, dims));
+		for (int i = 0; i < 16 * 64; i++)
+			nx_lit_set_f64(p, i, (i % 3) - 1.0);
+		nx_literal *args1[1] = {p};
+		nx_literal *const *argv[1] = {args1};
+		nx_eval_opts eo = {.replicas = 1};
+		nx_diag d = {0};
+		nx_literal *abs = NULL;
+		assert_int_equal(nx_check_abs_sums(m, 0, &eo, argv, &a, &abs, &d), NX_OK);
+		for (int i = 0; i < 16; i++) {
+			double sp = 0;
+			for (int j = 0; j < 64; j++)
+				sp += fabs(nx_lit_get_f64(p, i * 64 + j));
+			assert_true(nx_lit_get_f64(abs, i) == sp * (1 << levels));
+		}
+		nx_diag_clear(&d);
+		nx_arena_free(&a);
+		nx_module_free(m);
+	}
+}
+
 static uint32_t lcg(uint32_t *x)
 {
 	*x = *x * 1664525u + 1013904223u;
@@ -269,6 +319,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sum_of_sums),
+		cmocka_unit_test(test_add_dag),
 		cmocka_unit_test(test_noise_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

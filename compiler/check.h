@@ -43,9 +43,10 @@ typedef struct nx_check_cancel {
 	const nx_literal *abssum; /* per element of the output; NULL: no second bound */
 	int64_t nterms;           /* terms per element of the sum */
 	const char *op;           /* "reduce", "dot" or "scatter", for the message */
-	/* An output computed through a narrower float, with --auto-cast: the
-	 * RMS over the output of (evaluator's narrow program - f32 original),
-	 * the rounding noise the narrow type puts into it; an element outside
+	/* An output computed through a narrower float, with --auto-cast, that
+	 * the narrow type's rounding dominates (nx_check_noise): the RMS over
+	 * the output of (evaluator's narrow program - f32 original), the
+	 * rounding noise the narrow type puts into it; an element outside
 	 * the normal tolerance is accepted when |d| <= NX_CHECK_NOISE_C * noise
 	 * (docs/numerics.md "Outputs dominated by rounding noise"). 0: none. */
 	double noise;
@@ -85,6 +86,12 @@ nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo
 /* RMS over the elements of a - b (same shape); 0 when a non-finite value
  * is in either (no noise estimate). */
 double nx_check_rms_diff(const nx_literal *a, const nx_literal *b);
+/* The noise of nx_check_cancel: nx_check_rms_diff(ref, orig) when the narrow
+ * program's output ref is dominated by its rounding, i.e. its relative L2
+ * error against the f32 original orig exceeds bound (nx_check_autocast_bound:
+ * more than the error growth auto-cast is allowed); 0 otherwise (no second
+ * chance for an output the narrow type computes well). */
+double nx_check_noise(const nx_literal *ref, const nx_literal *orig, double bound);
 
 /* Relative L2 error ||got - ref|| / ||scale|| (scale NULL: ||ref||; sqrt of
  * the squared error when that norm is 0); 0 when every non-finite value

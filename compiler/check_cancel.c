@@ -286,6 +286,12 @@ double nx_check_rel_l2(const nx_literal *ref, const nx_literal *got, const nx_li
 	return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+double nx_check_noise(const nx_literal *ref, const nx_literal *orig, double bound)
+{
+	double rel = nx_check_rel_l2(orig, ref, NULL);
+	return isfinite(rel) && rel > bound ? nx_check_rms_diff(ref, orig) : 0;
+}
+
 double nx_check_rms_diff(const nx_literal *a, const nx_literal *b)
 {
 	int64_t ne = nx_shape_elems(a->shape);

@@ -32,7 +32,8 @@ static void help(void)
 	       "is a sum (an add reduce, a dot, an add of sums, through shape-only ops) is\n"
 	       "accepted element by element within 8 eps (sqrt n + sqrt L) sum|terms| (n\n"
 	       "terms; sum|terms| from the evaluator): the rounding of sums whose terms cancel.\n"
-	       "With --auto-cast, an output computed through the narrow type is accepted\n"
+	       "With --auto-cast, an output computed through the narrow type whose narrow\n"
+	       "program is more than the bound below off the f32 original is accepted\n"
 	       "element by element within 28.2 x the RMS of (the narrow program - the f32\n"
 	       "original): the rounding noise of outputs the narrow type dominates.\n"
 	       "With --auto-cast, the device must match the evaluator run on the module the\n"
@@ -412,11 +413,13 @@ static int autocast_compare(const nx_module *m, nx_literal **oref, nx_literal **
 /* The cancellation bounds (docs/numerics.md "Check tolerances"): for each
  * float output that fails the normal tolerance on some rank and is a sum
  * (nx_check_output_sum) of rm, the module the references came from, sum
- * |terms| per element from one more evaluation. cancel[r * nref + k]; NULL
+ * |terms| per element from one more evaluation; with --auto-cast (oref: the
+ * f32 original's results), for one computed through a narrower float, its
+ * rounding noise (nx_check_noise against acbound). cancel[r * nref + k]; NULL
  * when no output needs one. A copy that cannot be evaluated leaves that
  * output to the normal tolerance, with a note. */
-static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_literal **oref, nx_literal ***outs,
-                                      int nref, int nranks, int64_t Lr, const nx_type *through,
+static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_literal **oref, double acbound,
+                                      nx_literal ***outs, int nref, int nranks, int64_t Lr, const nx_type *through,
                                       const nx_eval_opts *eo, nx_literal *const *const *argv, nx_arena *a)
 {
 	nx_check_cancel *cancel = NULL;
@@ -446,8 +449,8 @@ static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_
 			}
 			for (int r = 0; r < nranks; r++)
 				cancel[(size_t)r * (size_t)nref + (size_t)k].noise =
-					nx_check_rms_diff(refs[(size_t)r * (size_t)nref + (size_t)k],
-					                  orefs[(size_t)r * (size_t)nref + (size_t)k]);
+					nx_check_noise(refs[(size_t)r * (size_t)nref + (size_t)k],
+					               orefs[(size_t)r * (size_t)nref + (size_t)k], acbound);
 		}
 		const nx_inst *s = fails && nx_type_is_float(outs[0][k]->shape->type) ? nx_check_output_sum(rm, k, &nterms)
 		                                                                      : NULL;
@@ -557,7 +560,8 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)dargv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
 	int64_t Lr = nx_check_longest_reduction(m);
-	nx_check_cancel *cancel = cancel_bounds(opt ? opt : m, ref, opt ? oref : NULL, outs, nref, nranks, Lr, through, &eo,
+	nx_check_cancel *cancel = cancel_bounds(opt ? opt : m, ref, opt ? oref : NULL,
+	                                        nx_check_autocast_bound(o.auto_cast_type), outs, nref, nranks, Lr, through, &eo,
 	                                        !opt || opt->entry->nparams == e->nparams ? argv_r : dargv_r, &a);
 	int bad = 0;
 	nx_literal ***abss = nx_arena_alloc(&a, sizeof *abss * (size_t)(nref + 1));

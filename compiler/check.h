@@ -43,7 +43,19 @@ typedef struct nx_check_cancel {
 	const nx_literal *abssum; /* per element of the output; NULL: no second bound */
 	int64_t nterms;           /* terms per element of the sum */
 	const char *op;           /* "reduce", "dot" or "scatter", for the message */
+	/* An output computed through a narrower float, with --auto-cast, that
+	 * the narrow type's rounding dominates (nx_check_noise): the RMS over
+	 * the output of (evaluator's narrow program - f32 original), the
+	 * rounding noise the narrow type puts into it; an element outside
+	 * the normal tolerance is accepted when |d| <= NX_CHECK_NOISE_C * noise
+	 * (docs/numerics.md "Outputs dominated by rounding noise"). 0: none. */
+	double noise;
 } nx_check_cancel;
+/* lambda (2 / 0.425), lambda = 6: Hoeffding's bound on a sum of independent
+ * rounding differences, each at most 2u, where one rounding error has the
+ * standard deviation 0.425u (round to nearest, log-uniform mantissas) */
+#define NX_CHECK_NOISE_LAMBDA 6
+#define NX_CHECK_NOISE_C (NX_CHECK_NOISE_LAMBDA * 2 / 0.425)
 
 /* nx_check_compare with cancel[k] (cancel may be NULL, and cancel[k].abssum
  * NULL) as output k's second bound; the line says when it was used. */
@@ -55,7 +67,10 @@ int nx_check_compare_cancel(FILE *out, const nx_literal *const *refs, nx_literal
 bool nx_check_output_fails(const nx_literal *ref, const nx_literal *got, int64_t Lr, nx_type through);
 
 /* compiler/check_cancel.c. The reduce with an add reducer (one operand), the
- * dot, or the scatter with an add combiner (one operand) whose value i is, through shape-only ops (convert from a float,
+ * dot, the scatter with an add combiner (one operand), or the add or subtract
+ * with a sum among its operands (one sum of all their terms; *nterms adds
+ * up, an operand that is no sum counting 1) whose value i is, through
+ * shape-only ops (convert from a float,
  * reshape, bitcast, copy, transpose, broadcast, slice, get-tuple-element of a
  * tuple, identity custom calls); *nterms: the terms of each of its sums.
  * NULL when i is not such a value. */
@@ -68,6 +83,16 @@ const nx_inst *nx_check_output_sum(const nx_module *m, int leaf, int64_t *nterms
 nx_status nx_check_abs_sums(const nx_module *m, int leaf, const nx_eval_opts *eo, nx_literal *const *const *args,
                             nx_arena *a, nx_literal **out, nx_diag *d);
 
+/* RMS over the elements of a - b (same shape); 0 when a non-finite value
+ * is in either (no noise estimate). */
+double nx_check_rms_diff(const nx_literal *a, const nx_literal *b);
+/* The noise of nx_check_cancel: nx_check_rms_diff(ref, orig) when the narrow
+ * program's output ref is dominated by its rounding, i.e. its relative L2
+ * error against the f32 original orig exceeds bound (nx_check_autocast_bound:
+ * more than the error growth auto-cast is allowed); 0 otherwise (no second
+ * chance for an output the narrow type computes well). */
+double nx_check_noise(const nx_literal *ref, const nx_literal *orig, double bound);
+
 /* Relative L2 error ||got - ref|| / ||scale|| (scale NULL: ||ref||; sqrt of
  * the squared error when that norm is 0); 0 when every non-finite value
  * matches, infinity when one does not. */
@@ -78,7 +103,7 @@ double nx_check_rel_l2(const nx_literal *ref, const nx_literal *got, const nx_li
  * --auto-cast-type name; NULL: bf16) and never below 2^-5. An output that
  * exceeds it and is a sum is measured against sum |terms| instead (the
  * scale of nx_check_rel_l2 from nx_check_abs_sums of the original module;
- * docs/numerics.md "Sums against the original"). */
+ * docs/numerics.md "Auto-cast error of a sum"). */
 double nx_check_autocast_bound(const char *type);
 
 #endif

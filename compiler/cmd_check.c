@@ -29,9 +29,13 @@ static void help(void)
 	       "|d| <= 2e-2|ref| + 2e-2 max|ref|; f16 2e-3. A float output computed through\n"
 	       "a narrower float (bf16 intermediates, reduce-precision) gets that type's\n"
 	       "tolerance (docs/numerics.md \"Check tolerances\"). An output outside it that\n"
-	       "is a sum (an add reduce or a dot, through shape-only ops) is accepted element\n"
-	       "by element within 8 eps (sqrt n + sqrt L) sum|terms| (n terms; sum|terms| from\n"
-	       "the evaluator): the rounding of sums whose terms cancel.\n"
+	       "is a sum (an add reduce, a dot, an add of sums, through shape-only ops) is\n"
+	       "accepted element by element within 8 eps (sqrt n + sqrt L) sum|terms| (n\n"
+	       "terms; sum|terms| from the evaluator): the rounding of sums whose terms cancel.\n"
+	       "With --auto-cast, an output computed through the narrow type whose narrow\n"
+	       "program is more than the bound below off the f32 original is accepted\n"
+	       "element by element within 28.2 x the RMS of (the narrow program - the f32\n"
+	       "original): the rounding noise of outputs the narrow type dominates.\n"
 	       "With --auto-cast, the device must match the evaluator run on the module the\n"
 	       "passes produced (the same narrow-type program) with those tolerances, and\n"
 	       "each output's relative L2 error against the original f32 module must stay\n"
@@ -244,6 +248,7 @@ static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *
 	else
 		rtol = 1e-5, atolf = 4 * FLT_EPSILON * (double)Lr;
 	const nx_literal *abssum = cancel && !exact ? cancel->abssum : NULL;
+	double noise = cancel && !exact ? cancel->noise : 0;
 	/* the cancellation bound's factor: c eps (sqrt n + sqrt L) (docs/numerics.md) */
 	double cfac = abssum ? NX_CHECK_CANCEL_C * eps_of(tt) * (sqrt((double)cancel->nterms) + sqrt((double)Lr)) : 0;
 	double maxabs = 0;
@@ -252,8 +257,8 @@ static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *
 		if (isfinite(x) && x > maxabs)
 			maxabs = x;
 	}
-	double worst = 0, worst_rel = 0, worst_ratio = 0;
-	int64_t where = -1, nbad = 0, ncancel = 0;
+	double worst = 0, worst_rel = 0, worst_ratio = 0, worst_nratio = 0;
+	int64_t where = -1, nbad = 0, ncancel = 0, nnoise = 0;
 	for (int64_t i = 0; i < ne; i++) {
 		double x = nx_lit_get_f64(r, i), y = nx_lit_get_f64(g, i);
 		bool ok;
@@ -273,6 +278,13 @@ static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *
 				if (ok && b > 0 && diff / b > worst_ratio)
 					worst_ratio = diff / b;
 			}
+			if (!ok && noise > 0) {
+				double b = NX_CHECK_NOISE_C * noise;
+				ok = diff <= b;
+				nnoise += ok;
+				if (ok && diff / b > worst_nratio)
+					worst_nratio = diff / b;
+			}
 		}
 		if (!ok)
 			nbad++;
@@ -284,7 +296,7 @@ static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *
 	}
 	char shp[256];
 	nx_shape_print(shp, sizeof shp, r->shape, false);
-	char via[256] = "";
+	char via[512] = "";
 	int w = 0;
 	if (exact)
 		w = snprintf(via, sizeof via, " (exact)");
@@ -295,6 +307,11 @@ static int compare_one(FILE *out, int k, const nx_literal *r, const nx_literal *
 		         " (%lld elements by the cancellation bound: %s of %lld terms, |d| <= %d eps (sqrt n + sqrt L) sum|terms|, "
 		         "at most %.2g of it)",
 		         (long long)ncancel, cancel->op, (long long)cancel->nterms, NX_CHECK_CANCEL_C, worst_ratio);
+	if (nnoise && (w = (int)strlen(via)) >= 0 && (size_t)w < sizeof via)
+		snprintf(via + w, sizeof via - (size_t)w,
+		         " (%lld elements by the rounding-noise bound: |d| <= %.1f x %.3g, the RMS of the %s program's "
+		         "distance from the f32 original; at most %.2g of it)",
+		         (long long)nnoise, NX_CHECK_NOISE_C, noise, nx_type_name(tt), worst_nratio);
 	if (out)
 		fprintf(out, "out%d %s: %s  worst |diff| %.3g (rel %.3g) at %lld%s\n", k, shp, nbad ? "MISMATCH" : "ok",
 		        worst, worst_rel, (long long)where, via);
@@ -335,10 +352,10 @@ int nx_check_compare(FILE *out, const nx_literal *const *refs, nx_literal *const
 
 static const char *sum_name(const nx_inst *s)
 {
-	return s->op == NX_OP_DOT ? "dot" : s->op == NX_OP_SCATTER ? "scatter" : "reduce";
+	return s->op == NX_OP_DOT ? "dot" : s->op == NX_OP_SCATTER ? "scatter" : s->op == NX_OP_REDUCE ? "reduce" : "sum of sums";
 }
 
-/* --auto-cast (docs/numerics.md "Auto-cast error against the original"):
+/* --auto-cast (docs/numerics.md "Auto-cast error of a sum"):
  * output k of every rank against the f32 original, relative L2 within
  * nx_check_autocast_bound; one that exceeds it on some rank and is a sum of
  * the original module m is measured against sum |terms| of that sum (the
@@ -396,18 +413,25 @@ static int autocast_compare(const nx_module *m, nx_literal **oref, nx_literal **
 /* The cancellation bounds (docs/numerics.md "Check tolerances"): for each
  * float output that fails the normal tolerance on some rank and is a sum
  * (nx_check_output_sum) of rm, the module the references came from, sum
- * |terms| per element from one more evaluation. cancel[r * nref + k]; NULL
+ * |terms| per element from one more evaluation; with --auto-cast (oref: the
+ * f32 original's results), for one computed through a narrower float, its
+ * rounding noise (nx_check_noise against acbound). cancel[r * nref + k]; NULL
  * when no output needs one. A copy that cannot be evaluated leaves that
  * output to the normal tolerance, with a note. */
-static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_literal ***outs, int nref, int nranks,
-                                      int64_t Lr, const nx_type *through, const nx_eval_opts *eo,
-                                      nx_literal *const *const *argv, nx_arena *a)
+static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_literal **oref, double acbound,
+                                      nx_literal ***outs, int nref, int nranks, int64_t Lr, const nx_type *through,
+                                      const nx_eval_opts *eo, nx_literal *const *const *argv, nx_arena *a)
 {
 	nx_check_cancel *cancel = NULL;
 	const nx_literal **refs = nx_arena_alloc(a, sizeof *refs * (size_t)(nref + 1) * (size_t)nranks);
+	const nx_literal **orefs = nx_arena_alloc(a, sizeof *orefs * (size_t)(nref + 1) * (size_t)nranks);
 	for (int r = 0; r < nranks; r++) {
-		int n = 0;
+		int n = 0, no = 0;
 		nx_check_leaves(ref[r], refs + (size_t)r * (size_t)nref, &n, nref);
+		if (oref)
+			nx_check_leaves(oref[r], orefs + (size_t)r * (size_t)nref, &no, nref);
+		if (oref && no != nref)
+			oref = NULL; /* not the same outputs */
 	}
 	for (int k = 0; k < nref; k++) {
 		bool fails = false;
@@ -415,6 +439,19 @@ static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_
 		for (int r = 0; r < nranks && !fails; r++)
 			fails = nx_check_output_fails(refs[(size_t)r * (size_t)nref + (size_t)k], outs[r][k], Lr,
 			                              through ? through[k] : NX_F32);
+		if (fails && oref && through && nx_type_is_float(outs[0][k]->shape->type) &&
+		    tier_of_type(through[k]) > tier_of_type(outs[0][k]->shape->type)) {
+			/* computed through a narrower float: the rounding noise it
+			 * carries, from the f32 original (docs/numerics.md) */
+			if (!cancel) {
+				cancel = nx_arena_alloc(a, sizeof *cancel * (size_t)nref * (size_t)nranks);
+				memset(cancel, 0, sizeof *cancel * (size_t)nref * (size_t)nranks);
+			}
+			for (int r = 0; r < nranks; r++)
+				cancel[(size_t)r * (size_t)nref + (size_t)k].noise =
+					nx_check_noise(refs[(size_t)r * (size_t)nref + (size_t)k],
+					               orefs[(size_t)r * (size_t)nref + (size_t)k], acbound);
+		}
 		const nx_inst *s = fails && nx_type_is_float(outs[0][k]->shape->type) ? nx_check_output_sum(rm, k, &nterms)
 		                                                                      : NULL;
 		if (!s)
@@ -430,8 +467,10 @@ static nx_check_cancel *cancel_bounds(const nx_module *rm, nx_literal **ref, nx_
 			cancel = nx_arena_alloc(a, sizeof *cancel * (size_t)nref * (size_t)nranks);
 			memset(cancel, 0, sizeof *cancel * (size_t)nref * (size_t)nranks);
 		}
-		for (int r = 0; r < nranks; r++)
-			cancel[(size_t)r * (size_t)nref + (size_t)k] = (nx_check_cancel){abs[r], nterms, sum_name(s)};
+		for (int r = 0; r < nranks; r++) {
+			nx_check_cancel *c = &cancel[(size_t)r * (size_t)nref + (size_t)k];
+			c->abssum = abs[r], c->nterms = nterms, c->op = sum_name(s);
+		}
 	}
 	return cancel;
 }
@@ -521,7 +560,8 @@ static int check(const char *file, const nx_compile_flags *f, uint64_t seed, int
 	if (nx_rundev_ranks(n, nranks, (nx_literal *const *const *)dargv_r, types, &a, outs, &ro, st, &d) != NX_OK)
 		goto fail;
 	int64_t Lr = nx_check_longest_reduction(m);
-	nx_check_cancel *cancel = cancel_bounds(opt ? opt : m, ref, outs, nref, nranks, Lr, through, &eo,
+	nx_check_cancel *cancel = cancel_bounds(opt ? opt : m, ref, opt ? oref : NULL,
+	                                        nx_check_autocast_bound(o.auto_cast_type), outs, nref, nranks, Lr, through, &eo,
 	                                        !opt || opt->entry->nparams == e->nparams ? argv_r : dargv_r, &a);
 	int bad = 0;
 	nx_literal ***abss = nx_arena_alloc(&a, sizeof *abss * (size_t)(nref + 1));

@@ -3,16 +3,20 @@
 # dropout) as HLO text: bert_layer.hlo = forward and backward (inputs x, dy
 # and the 16 parameters; outputs y, dx and the 16 gradients), bert_adam.hlo =
 # the Adam step over the same 16 parameters (p, g, m, v each -> p', m', v').
-#   sh bench/kernels/bert.sh [--tiny] DIR
+#   sh bench/kernels/bert.sh [--tiny|--mid] DIR
 # Real size: batch 4, sequence 512 (T = 2048 tokens), hidden 1024, 16 heads
 # of 64, FFN 4096. --tiny: batch 2, sequence 8, hidden 32, 2 heads, FFN 64.
+# --mid: batch 2, sequence 512, hidden 256, 4 heads of 64, FFN 1024 (the
+# attention of the real size at a quarter of its width; tests/e2e/check_bert_bf16.sh).
 set -e
 tiny=0
-[ "${1:-}" = --tiny ] && { tiny=1; shift; }
-out=${1:?usage: bert.sh [--tiny] DIR}
+case "${1:-}" in --tiny) tiny=1; shift ;; --mid) tiny=2; shift ;; esac
+out=${1:?usage: bert.sh [--tiny|--mid] DIR}
 mkdir -p "$out"
 if [ $tiny = 1 ]; then
 	B=2 S=8 H=32 NH=2 FF=64
+elif [ $tiny = 2 ]; then
+	B=2 S=512 H=256 NH=4 FF=1024
 else
 	B=4 S=512 H=1024 NH=16 FF=4096
 fi

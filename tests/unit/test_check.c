@@ -209,7 +209,7 @@ static void test_cancellation(void **state)
 	assert_int_equal(Lr, 64);
 	nx_literal *got = nx_literal_new(&a, nx_shape_copy(&a, refs[0]->shape));
 	nx_literal *outs[1] = {got};
-	nx_check_cancel cancel[1] = {{abs, 64, "reduce"}};
+	nx_check_cancel cancel[1] = {{abs, 64, "reduce", 0}};
 	FILE *devnull = fopen("/dev/null", "w");
 	assert_non_null(devnull);
 	/* another summation order: the old bound (from max|ref|, itself noise)

@@ -383,12 +383,19 @@ typedef struct nx_ldepi_op {
 	int nops;
 	int src[2];   /* operand values */
 	nx_engine e;  /* DVE or POOL (the dot-loop's choice): per store group after the evacuation */
+	/* an ACT op on streamed inputs only (x op immediate, x*x as square):
+	 * with the ops on POOL, ACT runs it over the step's tiles before their
+	 * evacuation, into pre buffer pbuf (>= 0) or in place into streamed
+	 * input -pbuf - 1 (read by no later op) */
+	bool act;
+	int pbuf;
 } nx_ldepi_op;
 typedef struct nx_ldepi {
 	nx_dtype dt;
 	int nrow, nstr, nop;
 	nx_lval *row[NX_LEPI_IN], *str[NX_LEPI_IN];
 	nx_ldepi_op op[NX_LEPI_OPS];
+	int npbuf;     /* pre buffers ([G tiles of nt] per step parity) of the act ops */
 	char desc[96]; /* the plan line, after the ops and their engine */
 	bool used;     /* set by the dot kernel that applied it */
 } nx_ldepi;
@@ -399,13 +406,21 @@ typedef struct nx_ldepi {
 /* SBUF bytes per partition of the epilogue's buffers for tiles of nt
  * columns, G tiles per step, gb per store group, N columns in all */
 int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N);
-/* engine eng's time for one store group [128, w] (the target model) */
+/* the act ops' pre buffers (both parities) for G tiles of nt columns */
+int64_t nx_l_epi_pre_bytes(const nx_ldepi *e, int64_t G, int64_t nt);
+/* engine eng's time for one store group [128, w] (the target model; POOL:
+ * without the act ops), and ACT's for the act ops over w columns */
 double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w);
+double nx_l_epi_act_ns(const nx_lower *L, const nx_ldepi *e, int64_t w);
 /* emits the ops on engine e over one group: dst / val[v] the operands'
  * access patterns (val[0] the evacuated tile, scratch for the ops from
- * `scratch`, w elements per partition apart) */
+ * `scratch`, w elements per partition apart); with pre, the act ops are
+ * done and val holds their results */
 void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
-                   int64_t w);
+                   int64_t w, bool pre);
+/* emits the act ops on ACT: val[v] the streamed inputs' access patterns
+ * (the step's tiles), pre[j] pre buffer j's */
+void nx_l_epi_emit_act(nx_lower *L, const nx_ldepi *e, const nx_ap *val, const nx_ap *pre);
 /* whether fusion f is a dot with its epilogue (lower_split.c made it), and
  * whether its operand k is read only by the dot; nx_l_dot_epi_ok: whether
  * the body is in the epilogue's subset (*e filled when e is not NULL) */

@@ -206,6 +206,51 @@ static bool classify(ebuild *x, const nx_inst *i)
 	return true;
 }
 
+/* may op k run on ACT: x op immediate (arithmetic), x * x (square), a copy */
+static bool act_ok(const nx_ldepi_op *op)
+{
+	const nx_lemap *m = &op->m;
+	if (m->op == NX_I_TENSOR_SCALAR)
+		return m->func < NX_ALU_COUNT && nx_alu_kinds[m->func] == 'a';
+	if (m->op == NX_I_TENSOR_TENSOR)
+		return m->func == NX_ALU_MUL && op->nops == 2 && op->src[0] == op->src[1];
+	return m->op == NX_I_TENSOR_COPY;
+}
+
+/* The act ops: ops before the last whose operands are streamed inputs or
+ * act ops. ACT runs them all before the other ops; each writes in place
+ * into an operand (a streamed input or an act op's buffer) that no other
+ * op reads but the act ops before it, else into a pre buffer of its own. */
+static void mark_act(nx_ldepi *e)
+{
+	int s0 = NX_LEPI_STR(e, 0), o0 = NX_LEPI_OP(e, 0);
+	e->npbuf = 0;
+	for (int k = 0; k + 1 < e->nop; k++) {
+		nx_ldepi_op *op = &e->op[k];
+		op->act = false;
+		bool ok = act_ok(op);
+		for (int j = 0; j < op->nops && ok; j++) {
+			int v = op->src[j];
+			ok = (v >= s0 && v < s0 + e->nstr) || (v >= o0 && e->op[v - o0].act);
+		}
+		if (!ok)
+			continue;
+		op->act = true;
+		op->pbuf = INT32_MIN;
+		for (int j = 0; j < op->nops && op->pbuf == INT32_MIN; j++) {
+			int v = op->src[j];
+			bool later = false;
+			for (int q = 0; q < e->nop && !later; q++)
+				for (int i = 0; i < e->op[q].nops && q != k && !(q < k && e->op[q].act); i++)
+					later |= e->op[q].src[i] == v;
+			if (!later)
+				op->pbuf = v < o0 ? -(v - s0) - 1 : e->op[v - o0].pbuf;
+		}
+		if (op->pbuf == INT32_MIN)
+			op->pbuf = e->npbuf++;
+	}
+}
+
 /* the dot's N: the product of its rhs dims that are neither batch nor contracting */
 static int64_t dot_n(const nx_inst *d)
 {
@@ -275,6 +320,7 @@ bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, 
 	nx_ptrmap_free(&x.imm);
 	if (!ok)
 		return false;
+	mark_act(&e);
 	if (dotp)
 		*dotp = d;
 	if (eo) {
@@ -305,16 +351,24 @@ bool nx_l_dot_epi_operand(const nx_inst *f, int k)
 	return dot;
 }
 
+int64_t nx_l_epi_pre_bytes(const nx_ldepi *e, int64_t G, int64_t nt)
+{
+	return e->npbuf * 2 * al64(G * nt * nx_dtype_bytes[e->dt]);
+}
+
 int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N)
 {
 	int esz = nx_dtype_bytes[e->dt];
 	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz);
 }
 
-double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w)
+/* time of the ops on eng (ACT: the act ops; POOL: the others) */
+static double ops_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w)
 {
 	double ns = 0;
 	for (int k = 0; k < e->nop; k++) {
+		if ((eng == NX_ENG_POOL && e->op[k].act) || (eng == NX_ENG_ACT && !e->op[k].act))
+			continue;
 		nx_insn in;
 		memset(&in, 0, sizeof in);
 		in.op = (uint16_t)e->op[k].m.op;
@@ -322,15 +376,28 @@ double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t 
 		in.func = (uint8_t)e->op[k].m.func;
 		int32_t s1[1] = {1};
 		uint32_t c[1] = {(uint32_t)w};
-		for (int a = 0; a <= e->op[k].nops; a++)
+		int na = eng == NX_ENG_ACT && in.op == NX_I_TENSOR_TENSOR ? 1 : e->op[k].nops; /* square */
+		if (na != e->op[k].nops)
+			in.op = NX_I_ACTIVATE;
+		for (int a = 0; a <= na; a++)
 			in.ap[a] = nx_ap_sbuf(e->dt, 0, 128, 0, 1, s1, c);
 		ns += nx_target_ns(L->t, &in) + L->t->ctrl_cycles / L->t->freq_ghz[eng];
 	}
 	return ns;
 }
 
+double nx_l_epi_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_t w)
+{
+	return ops_ns(L, e, eng, w);
+}
+
+double nx_l_epi_act_ns(const nx_lower *L, const nx_ldepi *e, int64_t w)
+{
+	return ops_ns(L, e, NX_ENG_ACT, w);
+}
+
 void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
-                   int64_t w)
+                   int64_t w, bool pre)
 {
 	int nin = 1 + e->nrow + e->nstr;
 	int64_t slot = al64(w * nx_dtype_bytes[e->dt]);
@@ -339,6 +406,10 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 		v[k] = val[k];
 	for (int k = 0; k < e->nop; k++) {
 		const nx_ldepi_op *op = &e->op[k];
+		if (pre && op->act) {
+			v[nin + k] = val[nin + k]; /* ACT computed it before */
+			continue;
+		}
 		nx_ap o = dst;
 		if (k < e->nop - 1) {
 			/* a scratch slot of the group's shape, the same every iteration */
@@ -352,6 +423,34 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 		in->ap[0] = o;
 		for (int j = 0; j < op->nops; j++)
 			in->ap[1 + j] = v[op->src[j]];
+		v[nin + k] = o;
+	}
+}
+
+void nx_l_epi_emit_act(nx_lower *L, const nx_ldepi *e, const nx_ap *val, const nx_ap *pre)
+{
+	int nin = 1 + e->nrow + e->nstr;
+	nx_ap v[1 + 2 * NX_LEPI_IN + NX_LEPI_OPS];
+	for (int k = 0; k < nin; k++)
+		v[k] = val[k];
+	for (int k = 0; k < e->nop; k++) {
+		const nx_ldepi_op *op = &e->op[k];
+		if (!op->act)
+			continue;
+		nx_ap o = op->pbuf >= 0 ? pre[op->pbuf] : val[NX_LEPI_STR(e, -op->pbuf - 1)];
+		nx_insn *in;
+		if (op->m.op == NX_I_TENSOR_TENSOR) { /* x * x */
+			in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+			in->func = NX_ACT_SQUARE;
+			in->fimm[0] = 1.0f;
+		} else {
+			in = nx_l_emit(L, NX_ENG_ACT, op->m.op);
+			in->func = (uint8_t)op->m.func;
+			in->flags = (uint16_t)op->m.flags;
+			in->fimm[0] = op->m.imm;
+		}
+		in->ap[0] = o;
+		in->ap[1] = v[op->src[0]];
 		v[nin + k] = o;
 	}
 }

@@ -106,6 +106,7 @@ typedef struct sd {
 	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
 	int nqe, qe[8];
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
+	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */
 	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
 	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
 	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
@@ -348,13 +349,37 @@ static void sd_epi_wait_loads(sd *x, nx_engine eng)
 		nx_l_wait_rel(x->L, eng, x->qe[q], x->base_e[q], S_DVE_LD);
 }
 
+/* ACT, before the step's evacuations (epool): the act ops over the step's
+ * tiles, once its streamed inputs are loaded; POOL's wait for the
+ * evacuations covers them, ACT's for the stores of the step before the
+ * last their buffers */
+static void sd_epi_act(sd *x, int par, int64_t mrow, int64_t ncol)
+{
+	const nx_ldepi *e = x->epi;
+	bool any = false;
+	for (int k = 0; k < e->nop; k++)
+		any |= e->op[k].act;
+	if (!x->epool || !any)
+		return;
+	sd_epi_wait_loads(x, NX_ENG_ACT);
+	int32_t ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)ncol};
+	nx_ap val[1 + 2 * NX_LEPI_IN], pre[NX_LEPI_OPS];
+	memset(val, 0, sizeof val);
+	for (int k = 0; k < e->nstr; k++)
+		val[NX_LEPI_STR(e, k)] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->e_str[k][par], 2, ss, cn);
+	for (int j = 0; j < e->npbuf; j++)
+		pre[j] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->e_pre[j][par], 2, ss, cn);
+	nx_l_epi_emit_act(x->L, e, val, pre);
+}
+
 /* the ops on one store group (loop level dg of eng over the groups) */
 static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int64_t mrow, int64_t ncol)
 {
 	const nx_ldepi *e = x->epi;
 	nx_lower *L = x->L;
 	int es = nx_dtype_bytes[e->dt];
-	nx_ap val[1 + 2 * NX_LEPI_IN];
+	nx_ap val[1 + 2 * NX_LEPI_IN + NX_LEPI_OPS];
 	int32_t ss[2] = {(int32_t)x->nt, 1};
 	uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
 	val[0] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->o_off[par], 2, ss, cn);
@@ -378,7 +403,14 @@ static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int
 		a.offset = x->e_str[k][par];
 		val[NX_LEPI_STR(e, k)] = a;
 	}
-	nx_l_epi_emit(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt);
+	for (int k = 0; k < e->nop && x->epool; k++)
+		if (e->op[k].act) { /* ACT computed it before the evacuations */
+			nx_ap a = val[0];
+			int b = e->op[k].pbuf;
+			a.offset = b >= 0 ? x->e_pre[b][par] : x->e_str[-b - 1][par];
+			val[NX_LEPI_OP(e, k)] = a;
+		}
+	nx_l_epi_emit(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt, x->epool);
 	nx_lsync y = nx_l_signal(L, eng);
 	nx_l_max(&x->dve, &y);
 }
@@ -577,6 +609,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
 		for (int q = 0; q < x->nqs; q++)
 			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
+		if (x->epool)
+			sd_epi_act(x, par, mrow, ncol);
 	}
 	int32_t s1[1] = {1};
 	int64_t roff = x->r_off[x->bstep ? par : 0];
@@ -990,9 +1024,12 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							step = eld > step ? eld : step;
 							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_DVE, gb * nt);
 							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
-							c.epool = dve > step && pool < dve;
+							/* (POOL: ACT runs the act ops, in the SBUF left) */
+							double act = ev + nx_l_epi_act_ns(L, x->epi, G * nt);
+							c.epool = dve > step && pool < dve &&
+							          bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget;
 							if (c.epool)
-								dve = pool;
+								dve = pool > act ? pool : act;
 							step = dve > step ? dve : step;
 						}
 						double nb = (double)x->Bt * (RT / G), tot;
@@ -1090,6 +1127,9 @@ static void sd_epi_setup(sd *x, int64_t off)
 	for (int k = 0; k < e->nstr; k++)
 		for (int p = 0; p < 2; p++, off += al64(x->G * x->nt * es))
 			x->e_str[k][p] = off;
+	for (int k = 0; k < e->npbuf && x->epool; k++)
+		for (int p = 0; p < 2; p++, off += al64(x->G * x->nt * es))
+			x->e_pre[k][p] = off;
 	x->e_scr = off;
 	int spq = (x->nql < SQS ? x->nql : SQS) + (x->nqs > SQS ? x->nqs - SQS : 0);
 	for (int q = 0; q < x->nqe; q++)
@@ -1137,6 +1177,8 @@ static void sd_epi_entry(sd *x, int h)
 	x->base_dve = L->ecount[ee];
 	nx_l_setreg(L, NX_ENG_SP, S_SP_DVE, 0);
 	nx_l_setreg(L, ee, S_DVE_LD, 0);
+	if (x->epool)
+		nx_l_setreg(L, NX_ENG_ACT, S_DVE_LD, 0); /* the act ops' wait for the loads */
 	/* relative waits on DVE or POOL (SP, POOL) and on ACT (DVE) see only
 	 * this kernel's signals */
 	nx_lsync e0;
@@ -1168,7 +1210,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) + 2 * (x->nbs - 1) * x->pbb : 0;
 	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + ebytes, base;
 	if (x->epi)
-		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N);
+		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N) +
+		         (x->epool ? nx_l_epi_pre_bytes(x->epi, x->G, x->nt) : 0);
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin_big(L, bytes, &base, &h)))
@@ -1251,10 +1294,16 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	                     : "",
 	          sn,
 	          (long long)x->K, (long long)sw);
-	if (x->epi)
-		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s", x->epi->nop, x->epi->nop > 1 ? "s" : "",
-		          x->epool ? "pool" : "dve", x->epi->desc,
+	if (x->epi) {
+		int na = 0;
+		for (int k = 0; k < x->epi->nop && x->epool; k++)
+			na += x->epi->op[k].act;
+		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na,
+		          x->epi->nop - na > 1 ? "s" : "", x->epool ? "pool" : "dve",
+		          na ? nx_arena_printf(&L->a, " (%d more on act per step, before the evacuations)", na) : "",
+		          x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
+	}
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);

@@ -389,6 +389,7 @@ typedef struct nx_ldepi_op {
 	 * input -pbuf - 1 (read by no later op) */
 	bool act;
 	int pbuf;
+	bool evac; /* folded into the evacuation (evac_func): its value is the evacuated tile */
 } nx_ldepi_op;
 typedef struct nx_ldepi {
 	nx_dtype dt;
@@ -396,6 +397,10 @@ typedef struct nx_ldepi {
 	nx_lval *row[NX_LEPI_IN], *str[NX_LEPI_IN];
 	nx_ldepi_op op[NX_LEPI_OPS];
 	int npbuf;     /* pre buffers ([G tiles of nt] per step parity) of the act ops */
+	/* ACT evacuates the dot's tile as activate(evac_func, x * evac_scale)
+	 * (-1: a copy); the evac ops are the first ones */
+	int evac_func;
+	float evac_scale;
 	char desc[96]; /* the plan line, after the ops and their engine */
 	bool used;     /* set by the dot kernel that applied it */
 } nx_ldepi;

@@ -199,10 +199,49 @@ static bool classify(ebuild *x, const nx_inst *i)
 		op->src[0] = src[1 - c];
 		op->nops = 1;
 	}
-	if (!dve_ok(&op->m))
+	/* an ACT function: only on the dot's value, at its evacuation (mark_evac) */
+	if (!dve_ok(&op->m) && !(op->m.op == NX_I_ACTIVATE && op->nops == 1))
 		return false;
 	vput(x, i, V_OP + e->nop);
 	e->nop++;
+	return true;
+}
+
+/* how many operands of the ops read value v */
+static int readers(const nx_ldepi *e, int v)
+{
+	int n = 0;
+	for (int q = 0; q < e->nop; q++)
+		for (int j = 0; j < e->op[q].nops; j++)
+			n += e->op[q].src[j] == v;
+	return n;
+}
+
+/* The evacuation ops: ACT evacuates the dot's tile as f(x * s) instead of
+ * copying it when the first ops are an ACT function f of the dot's value,
+ * or of x * s (an immediate) read only by it, the dot's value read only by
+ * the first; their values are then the evacuated tile. False when another
+ * ACT function remains (ACT runs no other epilogue op). */
+static bool mark_evac(nx_ldepi *e)
+{
+	int o0 = NX_LEPI_OP(e, 0), k = 0;
+	e->evac_func = -1;
+	e->evac_scale = 1.0f;
+	if (e->nop > 0 && readers(e, 0) == 1 && e->op[0].nops == 1 && e->op[0].src[0] == 0) {
+		const nx_lemap *m = &e->op[0].m;
+		if (m->op == NX_I_TENSOR_SCALAR && m->func == NX_ALU_MUL && e->nop > 1 && readers(e, o0) == 1 &&
+		    e->op[1].m.op == NX_I_ACTIVATE && e->op[1].src[0] == o0)
+			k = 1;
+		if (e->op[k].m.op == NX_I_ACTIVATE) {
+			e->evac_func = e->op[k].m.func;
+			e->evac_scale = (k ? m->imm : 1.0f) * e->op[k].m.imm;
+			for (int q = 0; q <= k; q++)
+				e->op[q].evac = true;
+		}
+	}
+	for (int q = 0; q < e->nop; q++)
+		if (e->op[q].m.op == NX_I_ACTIVATE && !e->op[q].evac)
+			return false;
 	return true;
 }
 
@@ -318,7 +357,7 @@ bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, 
 		}
 	nx_ptrmap_free(&x.val);
 	nx_ptrmap_free(&x.imm);
-	if (!ok)
+	if (!ok || !mark_evac(&e))
 		return false;
 	mark_act(&e);
 	if (dotp)
@@ -367,7 +406,7 @@ static double ops_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_
 {
 	double ns = 0;
 	for (int k = 0; k < e->nop; k++) {
-		if ((eng == NX_ENG_POOL && e->op[k].act) || (eng == NX_ENG_ACT && !e->op[k].act))
+		if ((eng == NX_ENG_POOL && e->op[k].act) || (eng == NX_ENG_ACT && !e->op[k].act) || e->op[k].evac)
 			continue;
 		nx_insn in;
 		memset(&in, 0, sizeof in);
@@ -408,6 +447,10 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 		const nx_ldepi_op *op = &e->op[k];
 		if (pre && op->act) {
 			v[nin + k] = val[nin + k]; /* ACT computed it before */
+			continue;
+		}
+		if (op->evac) {
+			v[nin + k] = v[0]; /* ACT's evacuation */
 			continue;
 		}
 		nx_ap o = dst;
@@ -458,7 +501,11 @@ void nx_l_epi_emit_act(nx_lower *L, const nx_ldepi *e, const nx_ap *val, const n
 /* the plan line after the ops and their engine (dot_loop.c) */
 static void describe(nx_ldepi *e)
 {
-	snprintf(e->desc, sizeof e->desc, ", %d bias row%s resident, %d streamed input%s", e->nrow,
+	int n = 0;
+	if (e->evac_func >= 0)
+		n = snprintf(e->desc, sizeof e->desc, ", evacuated as %s(x * %g) on act", nx_act_names[e->evac_func],
+		             (double)e->evac_scale);
+	snprintf(e->desc + n, sizeof e->desc - (size_t)n, ", %d bias row%s resident, %d streamed input%s", e->nrow,
 	         e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
 }
 

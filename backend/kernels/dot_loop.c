@@ -675,6 +675,12 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		if (x->rows) {
 			nx_l_dot_rows_evac(L, x->rows, po, pp, x->rows_off + bi * 4, x->rows_off + 16 + bi * 4,
 			                   x->tmp_off + bi * x->nt * 4);
+		} else if (x->epi && x->epi->evac_func >= 0) { /* the epilogue's first ops (dot_epi.c) */
+			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+			cp->func = (uint8_t)x->epi->evac_func;
+			cp->fimm[0] = x->epi->evac_scale;
+			cp->ap[0] = po;
+			cp->ap[1] = pp;
 		} else {
 			nx_insn *cp = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_COPY);
 			cp->ap[0] = po;
@@ -1295,11 +1301,11 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	          sn,
 	          (long long)x->K, (long long)sw);
 	if (x->epi) {
-		int na = 0;
-		for (int k = 0; k < x->epi->nop && x->epool; k++)
-			na += x->epi->op[k].act;
-		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na,
-		          x->epi->nop - na > 1 ? "s" : "", x->epool ? "pool" : "dve",
+		int na = 0, nv = 0;
+		for (int k = 0; k < x->epi->nop; k++)
+			na += x->epool && x->epi->op[k].act, nv += x->epi->op[k].evac;
+		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na - nv,
+		          x->epi->nop - na - nv == 1 ? "" : "s", x->epool ? "pool" : "dve",
 		          na ? nx_arena_printf(&L->a, " (%d more on act per step, before the evacuations)", na) : "",
 		          x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");

@@ -349,27 +349,35 @@ static void sd_epi_wait_loads(sd *x, nx_engine eng)
 		nx_l_wait_rel(x->L, eng, x->qe[q], x->base_e[q], S_DVE_LD);
 }
 
-/* ACT, before the step's evacuations (epool): the act ops over the step's
- * tiles, once its streamed inputs are loaded; POOL's wait for the
- * evacuations covers them, ACT's for the stores of the step before the
- * last their buffers */
-static void sd_epi_act(sd *x, int par, int64_t mrow, int64_t ncol)
+/* ACT (epool): the act ops, once the step's streamed inputs are loaded
+ * (sd_epi_act_wait, before the step's loop over tile pairs), on each tile
+ * pair before its evacuation (loop level da of the pairs, tp tiles); POOL's
+ * wait for the evacuations covers them, ACT's for the stores of the step
+ * before the last their buffers */
+static bool sd_epi_act_any(const sd *x)
+{
+	bool any = false;
+	for (int k = 0; x->epool && k < x->epi->nop; k++)
+		any |= x->epi->op[k].act;
+	return any;
+}
+
+static void sd_epi_act(sd *x, int par, int64_t mrow, int64_t ncol, int da, int tp)
 {
 	const nx_ldepi *e = x->epi;
-	bool any = false;
-	for (int k = 0; k < e->nop; k++)
-		any |= e->op[k].act;
-	if (!x->epool || !any)
-		return;
-	sd_epi_wait_loads(x, NX_ENG_ACT);
+	int es = nx_dtype_bytes[e->dt];
 	int32_t ss[2] = {(int32_t)x->nt, 1};
-	uint32_t cn[2] = {(uint32_t)x->G, (uint32_t)ncol};
+	uint32_t cn[2] = {(uint32_t)tp, (uint32_t)ncol};
 	nx_ap val[1 + 2 * NX_LEPI_IN], pre[NX_LEPI_OPS];
 	memset(val, 0, sizeof val);
-	for (int k = 0; k < e->nstr; k++)
+	for (int k = 0; k < e->nstr; k++) {
 		val[NX_LEPI_STR(e, k)] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->e_str[k][par], 2, ss, cn);
-	for (int j = 0; j < e->npbuf; j++)
+		val[NX_LEPI_STR(e, k)].loop_stride[da] = tp * x->nt * es;
+	}
+	for (int j = 0; j < e->npbuf; j++) {
 		pre[j] = nx_ap_sbuf(e->dt, 0, (int)mrow, x->e_pre[j][par], 2, ss, cn);
+		pre[j].loop_stride[da] = tp * x->nt * es;
+	}
 	nx_l_epi_emit_act(x->L, e, val, pre);
 }
 
@@ -609,8 +617,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
 		for (int q = 0; q < x->nqs; q++)
 			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
-		if (x->epool)
-			sd_epi_act(x, par, mrow, ncol);
+		if (sd_epi_act_any(x))
+			sd_epi_wait_loads(x, NX_ENG_ACT);
 	}
 	int32_t s1[1] = {1};
 	int64_t roff = x->r_off[x->bstep ? par : 0];
@@ -635,6 +643,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	if (dve)
 		nx_l_loop(L, NX_ENG_DVE, npair);
 	int da = L->s[NX_ENG_ACT].depth - 1;
+	if (act && sd_epi_act_any(x))
+		sd_epi_act(x, par, mrow, ncol, da, tp);
 	if (!x->bstep && pe) {
 		/* the pair's resident piece (trivially there after the block's
 		 * first step): piece u of block b is the queue's (b*pieces + u + 1)-th

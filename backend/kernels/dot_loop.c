@@ -1316,7 +1316,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 			na += x->epool && x->epi->op[k].act, nv += x->epi->op[k].evac;
 		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na - nv,
 		          x->epi->nop - na - nv == 1 ? "" : "s", x->epool ? "pool" : "dve",
-		          na ? nx_arena_printf(&L->a, " (%d more on act per step, before the evacuations)", na) : "",
+		          na ? nx_arena_printf(&L->a, " (%d more on act, per tile pair before its evacuation)", na) : "",
 		          x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
 	}

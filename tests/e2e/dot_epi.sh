@@ -309,7 +309,7 @@ for spec in "qkv:2:1 op on dve per store group, 1 bias row resident, 0 streamed 
 	"bat:1:3 ops on dve per store group, 1 bias row resident, 1 streamed input" \
 	"dt:1:0 ops on dve per store group, evacuated as tanh(x * 1) on act, 0 bias rows resident, 0 streamed inputs" \
 	"de:1:2 ops on dve per store group, evacuated as exp(x * 0.125) on act, 1 bias row resident, 1 streamed input" \
-	"gbw:1:10 ops on pool per store group (4 more on act per step, before the evacuations), 1 bias row resident, 2 streamed inputs"; do
+	"gbw:1:10 ops on pool per store group (4 more on act, per tile pair before its evacuation), 1 bias row resident, 2 streamed inputs"; do
 	g=${spec%%:*} rest=${spec#*:}
 	want=${rest%%:*} epi=${rest#*:}
 	for t in trn1 trn2; do

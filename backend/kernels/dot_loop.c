@@ -45,7 +45,10 @@ static int64_t al64(int64_t x)
  * waits are relative to registers. side 0: R = A^T (tiles along M), S = B
  * tiles [K, nt]; side 1: R = B (tiles along N), S = A^T tiles [K, mt]. A
  * cost model over the target's DMA and PE rates picks side, nt, G and the
- * queue split. */
+ * queue split. Batch steps (a batch is one step) may hold nbs = 2 or 4
+ * batches: one transfer per queue covers them, and PE, ACT and DVE emit
+ * them one after the other. The stores go to O: the result, or the layout
+ * of its transposing reader (L->dot_out, lower.c dot_tout). */
 enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
 /* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
  * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's

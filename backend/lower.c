@@ -29,6 +29,11 @@ struct nx_lent {
 	 * kernels/dot_rows.c), and what the dot loop did with it */
 	const nx_inst *rows_f;
 	nx_ldrows rows;
+	/* a batched dot: its only reader, a transpose keeping the last dim,
+	 * whose layout it may store in (dot_tout); that transpose: the value
+	 * its dot wrote (NULL: none, it transposes) */
+	const nx_inst *tout;
+	nx_lval *pre;
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
@@ -534,6 +539,11 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	}
 	if (i->op == NX_OP_REPLICA_ID)
 		return nx_l_replica_id(L, i, out);
+	if (i->op == NX_OP_TRANSPOSE && ent(L, i)->pre) { /* its dot stored it so (dot_tout) */
+		*out = ent(L, i)->pre;
+		nx_l_plan_kernel(L, "transpose-stored");
+		return NX_OK;
+	}
 	nx_lval **ops = nx_arena_alloc(&L->a, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
 	memset(ops, 0, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
 	for (int k = 0; k < i->noperands; k++) {
@@ -858,7 +868,41 @@ static nx_status hbm_plan_check(nx_lower *L, const nodes *ns)
 	return rc;
 }
 
-/* liveness backwards from the root: values nobody reads cost no code */
+/* how many live nodes read d (counting up to 2) */
+static int live_readers(nx_lower *L, const nodes *ns, const nx_inst *d)
+{
+	int readers = 0;
+	for (int q = 0; q < ns->n && readers < 2; q++) {
+		const nx_lent *qe = ent(L, ns->v[q]);
+		for (int o = 0; (qe->used || qe->output) && o < ns->v[q]->noperands; o++)
+			readers += resolve(L, ns->v[q]->operands[o]) == d;
+	}
+	return readers;
+}
+
+/* A batched dot read only by a transpose that keeps the last dim (and is no
+ * output) may store its tiles in the transpose's layout (lower_data.c
+ * tout_mat, when the stationary dot-loop takes it): the transpose then only
+ * names that value (the attention's context and gradients, [b, h, s, d]
+ * stored as [b, s, h, d]). */
+static void dot_tout(nx_lower *L, const nodes *ns)
+{
+	for (int k = 0; k < ns->n; k++) {
+		const nx_inst *t = ns->v[k];
+		const nx_lent *te = ent(L, t);
+		if (t->op != NX_OP_TRANSPOSE || te->output || !te->used || t->noperands != 1)
+			continue;
+		const nx_inst *d = resolve(L, t->operands[0]);
+		const nx_lent *de = ent(L, d);
+		int r = d->shape->rank;
+		if (d->op != NX_OP_DOT || de->output || de->rows_f || de->tout || de->last_use != k ||
+		    !d->a.dot.lhs_batch.n || t->a.dimensions.n != r || t->a.dimensions.v[r - 1] != r - 1 ||
+		    live_readers(L, ns, d) != 1)
+			continue;
+		ent(L, d)->tout = t;
+	}
+}
+
 /* A dot read only by a row fusion that is its row softmax (kernels/dot_rows.c)
  * may apply it in its evacuation: the fusion then only names the result. */
 static void dot_rows(nx_lower *L, const nodes *ns)
@@ -873,14 +917,8 @@ static void dot_rows(nx_lower *L, const nodes *ns)
 			nx_lent *de = ent(L, d);
 			if (d->op != NX_OP_DOT || de->output || de->rows_f || de->last_use != k)
 				continue;
-			int readers = 0;
-			for (int q = 0; q < ns->n && readers < 2; q++) {
-				const nx_lent *qe = ent(L, ns->v[q]);
-				for (int o = 0; (qe->used || qe->output) && o < ns->v[q]->noperands; o++)
-					readers += resolve(L, ns->v[q]->operands[o]) == d;
-			}
 			nx_ldrows r;
-			if (readers == 1 && nx_l_dot_rows_match(f, j, &r)) {
+			if (live_readers(L, ns, d) == 1 && nx_l_dot_rows_match(f, j, &r)) {
 				de = ent(L, d); /* the map may have grown */
 				de->rows_f = f;
 				de->rows = r;
@@ -916,6 +954,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 	}
 	ent(L, resolve(L, root))->last_use = ns.n;
 	dot_rows(L, nsp);
+	dot_tout(L, nsp);
 }
 
 /* the kernels of ns in program order; dead values are released */
@@ -954,7 +993,11 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 			ie->rows.P = ok ? pv : NULL;
 			L->dot_rows = ok ? &ie->rows : NULL;
 		}
+		L->tout_i = ent(L, i)->tout, L->tout_v = NULL;
 		rc = lower_node(L, i, &v);
+		if (rc == NX_OK && L->tout_v)
+			ent(L, L->tout_i)->pre = L->tout_v;
+		L->tout_i = NULL, L->tout_v = NULL;
 		L->dot_rows = NULL;
 		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)
 			if (L->dest[t] && (v->tuple ? v->tuple[t]->buf : v->buf) == L->dest[t])

@@ -174,6 +174,13 @@ typedef struct nx_lower {
 	int dloop_depth, ndloops;
 	int64_t dloop_adv; /* how far NX_LREG_ITER has advanced at most, so far */
 	struct nx_ldrows *dot_rows; /* the row epilogue the dot being lowered may apply (NULL: none) */
+	/* the dot being lowered may store its result in the layout of its only
+	 * reader, a transpose keeping the last dim (lower.c, lower_data.c):
+	 * tout_i that transpose (NULL: none); tout_v its value, set when the
+	 * dot wrote it (dot_out: the result's matrix view in it, for dot-loop) */
+	const struct nx_inst *tout_i;
+	struct nx_lval *tout_v;
+	const struct nx_ldmat *dot_out;
 } nx_lower;
 
 /* The register that holds a device while loop's iteration offset on every
@@ -200,7 +207,10 @@ typedef struct nx_ldmat {
 	int64_t B2, sb1;
 } nx_ldmat;
 /* out (contiguous [Bt, M, N]) = A [M, K] . B [K, N] per batch, as one loop
- * nest (code size independent of the sizes). */
+ * nest (code size independent of the sizes). With L->dot_out, the
+ * stationary schedule stores into that view instead (column stride 1, its
+ * batch levels those of A) and clears L->dot_out when it did; otherwise
+ * out is written and L->dot_out stays. */
 nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                         int64_t K, int64_t N);
 

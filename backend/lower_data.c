@@ -687,6 +687,71 @@ static void dot_side_of(const nx_inst *i, nx_lval *const *V, int side, int nb, c
 		d->cols *= s->dims[nb + d->ca[k]];
 }
 
+/* The dot's result [batch, M, N] as a matrix view into T, the value of its
+ * transposing reader L->tout_i (lower.c dot_tout): one row and one column
+ * dim (the columns contiguous: the transpose keeps the last dim), the batch
+ * dims in one stride (split 0) or in two levels split there, like the
+ * operands' (nx_l_dot_mat2). T NULL: whether it can. */
+static bool tout_mat(const nx_lower *L, const nx_inst *i, int nb, int split, const nx_lval *T, nx_ldmat *O)
+{
+	const nx_inst *t = L->tout_i;
+	int r = i->shape->rank;
+	if (r != nb + 2 || nb < 1 || t->a.dimensions.n != r || t->a.dimensions.v[r - 1] != r - 1)
+		return false;
+	if (!nx_type_is_float(i->shape->type) || i->shape->type != t->shape->type)
+		return false;
+	int64_t ts[NX_MAX_RANK], ds[NX_MAX_RANK], gs[2] = {0, 0};
+	const int64_t *dims = i->shape->dims;
+	ts[r - 1] = 1;
+	for (int k = r - 2; k >= 0; k--)
+		ts[k] = ts[k + 1] * t->shape->dims[k + 1];
+	for (int j = 0; j < r; j++)
+		ds[t->a.dimensions.v[j]] = ts[j];
+	/* each batch group [0, split), [split, nb) one stride gs (its innermost
+	 * dim's), dims of extent 1 aside */
+	for (int g = 0, k0 = 0; g < 2; g++) {
+		int k1 = g == 0 && split ? split : nb;
+		for (int k = k0, prev = -1; k < k1; k++) {
+			if (dims[k] == 1)
+				continue;
+			if (prev >= 0 && ds[prev] != ds[k] * dims[k])
+				return false;
+			prev = k, gs[g] = ds[k];
+		}
+		k0 = k1;
+		if (!split)
+			break;
+	}
+	memset(O, 0, sizeof *O);
+	if (T)
+		O->buf = T->buf, O->dt = T->dt;
+	O->sr = ds[nb], O->sc = ds[nb + 1], O->sb = split ? gs[1] : gs[0];
+	if (split) {
+		O->B2 = 1;
+		for (int k = split; k < nb; k++)
+			O->B2 *= dims[k];
+		O->sb1 = gs[0];
+	}
+	return O->sc == 1;
+}
+
+/* nx_l_dot_loop, into the transposing reader's layout when it takes it
+ * (L->tout_v = T then; else T is released and out written) */
+static nx_status dot_loop_tout(nx_lower *L, const nx_inst *i, int nb, int split, nx_lval *T, const nx_ldmat *A,
+                               const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M, int64_t K, int64_t N)
+{
+	nx_ldmat O;
+	bool set = T && tout_mat(L, i, nb, split, T, &O);
+	L->dot_out = set ? &O : NULL;
+	nx_status rc = nx_l_dot_loop(L, A, B, out, Bt, M, K, N);
+	if (set && !L->dot_out)
+		L->tout_v = T;
+	else if (T)
+		nx_l_release_buf(L, T->buf);
+	L->dot_out = NULL;
+	return rc;
+}
+
 /* A dot as one loop nest (kernels/dot_loop.c): nb leading batch dims
  * (already first in both operands, contiguous), contracting dims lc / rc
  * among the rest (NULL: i's own). Operands whose rows or columns do not merge
@@ -710,13 +775,18 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 		merged &= nx_l_dot_mat(V[side], nb, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &mat[side]);
 	}
 	NX_ASSERT(d[0].cols == d[1].rows);
-	for (int split = 1; !merged && split < nb; split++) {
+	/* two batch levels also when only the transposing reader's layout needs them */
+	nx_ldmat o0;
+	bool tsplit = merged && L->tout_i && !tout_mat(L, i, nb, 0, NULL, &o0);
+	for (int split = 1; (!merged || tsplit) && split < nb; split++) {
 		nx_ldmat m2[2];
 		bool ok = true;
 		for (int side = 0; side < 2 && ok; side++)
 			ok = nx_l_dot_mat2(V[side], nb, split, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &m2[side]);
+		ok = ok && (!tsplit || tout_mat(L, i, nb, split, NULL, &o0));
 		if (ok && nx_l_dot_loop_b2_ok(L, &m2[0], &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols))
-			return nx_l_dot_loop(L, &m2[0], &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
+			return dot_loop_tout(L, i, nb, split, L->tout_i ? nx_l_newval(L, L->tout_i->shape) : NULL, &m2[0],
+			                     &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
 	}
 	for (int side = 0; side < 2; side++) {
 		/* the operand's view (a deferred transpose's too) when its batch,
@@ -744,7 +814,8 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 			mat[side].sb = d[side].rows * d[side].cols;
 		}
 	}
-	nx_status rc2 = nx_l_dot_loop(L, &mat[0], &mat[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
+	nx_status rc2 = dot_loop_tout(L, i, nb, 0, L->tout_i ? nx_l_newval(L, L->tout_i->shape) : NULL, &mat[0],
+	                              &mat[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);
 	for (int side = 0; side < 2; side++)
 		if (made[side]) {
 			nx_l_release_buf(L, made[side]->buf);

@@ -45,7 +45,10 @@ static int64_t al64(int64_t x)
  * waits are relative to registers. side 0: R = A^T (tiles along M), S = B
  * tiles [K, nt]; side 1: R = B (tiles along N), S = A^T tiles [K, mt]. A
  * cost model over the target's DMA and PE rates picks side, nt, G and the
- * queue split. */
+ * queue split. Batch steps (a batch is one step) may hold nbs = 2 or 4
+ * batches: one transfer per queue covers them, and PE, ACT and DVE emit
+ * them one after the other. The stores go to O: the result, or the layout
+ * of its transposing reader (L->dot_out, lower.c dot_tout). */
 enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
 /* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
  * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's
@@ -60,6 +63,7 @@ typedef struct sd {
 	nx_lower *L;
 	const nx_ldmat *A, *B;
 	nx_lval *out;
+	nx_ldmat O; /* where the stores go: out, or L->dot_out (a transposing view) */
 	int side;
 	int64_t Bt, M, K, N, mt, nt, kt, KT;
 	int64_t G, gb, NB, NS; /* tiles per block, tiles per store; blocks, steps */
@@ -592,6 +596,14 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		olso[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * x->N * eo;
 	olso[1] = x->bstep ? 2 * x->nbs * x->M * x->N * eo : x->side ? 2 * x->mt * x->N * eo : 2 * x->nt * eo;
 	olso[2] = x->gb * (x->side ? x->nt : x->mt * x->N) * eo;
+	/* the stores' pattern in O (out's: the same as hoff0, olso) */
+	int64_t ohoff = x->O.off + bat * x->O.sb + m0 * x->O.sr + n0, oslo[3];
+	if (x->Bt > 1)
+		oslo[0] = (x->A->B2 ? x->O.sb1 : x->O.sb) * eo;
+	else
+		oslo[0] = x->side ? x->G * x->nt * eo : x->G * x->mt * x->O.sr * eo;
+	oslo[1] = x->bstep ? 2 * x->nbs * x->O.sb * eo : x->side ? 2 * x->mt * x->O.sr * eo : 2 * x->nt * eo;
+	oslo[2] = x->gb * (x->side ? x->nt : x->mt * x->O.sr) * eo;
 	if (x->epi && sp)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
 	if (x->lp)
@@ -737,15 +749,15 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_POOL_DVE);
 	}
 	{
-		int64_t tstep = x->side ? x->nt : x->mt * x->N;
+		int64_t tstep = x->side ? x->nt : x->mt * x->O.sr;
 		int32_t hs[3] = {(int32_t)tstep, 1}, ss[3] = {(int32_t)x->nt, 1};
 		uint32_t cn[3] = {(uint32_t)x->gb, (uint32_t)ncol};
-		int nd = bdim(x, hs, ss, cn, x->M * x->N, x->obb / eo);
+		int nd = bdim(x, hs, ss, cn, x->O.sb, x->obb / eo);
 		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
 		if (x->lp)
 			sd_rows_post(x, par, mrow);
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->out->buf->off + hoff0 * eo, x->N, mrow, nd, hs,
-		          ss, cn, x->o_off[par], olso, lss, (int)eo, &x->stores);
+		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->O.buf->off + ohoff * eo, x->O.sr, mrow, nd, hs,
+		          ss, cn, x->o_off[par], oslo, lss, (int)eo, &x->stores);
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
 	x->lv_g = -1;
@@ -1333,7 +1345,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &x->A->buf->written);
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
-	nx_l_wait(L, NX_ENG_POOL, &x->out->buf->war);
+	nx_l_wait(L, NX_ENG_POOL, &x->O.buf->war);
 	if (x->epi)
 		sd_epi_entry(x, h);
 	for (int q = 0; q < x->nql; q++)
@@ -1416,8 +1428,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_max(&x->B->buf->war, &x->loads);
 	if (x->lp)
 		nx_l_max(&x->rows->P->buf->war, &x->loads);
-	nx_l_max(&x->out->buf->written, &x->stores);
-	nx_l_max(&x->out->buf->war, &x->stores);
+	nx_l_max(&x->O.buf->written, &x->stores);
+	nx_l_max(&x->O.buf->war, &x->stores);
 	L->psum_free[ph] = x->act;
 	nx_lsync done = x->stores;
 	nx_l_max(&done, &x->loads);
@@ -1453,6 +1465,8 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 	sc->L = L, sc->A = A, sc->B = B, sc->out = out, sc->Bt = Bt, sc->M = M, sc->K = K, sc->N = N;
 	sc->ea = nx_dtype_bytes[A->dt], sc->eb = nx_dtype_bytes[B->dt], sc->eo = nx_dtype_bytes[out->dt];
 	sc->nbs = 1;
+	sc->O.buf = out->buf, sc->O.dt = out->dt, sc->O.sr = N, sc->O.sc = 1, sc->O.sb = M * N;
+	sc->O.B2 = A->B2, sc->O.sb1 = A->B2 * M * N;
 }
 
 /* the plan with the row epilogue when a tile can hold whole rows, else without */
@@ -1491,6 +1505,14 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	sd pl;
 	sd_init(&pl, L, A, B, out, Bt, M, K, N);
 	bool plain = sd_fits(t, A, B, M, N) && sd_plan_rows(L, &pl); /* with the row epilogue if it fits */
+	const nx_ldmat *O = L->dot_out;
+	if (O && plain && !epi && O->sc == 1 && O->B2 == A->B2 && O->sr <= INT32_MAX && O->sr * t->pe_cols <= INT32_MAX &&
+	    O->sb <= INT32_MAX) {
+		/* into the transposing reader's layout (lower.c tout) */
+		L->dot_out = NULL;
+		pl.O = *O;
+		return sd_emit(L, &pl);
+	}
 	if (epi && sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc)) {
 		/* unless the region's own kernel (its streamed bytes at the
 		 * DMA peak) costs less than the epilogue costs the dot */

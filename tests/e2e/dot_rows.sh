@@ -16,7 +16,11 @@
 # queue covers them; the plan says `batches of`): bwd (2 per step),
 # h20 (20 batches, 4 per step: an odd step count, one-level batch) and
 # b3h6 (dv over 18 batches, 2 per step: 9 steps; the others keep one per
-# step since 6 / 2 is odd).
+# step since 6 / 2 is odd). bwdt: the context and the gradients transposed
+# back to [B, S, H x D] (ROOT outputs): dq, dk and dv store in that
+# layout and their transposes have no kernel (`transpose-stored`; the
+# context has a second reader); s384t the same with the one-tile steps of
+# seq 384 (B = 1: the heads merge into one batch stride there).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
@@ -78,7 +82,15 @@ gen() {
 	echo "  dq = $T[$B,$H,$S,$D] dot(ds, kh), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
 	echo "  dk = $T[$B,$H,$S,$D] dot(ds, qh), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
 	echo "  dv = $T[$B,$H,$S,$D] dot(p, d2), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
-	echo "  ROOT t = ($T[$B,$H,$S,$D], $T[$B,$H,$S,$D], $T[$B,$H,$S,$D], $T[$B,$H,$S,$D]) tuple(o, dq, dk, dv)"
+	if [ "$mode" = bwdt ]; then
+		for x in o dq dk dv; do
+			echo "  ${x}t = $T[$B,$S,$H,$D] transpose($x), dimensions={0,2,1,3}"
+			echo "  ${x}r = $T[$B,$S,$HD] reshape(${x}t)"
+		done
+		echo "  ROOT t = ($T[$B,$S,$HD], $T[$B,$S,$HD], $T[$B,$S,$HD], $T[$B,$S,$HD]) tuple(or, dqr, dkr, dvr)"
+	else
+		echo "  ROOT t = ($T[$B,$H,$S,$D], $T[$B,$H,$S,$D], $T[$B,$H,$S,$D], $T[$B,$H,$S,$D]) tuple(o, dq, dk, dv)"
+	fi
 	echo '}'
 	} > "$tmp/$n.hlo"
 }
@@ -94,9 +106,11 @@ gen div 2 512 8 64 div
 gen s16 2 16 4 8 bwd
 gen h20 1 256 20 64 bwd
 gen b3h6 3 512 6 64 bwd
+gen bwdt 2 512 8 64 bwdt
+gen s384t 1 384 8 64 bwdt
 n=0
 # name:epilogues[:dots with batch steps of several batches]
-for c in fwd:1:2 bwd:2:5 bf:2 mask:0 s384:1:0 s200:1 s256:1 div:1 s16:1:0 h20:1:6 b3h6:2:1 s1024:0; do
+for c in fwd:1:2 bwd:2:5 bf:2 mask:0 s384:1:0 s200:1 s256:1 div:1 s16:1:0 h20:1:6 b3h6:2:1 bwdt:2:5 s384t:0:0 s1024:0; do
 	g=${c%%:*} want=${c#*:} bs=-
 	case $want in *:*) bs=${want#*:} want=${want%%:*} ;; esac
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --dump-lower plan -o "$tmp/$g.neff" > "$tmp/plan" 2>&1 ||
@@ -105,6 +119,8 @@ for c in fwd:1:2 bwd:2:5 bf:2 mask:0 s384:1:0 s200:1 s256:1 div:1 s16:1:0 h20:1:
 	[ "$got" = "$want" ] || fail "$g: $got epilogues in the plan, expected $want"
 	got=$(grep -c 'batches of' "$tmp/plan")
 	[ "$bs" = - ] || [ "$got" = "$bs" ] || fail "$g: $got dots with batch steps of several batches, expected $bs"
+	case $g in *t) got=$(grep -c 'transpose-stored' "$tmp/plan")
+		[ "$got" = 3 ] || fail "$g: $got transposes stored by their dots, expected 3" ;; esac
 	NX_CHECK_RACES_HBM=1 "$NXCC" run "$tmp/$g.neff" --timing-only --check-races > "$tmp/run" 2>&1 ||
 		fail "$g: run --check-races: $(grep -m2 -E 'race|error' "$tmp/run")"
 	for t in trn1 trn2; do

@@ -135,14 +135,23 @@ static int64_t sd_ob(const nx_ldmat *V)
 	return V->B2 ? V->sb1 : V->sb;
 }
 
-static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
+/* rng: by the largest partition range of the split (the plans without
+ * batch steps; the batch-step model keeps the even split it was tuned on) */
+static double dma_est_q(const nx_target *t, double bytes, double parts, bool strided, int nq, bool rng)
 {
 	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
 	if (strided)
 		eff *= t->dma_stride_factor;
+	if (!rng)
+		return t->dma_fixed_ns + bytes / nq / (nx_target_dma_queue_gbps(t) * eff);
 	/* the queues split the partitions: the largest range takes longest */
 	double pq = parts >= nq ? (double)(int64_t)((parts + nq - 1) / nq) : 1;
 	return t->dma_fixed_ns + bpp * pq / (nx_target_dma_queue_gbps(t) * eff);
+}
+
+static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
+{
+	return dma_est_q(t, bytes, parts, strided, nq, true);
 }
 
 /* matrix element (r, c) of V at off + r*sr + c*sc: a [K, w] slab with K on
@@ -1019,9 +1028,9 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						c.p0off = false;
 						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
 						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
-						double ld = dma_est(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls);
+						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
-						double st1 = dma_est(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs),
+						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
 						       st = (double)(G / gb) * st1;
 						double ev = (double)(G * nbs) *
 						            ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
@@ -1048,7 +1057,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							 * group, or POOL before each store when DVE alone
 							 * would bound the step and POOL is faster (else
 							 * DVE runs beside POOL's stores) */
-							double eld = nqe ? x->epi->nstr * dma_est(t, (double)mt * G * nt * x->eo, mt, false, nqe) : 0;
+							double eld = nqe ? x->epi->nstr * dma_est_q(t, (double)mt * G * nt * x->eo, mt, false, nqe, !bstep) : 0;
 							step = eld > step ? eld : step;
 							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_DVE, gb * nt);
 							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
@@ -1065,11 +1074,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							/* resident and streamed tile: each on its own queues
 							 * (nls < nql), or both on every load queue */
 							int nr = nls < nql ? nql - nls : nql;
-							double lr = tpe ? dma_est(t, rbytes, 128, false, nr) : dma_est(t, rbytes, kt, rstr, nr);
+							double lr = tpe ? dma_est_q(t, rbytes, 128, false, nr, false) : dma_est_q(t, rbytes, kt, rstr, nr, false);
 							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
 							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
-								lr += dma_est(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt, false,
-								              nql);
+								lr += dma_est_q(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt,
+								                false, nql, false);
 							tot = (double)(x->Bt / nbs) * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece

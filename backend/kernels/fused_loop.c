@@ -1052,10 +1052,11 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	/* fewer slots, wider tiles */
 	/* Slots shared as widely as possible, or only so that tile t + ND's
 	 * loads and stores wait for the earliest stages (pipe): pipe when the
-	 * tile stays as wide (90 %) or the kernel is bound by its compute,
-	 * whose stages then overlap the transfers of the other buffer set
-	 * (bert_layer's fusion.32: 651 -> 596 us); DMA-bound kernels keep the
-	 * widest tiles (f32 Adam) */
+	 * tile stays as wide or the kernel is bound by its compute, whose
+	 * stages then overlap the other buffer set's transfers (bert_layer's
+	 * fusion.32: 651 -> 596 us). DMA-bound kernels keep the widest tiles
+	 * (dp_graph_4's fusion.60.e0 at [128, 2029] with tails instead of
+	 * [128, 2048]: +6 us; f32 Adam) */
 	int slot[FL_MAX], ns = reuse_slots(&x, slot, false), pslot[FL_MAX];
 	int64_t wide = 0;
 	for (int k = 0; k < ns; k++)
@@ -1080,7 +1081,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		lb += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
 	if (!(x.nld <= 8 && x.nout <= 8))
 		bpe = lb > bpe - lb ? lb : bpe - lb;
-	bool pipe = pw >= 64 && (10 * pw >= 9 * wide || stage_time(L, &x) > 1.1 * 128.0 * (double)wide * bpe / qbw);
+	bool pipe = pw >= 64 && (pw == wide || stage_time(L, &x) > 1.1 * 128.0 * (double)wide * bpe / qbw);
 	ns = reuse_slots(&x, slot, pipe);
 	slot_waits(&x, slot, ns);
 	int64_t sper = 0;

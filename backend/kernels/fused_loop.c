@@ -1177,8 +1177,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	st[0] = 0;
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store sp q%d (%d queues)", x.ql[0],
-	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
+	x.pool_st = x.seng[x.nstage - 1] == NX_ENG_POOL;
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store %s q%d (%d queues)", x.ql[0],
+	          x.cat || x.nql < 8 ? x.nql : 8, st, x.pool_st ? "pool" : "sp", x.qs[0], x.nqs < 8 ? x.nqs : 8);
 	/* the model at the final tile width: the busiest compute resource
 	 * (DVE and POOL together where they share the SBUF port) and the
 	 * busiest load and store queues per full tile; the kernel takes the
@@ -1288,7 +1289,6 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
 	int64_t pairs = T / ND, N = T + (q > 0) + (s > 0);
-	x.pool_st = x.seng[x.nstage - 1] == NX_ENG_POOL;
 	int64_t tp = sp_stream(&x, N, T);
 	/* the stage engines: ND tiles per loop iteration */
 	bool stage_eng[NX_ENG_COUNT] = {false};

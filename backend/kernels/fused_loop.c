@@ -14,15 +14,15 @@
  * computed in the body). The n elements are tiles of 128 partitions x tr
  * contiguous elements (full tiles, then [q, tr] and [1, s]).
  *
- * Per tile: SP loads each parameter on a queue of its own, each stage
- * (consecutive instructions on one engine) computes and signals, POOL
- * stores each output on a queue of its own. Tiles alternate between two
- * SBUF buffer sets (the loop body holds two tiles), so tile i+1 loads
- * while tile i computes and tile i-1 stores: the stages of a tile run in
- * order (stage k waits for stage k-1 of the same tile, a per-iteration wait
- * whose register counts the tiles), tile i's loads wait for the last stage
- * of tile i-2 (the loads order every stage of the tile after it) and its
- * first stage for the stores of tile i-2. */
+ * Per tile: SP loads the parameters (rows cut over the load queues), each
+ * stage (consecutive instructions on one engine) computes and signals,
+ * and the outputs are stored (POOL right after its own last stage, else
+ * SP; sp_stream). Tiles alternate between two SBUF buffer sets (the loop
+ * body holds two tiles), so tile i+2 loads while tile i computes and
+ * stores: the stages of a tile run in order (stage k waits for stage k-1
+ * of the same tile, a per-iteration wait whose register counts the
+ * tiles); what tile i+2 reuses of tile i's buffer set waits only for the
+ * stages of tile i that use it (slot_waits). */
 #include "backend/lower.h"
 
 #include <string.h>
@@ -75,11 +75,12 @@ typedef struct fl {
 } fl;
 
 /* registers: 0 loads (first stage's engine: a load queue with one
- * transfer per tile) / last stage's count (SP), 1 tiles (first stage's
- * engine: the store queues with one per tile), 2 + e tiles x signals of
- * engine e (POOL: the last stage); RF_LDX / RF_STX + c - 2: c per tile, for
- * queues with c = 2..4 transfers per tile (more than 8 parameters / outputs
- * share the 8 queues) */
+ * transfer per tile) / the last stage's signals (SP), 1 stores (the engine
+ * of the stage first writing an output's slot: a store queue with one per
+ * tile) / the loads' stage's signals (SP), 2 + e tiles x signals of
+ * engine e; RF_LDX / RF_STX + c - 2: c per tile, for queues with c = 2..4
+ * transfers per tile (more than 8 parameters / outputs share the 8
+ * queues) */
 enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
 _Static_assert(RF_N <= 16, "registers per engine");
 

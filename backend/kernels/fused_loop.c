@@ -14,15 +14,15 @@
  * computed in the body). The n elements are tiles of 128 partitions x tr
  * contiguous elements (full tiles, then [q, tr] and [1, s]).
  *
- * Per tile: SP loads each parameter on a queue of its own, each stage
- * (consecutive instructions on one engine) computes and signals, POOL
- * stores each output on a queue of its own. Tiles alternate between two
- * SBUF buffer sets (the loop body holds two tiles), so tile i+1 loads
- * while tile i computes and tile i-1 stores: the stages of a tile run in
- * order (stage k waits for stage k-1 of the same tile, a per-iteration wait
- * whose register counts the tiles), tile i's loads wait for the last stage
- * of tile i-2 (the loads order every stage of the tile after it) and its
- * first stage for the stores of tile i-2. */
+ * Per tile: SP loads the parameters (rows cut over the load queues), each
+ * stage (consecutive instructions on one engine) computes and signals,
+ * and the outputs are stored (POOL right after its own last stage, else
+ * SP; sp_stream). Tiles alternate between two SBUF buffer sets (the loop
+ * body holds two tiles), so tile i+2 loads while tile i computes and
+ * stores: the stages of a tile run in order (stage k waits for stage k-1
+ * of the same tile, a per-iteration wait whose register counts the
+ * tiles); what tile i+2 reuses of tile i's buffer set waits only for the
+ * stages of tile i that use it (slot_waits). */
 #include "backend/lower.h"
 
 #include <string.h>
@@ -66,15 +66,21 @@ typedef struct fl {
 	bool cat;              /* the loads' (stores') partition rows, all streams one after the other, cut into nql (nqs) equal ranges, one per queue */
 	int64_t base_l[FL_MAX], base_s[FL_MAX], base_e[NX_ENG_COUNT];
 	int64_t snap_l[8][NX_LQ], snap_s[8][NX_LQ]; /* queue counts after tile t's loads / stores, at t mod 8 */
+	nx_engine se;          /* the engine issuing the stores being emitted */
+	bool pool_st;          /* the last stage is POOL's: it stores each tile after it (else SP) */
+	int lstage;            /* the last stage touching a loaded slot: tile t + ND's loads wait for it */
+	bool swait[FL_MAX];    /* stage s first writes an output's slot: it waits for tile t - ND's stores */
+	int owait[FL_MAX];     /* a later stage of tile t - ND stage s waits for (it still uses a slot s writes first), -1 */
 	nx_lsync loads, stores, comp;
 } fl;
 
 /* registers: 0 loads (first stage's engine: a load queue with one
- * transfer per tile) / last stage's count (SP), 1 tiles (first stage's
- * engine: the store queues with one per tile), 2 + e tiles x signals of
- * engine e (POOL: the last stage); RF_LDX / RF_STX + c - 2: c per tile, for
- * queues with c = 2..4 transfers per tile (more than 8 parameters / outputs
- * share the 8 queues) */
+ * transfer per tile) / the last stage's signals (SP), 1 stores (the engine
+ * of the stage first writing an output's slot: a store queue with one per
+ * tile) / the loads' stage's signals (SP), 2 + e tiles x signals of
+ * engine e; RF_LDX / RF_STX + c - 2: c per tile, for queues with c = 2..4
+ * transfers per tile (more than 8 parameters / outputs share the 8
+ * queues) */
 enum { RF_LD, RF_ST, RF_ENG, RF_LDX = RF_ENG + NX_ENG_COUNT, RF_STX = RF_LDX + 3, RF_N = RF_STX + 3 };
 _Static_assert(RF_N <= 16, "registers per engine");
 
@@ -414,7 +420,7 @@ static void store_piece(void *ctx, int o, int64_t p0, int64_t p1, int j)
 	nx_ap sb = tile_ap(x, x->outs[o], t->np, t->tr, t->b);
 	sb.part_start = (uint16_t)p0;
 	sb.part_count = (uint16_t)(p1 - p0);
-	nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->qs[j], h, sb);
+	nx_lsync y = nx_l_dma_q(x->L, x->se, x->qs[j], h, sb);
 	nx_l_max(&x->stores, &y);
 }
 
@@ -477,29 +483,29 @@ static void sp_stores(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 			nx_ap sb = tile_ap(x, x->outs[o], np, tr, b);
 			sb.part_start = (uint16_t)p0;
 			sb.part_count = (uint16_t)(p1 - p0);
-			nx_lsync y = nx_l_dma_q(x->L, NX_ENG_SP, x->qs[o * x->ks + pc], h, sb);
+			nx_lsync y = nx_l_dma_q(x->L, x->se, x->qs[o * x->ks + pc], h, sb);
 			nx_l_max(&x->stores, &y);
 		}
 	}
 }
 
-/* SP waits until the last stage of tile t is done (t < 0: nothing): in
- * SP's loop relative to its register RF_LD (the step's tile count times
- * the last engine's signals per tile, plus off tiles), else absolute */
-static void sp_wait_last(fl *x, int64_t t, bool rel, int off)
+/* engine w (SP, POOL) waits until stage st of tile t is done (t < 0: nothing): in SP's
+ * loop relative to register r (the step's tile count times the stage
+ * engine's signals per tile), else absolute */
+static void wait_stage(fl *x, nx_engine w, int st, int64_t t, int r)
 {
-	nx_engine last = x->seng[x->nstage - 1];
-	int64_t base = x->base_e[last] + x->sidx[x->nstage - 1] + 1;
-	if (rel) {
-		nx_l_wait_rel(x->L, NX_ENG_SP, NX_LSEM_ENG + last, base + off * x->per[last], RF_LD);
+	nx_engine e = x->seng[st];
+	int64_t base = x->base_e[e] + x->sidx[st] + 1;
+	if (r >= 0) {
+		nx_l_wait_rel(x->L, w, NX_LSEM_ENG + e, base, r);
 		return;
 	}
 	if (t < 0)
 		return;
 	nx_lsync y;
 	memset(&y, 0, sizeof y);
-	y.s[NX_LSEM_ENG + last] = base + t * x->per[last];
-	nx_l_wait(x->L, NX_ENG_SP, &y);
+	y.s[NX_LSEM_ENG + e] = base + t * x->per[e];
+	nx_l_wait(x->L, w, &y);
 }
 
 /* tile t of the kernel: full tiles, then [q, tr] and [1, s]; buffer set t mod ND */
@@ -511,17 +517,24 @@ static void tile_at(const fl *x, int64_t t, int64_t *np, int64_t *tr, int64_t *e
 	*e0 = t < T ? t * te : t == T ? T * te : T * te + q * x->tr;
 }
 
-/* SP's stream: every tile's loads and stores, one step per tile t (the
- * loads of tile t + ND - 1, which wait for tile t - 1's last stage, then
- * the stores of tile t, after its last stage), so SP never holds a compute
- * engine and the loads run ND - 1 tiles ahead. Steps of the full groups
- * but the last run in a loop; the rest are emitted one by one, recording
- * the queue counts the tail tiles' first stage waits for (snap_*). */
-static void sp_stream(fl *x, int64_t N, int64_t T)
+/* SP's stream: every tile's loads and stores, one step per tile t: the
+ * loads of tile t + ND once tile t's last stage touching a loaded slot is
+ * done, then the stores of tile t after its last stage. SP never holds a
+ * compute engine and the loads run ND tiles ahead. Steps of the full
+ * groups but the last run in a loop (registers RF_LD: tiles x the last
+ * engine's signals, RF_ST: the same for the loads' stage); the rest are
+ * emitted one by one, recording the queue counts the tail tiles wait for
+ * (snap_*). The last ND tiles' stores, which no load follows, are POOL's
+ * (pool_stores): SP goes on to the next kernel's loads. Where the last
+ * stage is POOL's, POOL stores every tile right after it (x->pool_st) and
+ * SP only loads. Returns the first tile pool_stores stores. */
+static int64_t sp_stream(fl *x, int64_t N, int64_t T)
 {
 	nx_lower *L = x->L;
 	int64_t te = 128 * x->tr, G = T / ND, np, tr, e0;
-	for (int64_t t = 0; t < ND - 1 && t < N; t++) {
+	int ls = x->lstage, lst = x->nstage - 1;
+	x->se = NX_ENG_SP;
+	for (int64_t t = 0; t < ND && t < N; t++) {
 		tile_at(x, t, &np, &tr, &e0);
 		sp_loads(x, np, tr, e0, (int)(t % ND));
 		memcpy(x->snap_l[t % 8], L->qcount, sizeof x->snap_l[0]);
@@ -532,67 +545,108 @@ static void sp_stream(fl *x, int64_t N, int64_t T)
 		x->lv = L->s[NX_ENG_SP].depth - 1;
 		x->step = ND * te;
 		for (int b = 0; b < ND; b++) {
-			sp_wait_last(x, 0, true, -1);
-			sp_loads(x, 128, x->tr, (b + ND - 1) * te, (b + ND - 1) % ND);
-			sp_wait_last(x, 0, true, 0);
-			sp_stores(x, 128, x->tr, b * te, b);
-			nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[x->seng[x->nstage - 1]]);
+			wait_stage(x, NX_ENG_SP, ls, 0, RF_ST);
+			sp_loads(x, 128, x->tr, (b + ND) * te, b);
+			if (!x->pool_st) {
+				wait_stage(x, NX_ENG_SP, lst, 0, RF_LD);
+				sp_stores(x, 128, x->tr, b * te, b);
+				nx_l_addreg(L, NX_ENG_SP, RF_LD, x->per[x->seng[lst]]);
+			}
+			nx_l_addreg(L, NX_ENG_SP, RF_ST, x->per[x->seng[ls]]);
 		}
 		nx_l_endloop(L, NX_ENG_SP);
 		x->lv = -1;
 		t0 = ND * (G - 1);
 	}
-	for (int64_t t = t0; t < N; t++) {
-		if (t + ND - 1 < N) {
-			sp_wait_last(x, t - 1, false, 0);
-			tile_at(x, t + ND - 1, &np, &tr, &e0);
-			sp_loads(x, np, tr, e0, (int)((t + ND - 1) % ND));
-			memcpy(x->snap_l[(t + ND - 1) % 8], L->qcount, sizeof x->snap_l[0]);
-		}
-		sp_wait_last(x, t, false, 0);
+	int64_t t = t0;
+	for (; t + ND < N; t++) {
+		wait_stage(x, NX_ENG_SP, ls, t, -1);
+		tile_at(x, t + ND, &np, &tr, &e0);
+		sp_loads(x, np, tr, e0, (int)((t + ND) % ND));
+		memcpy(x->snap_l[(t + ND) % 8], L->qcount, sizeof x->snap_l[0]);
+		if (x->pool_st)
+			continue;
+		wait_stage(x, NX_ENG_SP, lst, t, -1);
 		tile_at(x, t, &np, &tr, &e0);
 		sp_stores(x, np, tr, e0, (int)(t % ND));
 		memcpy(x->snap_s[t % 8], L->qcount, sizeof x->snap_s[0]);
 	}
+	return x->pool_st ? N : t;
 }
 
-/* the compute stages of tile t (np partitions, rows of tr, buffer set b) */
-static void tile(fl *x, int64_t t, int64_t np, int64_t tr, int b)
+/* POOL: the stores of tiles t0 .. N - 1, after SP's (so each queue's
+ * transfers stay in program order) */
+static void pool_stores(fl *x, int64_t t0, int64_t N)
+{
+	int64_t np, tr, e0;
+	if (t0 >= N)
+		return;
+	nx_l_wait(x->L, NX_ENG_POOL, &x->stores);
+	x->se = NX_ENG_POOL;
+	for (int64_t t = t0; t < N; t++) {
+		wait_stage(x, NX_ENG_POOL, x->nstage - 1, t, -1);
+		tile_at(x, t, &np, &tr, &e0);
+		sp_stores(x, np, tr, e0, (int)(t % ND));
+	}
+}
+
+/* the compute stages of tile t (np partitions, rows of tr, buffer set b).
+ * Registers of a stage engine during tile t: RF_LD t (RF_LDX + c - 2:
+ * t c) for the loads' waits, RF_ST / RF_STX likewise for the stores',
+ * RF_ENG + e t x engine e's signals per tile */
+static void tile(fl *x, int64_t t, int64_t np, int64_t tr, int64_t e0, int b)
 {
 	nx_lower *L = x->L;
 	/* a full tile: every load queue takes its pieces (rows of partitions);
-	 * a tail tile may leave queues out, so its first stage waits for the
-	 * counts SP's stream recorded instead */
+	 * a tail tile may leave queues out, so it waits for the counts SP's
+	 * stream recorded instead */
 	bool full = np == 128;
-	bool waited[NX_ENG_COUNT][NX_ENG_COUNT];
+	bool waited[NX_ENG_COUNT][NX_ENG_COUNT], ldr[NX_ENG_COUNT] = {false}, str[NX_ENG_COUNT] = {false};
 	memset(waited, 0, sizeof waited);
-	nx_engine e0g = x->seng[0];
 	for (int s = 0; s < x->nstage; s++) {
 		nx_engine e = x->seng[s];
-		if (s == 0) {
-			/* this tile's loads (one per queue), tile i - ND's stores */
-			nx_l_addreg(L, e, RF_LD, 1);
-			for (int c = 2; c <= 4; c++)
-				nx_l_addreg(L, e, RF_LDX + c - 2, c);
-			if (full) {
+		if (s == 0) { /* this tile's loads */
+			ldr[e] = true;
+			if (full)
 				for (int q = 0; q < x->nql; q++)
-					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q], x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
-				for (int o = 0; o < x->nqs; o++)
-					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
-					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
-			} else {
+					nx_l_wait_rel(L, e, x->ql[q], x->base_l[q] + x->qlc[q],
+					              x->qlc[q] > 1 ? RF_LDX + x->qlc[q] - 2 : RF_LD);
+			else {
 				nx_lsync a;
 				memset(&a, 0, sizeof a);
 				for (int q = 0; q < x->nql; q++)
 					a.s[x->ql[q]] = x->snap_l[t % 8][x->ql[q]];
-				for (int o = 0; o < x->nqs && t >= ND; o++)
-					a.s[x->qs[o]] = x->snap_s[(t - ND) % 8][x->qs[o]];
 				nx_l_wait(L, e, &a);
 			}
-		} else {
+		} else { /* the previous stage of this tile */
 			nx_engine pe = x->seng[s - 1];
 			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[s - 1] + 1, RF_ENG + pe);
 			waited[e][pe] = true;
+		}
+		/* tile t - ND's later stage still using a slot this one writes
+		 * (implied when it runs on the previous stage's engine, whose
+		 * signal for this tile comes later) */
+		if (x->owait[s] >= 0 && (s == 0 || x->seng[x->owait[s]] != x->seng[s - 1])) {
+			int os = x->owait[s];
+			nx_engine pe = x->seng[os];
+			nx_l_wait_rel(L, e, NX_LSEM_ENG + pe, x->base_e[pe] + x->sidx[os] + 1 - ND * x->per[pe], RF_ENG + pe);
+			waited[e][pe] = true;
+		}
+		if (x->swait[s]) { /* tile t - ND's stores of the output slots this stage writes */
+			str[e] = true;
+			if (full)
+				for (int o = 0; o < x->nqs; o++)
+					nx_l_wait_rel(L, e, x->qs[o], x->base_s[o] + x->qsc[o] * (1 - ND),
+					              x->qsc[o] > 1 ? RF_STX + x->qsc[o] - 2 : RF_ST);
+			else if (t >= ND) {
+				nx_lsync a;
+				memset(&a, 0, sizeof a);
+				/* a full tile's stores: qsc per queue per tile before */
+				bool fu = t - ND < x->n / (128 * x->tr);
+				for (int o = 0; o < x->nqs; o++)
+					a.s[x->qs[o]] = fu ? x->base_s[o] + (t - ND + 1) * x->qsc[o] : x->snap_s[(t - ND) % 8][x->qs[o]];
+				nx_l_wait(L, e, &a);
+			}
 		}
 		for (int v = 0; v < x->nv; v++) {
 			if (x->stage[v] != s)
@@ -610,13 +664,26 @@ static void tile(fl *x, int64_t t, int64_t np, int64_t tr, int b)
 		nx_lsync y = nx_l_signal(L, e);
 		nx_l_max(&x->comp, &y);
 	}
-	for (int e = 0; e < NX_ENG_COUNT; e++)
+	if (x->pool_st) { /* POOL's own last stage: no wait */
+		x->se = NX_ENG_POOL;
+		sp_stores(x, np, tr, e0, b);
+		memcpy(x->snap_s[t % 8], L->qcount, sizeof x->snap_s[0]);
+	}
+	for (int e = 0; e < NX_ENG_COUNT; e++) {
 		for (int pe = 0; pe < NX_ENG_COUNT; pe++)
 			if (waited[e][pe])
 				nx_l_addreg(L, (nx_engine)e, RF_ENG + pe, x->per[pe]);
-	nx_l_addreg(L, e0g, RF_ST, 1);
-	for (int c = 2; c <= 4; c++)
-		nx_l_addreg(L, e0g, RF_STX + c - 2, c);
+		if (ldr[e]) {
+			nx_l_addreg(L, (nx_engine)e, RF_LD, 1);
+			for (int c = 2; c <= 4; c++)
+				nx_l_addreg(L, (nx_engine)e, RF_LDX + c - 2, c);
+		}
+		if (str[e]) {
+			nx_l_addreg(L, (nx_engine)e, RF_ST, 1);
+			for (int c = 2; c <= 4; c++)
+				nx_l_addreg(L, (nx_engine)e, RF_STX + c - 2, c);
+		}
+	}
 }
 
 /* time of value v's instruction on engine e for a full tile (the target's
@@ -864,23 +931,29 @@ static void dma_time(const fl *x, double *ld, double *st)
  * parameter was loaded into (the loads of tile i + ND wait only for tile
  * i's computation, not for its stores). slot[v]: v's slot (-1 none);
  * returns the count, with each slot's element size in x->off[slot]. */
-static int reuse_slots(fl *x, int *slot)
+static int reuse_slots(fl *x, int *slot, bool pipe)
 {
-	int pos[FL_MAX], last[FL_MAX], ns = 0, p = 0;
+	int pos[FL_MAX], last[FL_MAX], lstg[FL_MAX], ns = 0, p = 0, l0 = 0;
 	int64_t esz[FL_MAX];
 	bool loaded[FL_MAX], isout[FL_MAX];
+	int minst[FL_MAX]; /* per slot: the earliest stage writing it */
 	for (int v = 0; v < x->nv; v++)
-		pos[v] = -1, last[v] = -1, slot[v] = -1, isout[v] = false;
+		pos[v] = -1, last[v] = -1, slot[v] = -1, isout[v] = false, lstg[v] = x->stage[v];
 	for (int st = 0; st < x->nstage; st++)
 		for (int v = 0; v < x->nv; v++)
 			if (x->stage[v] == st)
 				pos[v] = p++;
 	for (int v = 0; v < x->nv; v++)
 		for (int j = 0; j < x->nops[v]; j++)
-			if (x->stage[v] >= 0 && pos[v] > last[x->ops[v][j]])
-				last[x->ops[v][j]] = pos[v];
+			if (x->stage[v] >= 0) {
+				int o = x->ops[v][j];
+				last[o] = pos[v] > last[o] ? pos[v] : last[o];
+				lstg[o] = x->stage[v] > lstg[o] ? x->stage[v] : lstg[o];
+				if (x->param[o] >= 0 && x->stage[v] > l0)
+					l0 = x->stage[v];
+			}
 	for (int o = 0; o < x->nout; o++)
-		isout[x->outs[o]] = true, last[x->outs[o]] = p;
+		isout[x->outs[o]] = true, last[x->outs[o]] = p, lstg[x->outs[o]] = x->nstage;
 	int freed[FL_MAX]; /* per slot: the position after which it is free, p + 1 taken */
 	for (int q = -1; q < p; q++)
 		for (int v = 0; v < x->nv; v++) {
@@ -890,18 +963,73 @@ static int reuse_slots(fl *x, int *slot)
 				continue;
 			int64_t e = nx_dtype_bytes[x->dt[v]];
 			int k = 0;
+			/* pipe: besides, a loaded slot holds only values dead by the
+			 * last stage reading a parameter (tile t + ND's loads wait for
+			 * no later stage), an output's slot no value of an earlier
+			 * stage (only the output's stage waits for tile t - ND's
+			 * stores) */
 			for (; k < ns; k++)
-				if (esz[k] == e && freed[k] < q && !(isout[v] && loaded[k]))
+				if (esz[k] == e && freed[k] < q && !(isout[v] && loaded[k]) &&
+				    !(pipe && loaded[k] && lstg[v] > l0) && !(pipe && isout[v] && minst[k] < x->stage[v]))
 					break;
 			if (k == ns)
-				esz[ns] = e, loaded[ns] = false, ns++;
+				esz[ns] = e, loaded[ns] = false, minst[ns] = x->nstage, ns++;
 			slot[v] = k;
 			loaded[k] = loaded[k] || q < 0;
+			if (q >= 0 && x->stage[v] < minst[k])
+				minst[k] = x->stage[v];
 			freed[k] = last[v] < q ? q : last[v];
 		}
 	for (int k = 0; k < ns; k++)
 		x->off[k] = esz[k];
 	return ns;
+}
+
+/* Which stage of tile t - ND each access of tile t must follow (the two
+ * share a buffer set): the loads, the last stage touching a slot a
+ * parameter is loaded into (x->lstage); the stage that first writes a
+ * slot, the last stage of tile t - ND using it (x->owait, when on another
+ * engine and later) and, for an output's slot, tile t - ND's stores
+ * (x->swait). Everything else follows from the stages' order within a
+ * tile and each engine's program order. */
+static void slot_waits(fl *x, const int *slot, int ns)
+{
+	int first[FL_MAX], lasta[FL_MAX];
+	bool loaded[FL_MAX], isout[FL_MAX];
+	for (int k = 0; k < ns; k++)
+		first[k] = -1, lasta[k] = -1, loaded[k] = false, isout[k] = false;
+	for (int v = 0; v < x->nv; v++) {
+		if (x->param[v] >= 0 && slot[v] >= 0)
+			loaded[slot[v]] = true;
+		int st = x->stage[v];
+		if (st < 0)
+			continue;
+		int k = slot[x->alias[v]];
+		if (k >= 0) {
+			first[k] = first[k] < 0 || st < first[k] ? st : first[k];
+			lasta[k] = st > lasta[k] ? st : lasta[k];
+		}
+		for (int j = 0; j < x->nops[v]; j++) {
+			int o = slot[x->ops[v][j]];
+			if (o >= 0 && st > lasta[o])
+				lasta[o] = st;
+		}
+	}
+	for (int o = 0; o < x->nout; o++)
+		if (slot[x->outs[o]] >= 0)
+			isout[slot[x->outs[o]]] = true;
+	x->lstage = 0;
+	for (int s = 0; s < x->nstage; s++)
+		x->swait[s] = false, x->owait[s] = -1;
+	for (int k = 0; k < ns; k++) {
+		if (loaded[k] && lasta[k] > x->lstage)
+			x->lstage = lasta[k];
+		if (first[k] < 0)
+			continue;
+		x->swait[first[k]] = x->swait[first[k]] || isout[k];
+		if (lasta[k] > first[k] && x->seng[lasta[k]] != x->seng[first[k]] && lasta[k] > x->owait[first[k]])
+			x->owait[first[k]] = lasta[k];
+	}
 }
 
 nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -923,7 +1051,40 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		return nx_l_err(L, "fusion body too wide for SBUF");
 	double per_tile = assign(L, &x);
 	/* fewer slots, wider tiles */
-	int slot[FL_MAX], ns = reuse_slots(&x, slot);
+	/* Slots shared as widely as possible, or only so that tile t + ND's
+	 * loads and stores wait for the earliest stages (pipe): pipe when the
+	 * tile stays as wide or the kernel is bound by its compute, whose
+	 * stages then overlap the other buffer set's transfers (bert_layer's
+	 * fusion.32: 651 -> 596 us). DMA-bound kernels keep the widest tiles
+	 * (dp_graph_4's fusion.60.e0 at [128, 2029] with tails instead of
+	 * [128, 2048]: +6 us; f32 Adam) */
+	int slot[FL_MAX], ns = reuse_slots(&x, slot, false), pslot[FL_MAX];
+	int64_t wide = 0;
+	for (int k = 0; k < ns; k++)
+		wide += x.off[k];
+	wide = fit_tr(L, &x, ncol, ns, wide);
+	int pns = reuse_slots(&x, pslot, true);
+	int64_t pw = 0;
+	for (int k = 0; k < pns; k++)
+		pw += x.off[k];
+	pw = fit_tr(L, &x, ncol, pns, pw);
+	x.tr = wide;
+	double bpe = 0; /* HBM bytes per element */
+	for (int v = 0; v < x.nv; v++)
+		bpe += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
+	for (int o = 0; o < x.nout; o++)
+		bpe += nx_dtype_bytes[x.dt[x.outs[o]]];
+	/* the queues: all 16 with at most 8 inputs and outputs, else 8 a side
+	 * (the loads' 8 carry the most bytes) */
+	double qbw = nx_target_dma_queue_gbps(L->t) * (x.nld <= 8 && x.nout <= 8 ? NX_LQ : NX_LQ / 2);
+	double lb = 0;
+	for (int v = 0; v < x.nv; v++)
+		lb += x.param[v] >= 0 ? nx_dtype_bytes[x.dt[v]] : 0;
+	if (!(x.nld <= 8 && x.nout <= 8))
+		bpe = lb > bpe - lb ? lb : bpe - lb;
+	bool pipe = pw >= 64 && (pw == wide || stage_time(L, &x) > 1.1 * 128.0 * (double)wide * bpe / qbw);
+	ns = reuse_slots(&x, slot, pipe);
+	slot_waits(&x, slot, ns);
 	int64_t sper = 0;
 	for (int k = 0; k < ns; k++)
 		sper += x.off[k];
@@ -1017,8 +1178,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	st[0] = 0;
 	for (int k = 0; k < x.nstage && len < sizeof st - 8; k++)
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
-	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store sp q%d (%d queues)", x.ql[0],
-	          x.cat || x.nql < 8 ? x.nql : 8, st, x.qs[0], x.nqs < 8 ? x.nqs : 8);
+	x.pool_st = x.seng[x.nstage - 1] == NX_ENG_POOL;
+	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store %s q%d (%d queues)", x.ql[0],
+	          x.cat || x.nql < 8 ? x.nql : 8, st, x.pool_st ? "pool" : "sp", x.qs[0], x.nqs < 8 ? x.nqs : 8);
 	/* the model at the final tile width: the busiest compute resource
 	 * (DVE and POOL together where they share the SBUF port) and the
 	 * busiest load and store queues per full tile; the kernel takes the
@@ -1128,7 +1290,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			for (int r = 0; r < RF_N; r++)
 				nx_l_setreg(L, (nx_engine)e, r, 0);
 	int64_t pairs = T / ND, N = T + (q > 0) + (s > 0);
-	sp_stream(&x, N, T);
+	int64_t tp = sp_stream(&x, N, T);
 	/* the stage engines: ND tiles per loop iteration */
 	bool stage_eng[NX_ENG_COUNT] = {false};
 	for (int k = 0; k < x.nstage; k++)
@@ -1137,8 +1299,13 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			if (stage_eng[e])
 				nx_l_loop(L, (nx_engine)e, pairs);
+	if (pairs > 1) {
+		x.lv = L->s[NX_ENG_POOL].depth - 1;
+		x.step = ND * 128 * x.tr;
+	}
 	for (int64_t t = 0; t < (pairs > 0 ? ND : 0); t++)
-		tile(&x, t, 128, x.tr, (int)t);
+		tile(&x, t, 128, x.tr, t * 128 * x.tr, (int)t);
+	x.lv = -1;
 	if (pairs > 1)
 		for (int e = 0; e < NX_ENG_COUNT; e++)
 			if (stage_eng[e])
@@ -1146,10 +1313,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int64_t t = pairs * ND; t < N; t++) {
 		int64_t np, tr, e0;
 		tile_at(&x, t, &np, &tr, &e0);
-		tile(&x, t, np, tr, (int)(t % ND));
+		tile(&x, t, np, tr, e0, (int)(t % ND));
 	}
-	/* POOL's later transfers on the store queues follow these stores */
-	nx_l_wait(L, NX_ENG_POOL, &x.stores);
+	pool_stores(&x, tp, N);
 	for (int v = 0; v < x.nv; v++)
 		if (x.param[v] >= 0)
 			nx_l_max(&ops[x.param[v]]->buf->war, &x.loads);

@@ -454,6 +454,11 @@ static void do_region(split *s, int r)
 		for (int k = 0; !F && nout == 1 && k < f->noperands; k++)
 			if (epi_of(s, f, k, b->insts[first] == b->root))
 				F = f;
+		/* or the fusion's result, left to the driver's merge into the one
+		 * fusion kernel that reads it (merges_later): as a node of its own
+		 * it would be an elementwise kernel */
+		if (!F && nout == 1 && b->insts[first] == b->root && merges_later(s) && nx_l_fusion_whole(s->L, f))
+			F = f;
 	}
 	if (!F) {
 		s->refused += comp && nout > 0;

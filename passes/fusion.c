@@ -404,6 +404,41 @@ static int64_t row_live(fstate *s, int a, int b, int64_t R, int64_t C)
 	return best;
 }
 
+/* the end of a row merge (col: a column sum into row kernel gi): refused
+ * for why, or when a path between the two kernels leaves both; else gq's
+ * members join gi */
+static bool row_join(fstate *s, int gi, int gq, const char *why, bool col, int64_t C, int64_t *rows, int64_t r2,
+                     int *stack, int *mark, int *markv)
+{
+	nx_fgraph *g = &s->g;
+	if (!why) {
+		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
+		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
+		if (r1 || r3)
+			why = "a path between them leaves both kernels";
+	}
+	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
+	if (why) {
+		if (col)
+			nx_pass_log(g->ctx, 2, "fusion: refuse column sum %s into %s: %s", rb->name, ra->name, why);
+		else
+			nx_pass_log(g->ctx, 2, "fusion: refuse row %s + %s: %s", ra->name, rb->name, why);
+		return false;
+	}
+	if (col)
+		nx_pass_log(g->ctx, 2, "fusion: column sum %s into %s (rows of %lld)", rb->name, ra->name, (long long)C);
+	else
+		nx_pass_log(g->ctx, 2, "fusion: row %s + %s (rows of %lld)", ra->name, rb->name, (long long)C);
+	if (s->grp[gq].root > s->grp[gi].root)
+		s->grp[gi].root = s->grp[gq].root;
+	for (int k = 0; k < s->grp[gq].n; k++)
+		group_add(s, gi, s->grp[gq].m[k]);
+	s->grp[gq].dead = true;
+	s->grp[gq].n = 0;
+	*rows += r2;
+	return true;
+}
+
 static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *rows, int *stack, int *mark,
                     int *markv)
 {
@@ -418,26 +453,7 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES &&
 	         row_live(s, gi, gq, R, C) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
-	else {
-		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
-		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
-		if (r1 || r3)
-			why = "a path between them leaves both kernels";
-	}
-	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
-	if (why) {
-		nx_pass_log(g->ctx, 2, "fusion: refuse row %s + %s: %s", ra->name, rb->name, why);
-		return false;
-	}
-	nx_pass_log(g->ctx, 2, "fusion: row %s + %s (rows of %lld)", ra->name, rb->name, (long long)C);
-	if (s->grp[gq].root > s->grp[gi].root)
-		s->grp[gi].root = s->grp[gq].root;
-	for (int k = 0; k < s->grp[gq].n; k++)
-		group_add(s, gi, s->grp[gq].m[k]);
-	s->grp[gq].dead = true;
-	s->grp[gq].n = 0;
-	*rows += r2;
-	return true;
+	return row_join(s, gi, gq, why, false, C, rows, r2, stack, mark, markv);
 }
 
 /* O2+: a kernel holding a reduction over the trailing dims of its operand
@@ -501,26 +517,7 @@ static bool col_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 		why = "row kernel would exceed 64 instructions";
 	else if ((row_live(s, gi, gq, R, C) + ncs) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
-	else {
-		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
-		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
-		if (r1 || r3)
-			why = "a path between them leaves both kernels";
-	}
-	const nx_inst *ra = g->insts[s->grp[gi].root], *rb = g->insts[s->grp[gq].root];
-	if (why) {
-		nx_pass_log(g->ctx, 2, "fusion: refuse column sum %s into %s: %s", rb->name, ra->name, why);
-		return false;
-	}
-	nx_pass_log(g->ctx, 2, "fusion: column sum %s into %s (rows of %lld)", rb->name, ra->name, (long long)C);
-	if (s->grp[gq].root > s->grp[gi].root)
-		s->grp[gi].root = s->grp[gq].root;
-	for (int k = 0; k < s->grp[gq].n; k++)
-		group_add(s, gi, s->grp[gq].m[k]);
-	s->grp[gq].dead = true;
-	s->grp[gq].n = 0;
-	*rows += r2;
-	return true;
+	return row_join(s, gi, gq, why, true, C, rows, r2, stack, mark, markv);
 }
 
 /* O2+, after row_merge: a row kernel takes the column sums of the values it

@@ -264,6 +264,12 @@ int nx_l_queue(nx_lower *L, nx_engine e);
  * bytes per element) by bytes: NX_LQ bl / (bl + bs) rounded, at least SP's
  * NX_LQ / 2 and leaving each store a queue of its own. */
 int nx_l_load_queues(int64_t bl, int64_t bs, int nout);
+/* PE: the column sums of np rows of w columns at SBUF offset roff (dt):
+ * psum column pcol + 4*t (+)= rows[p, 128t .. 128t+127]^T . ones[p] per
+ * column tile t (the ragged one last), ones: a column of np ones (dt);
+ * flags on every matmul (NX_IF_START: the first of an accumulation) */
+void nx_l_colsum_mm(nx_lower *L, nx_dtype dt, int64_t np, int64_t roff, int64_t w, int64_t ones, int64_t pcol,
+                    uint32_t flags);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
 /* signal semaphore sem += inc (inc <= 65535) from engine e: a device while
  * loop's padding (lower_while.c); counts and knowledge advance as for DMAs

@@ -183,6 +183,34 @@ nx_lsync nx_l_dma(nx_lower *L, nx_engine e, nx_ap dst, nx_ap src)
 	return nx_l_dma_q(L, e, nx_l_queue(L, e), dst, src);
 }
 
+void nx_l_colsum_mm(nx_lower *L, nx_dtype dt, int64_t np, int64_t roff, int64_t w, int64_t ones, int64_t pcol,
+                    uint32_t flags)
+{
+	int64_t esz = nx_dtype_bytes[dt], nfull = w / 128, rem = w % 128;
+	int32_t s1[1] = {1};
+	uint32_t c1[1] = {1};
+	for (int part = 0; part < 2; part++) {
+		int64_t n = part ? (rem ? 1 : 0) : nfull, M = part ? rem : 128, ct = part ? nfull : 0;
+		if (n == 0)
+			continue;
+		if (n > 1)
+			nx_l_loop(L, NX_ENG_PE, n);
+		int lv = L->s[NX_ENG_PE].depth - 1;
+		nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
+		mm->flags = flags;
+		c1[0] = 1;
+		mm->ap[0] = nx_ap_psum(NX_DT_F32, 0, (int)M, pcol + ct * 4, 1, s1, c1);
+		mm->ap[2] = nx_ap_sbuf(dt, 0, (int)np, ones, 1, s1, c1);
+		c1[0] = (uint32_t)M;
+		mm->ap[1] = nx_ap_sbuf(dt, 0, (int)np, roff + ct * 128 * esz, 1, s1, c1);
+		if (n > 1) {
+			mm->ap[0].loop_stride[lv] = 4;
+			mm->ap[1].loop_stride[lv] = 128 * esz;
+			nx_l_endloop(L, NX_ENG_PE);
+		}
+	}
+}
+
 nx_lsync nx_l_dma_indexed(nx_lower *L, int op, nx_ap dst, nx_ap src, nx_ap idx, int64_t bound, int64_t row_stride,
                           int flags)
 {

@@ -134,7 +134,7 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	int64_t t = 0;
 	for (int64_t cc = 0; cc < NC; cc++) {
 		int64_t c0 = cc * CW, cw = C - c0 < CW ? C - c0 : CW;
-		int64_t ct0 = c0 / 128, nfull = cw / 128, cr = cw % 128;
+		int64_t ct0 = c0 / 128;
 		for (int64_t kt = 0; kt < KT; kt++, t++) {
 			int b = (int)(t % NBUF);
 			/* full tiles of kr rows per partition, then tiles of one */
@@ -159,26 +159,8 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 			/* PE: one matmul per column tile, accumulating over the row tiles */
 			nx_l_wait(L, NX_ENG_PE, &ld);
 			for (int64_t j = 0; j < kk; j++)
-				for (int part = 0; part < 2; part++) {
-					int64_t n = part ? (cr ? 1 : 0) : nfull, M = part ? cr : 128, ct = ct0 + (part ? nfull : 0);
-					if (n == 0)
-						continue;
-					if (n > 1)
-						nx_l_loop(L, NX_ENG_PE, n);
-					int lv = L->s[NX_ENG_PE].depth - 1;
-					nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
-					mm->flags = kt == 0 && j == 0 ? NX_IF_START : 0;
-					c1[0] = 1;
-					mm->ap[0] = nx_ap_psum(NX_DT_F32, 0, (int)M, pbase + ct * 4, 1, s1, c1);
-					mm->ap[2] = nx_ap_sbuf(dt, 0, (int)np, o_ones, 1, s1, c1);
-					c1[0] = (uint32_t)M;
-					mm->ap[1] = nx_ap_sbuf(dt, 0, (int)np, ob + (j * cw + (part ? nfull * 128 : 0)) * esz, 1, s1, c1);
-					if (n > 1) {
-						mm->ap[0].loop_stride[lv] = 4;
-						mm->ap[1].loop_stride[lv] = 128 * esz;
-						nx_l_endloop(L, NX_ENG_PE);
-					}
-				}
+				nx_l_colsum_mm(L, dt, np, ob + j * cw * esz, cw, o_ones, pbase + ct0 * 4,
+				               kt == 0 && j == 0 ? NX_IF_START : 0);
 			done_pe[b] = nx_l_signal(L, NX_ENG_PE);
 			pe = done_pe[b];
 		}

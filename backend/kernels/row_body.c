@@ -913,32 +913,11 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		const rv *cv = &x->v[o->v];
 		int a = o->o[0];
 		nx_dtype dt = x->v[a].dt;
-		int64_t esz = nx_dtype_bytes[dt], CT = (x->C + 127) / 128, CTf = x->C / 128, rem = x->C % 128;
+		int64_t esz = nx_dtype_bytes[dt], CT = (x->C + 127) / 128;
 		int64_t ones = cv->off + al64(CT * nx_dtype_bytes[cv->dt]);
-		int32_t s1[1] = {1};
-		uint32_t c1[1] = {1};
-		for (int64_t j = 0; j < kt; j++) {
-			int64_t roff = x->v[a].off + b * x->bufb + j * x->C * esz;
-			for (int part = 0; part < 2; part++) {
-				int64_t n = part ? (rem ? 1 : 0) : CTf, M = part ? rem : 128, ct = part ? CTf : 0;
-				if (n == 0)
-					continue;
-				if (n > 1)
-					nx_l_loop(L, NX_ENG_PE, n);
-				int lv = L->s[NX_ENG_PE].depth - 1;
-				nx_insn *mm = nx_l_emit(L, NX_ENG_PE, NX_I_MATMUL);
-				c1[0] = 1;
-				mm->ap[0] = nx_ap_psum(NX_DT_F32, 0, (int)M, x->pbase + (cv->pc + ct) * 4, 1, s1, c1);
-				mm->ap[2] = nx_ap_sbuf(dt, 0, (int)np, ones, 1, s1, c1);
-				c1[0] = (uint32_t)M;
-				mm->ap[1] = nx_ap_sbuf(dt, 0, (int)np, roff + ct * 128 * esz, 1, s1, c1);
-				if (n > 1) {
-					mm->ap[0].loop_stride[lv] = 4;
-					mm->ap[1].loop_stride[lv] = 128 * esz;
-					nx_l_endloop(L, NX_ENG_PE);
-				}
-			}
-		}
+		for (int64_t j = 0; j < kt; j++)
+			nx_l_colsum_mm(L, dt, np, x->v[a].off + b * x->bufb + j * x->C * esz, x->C, ones,
+			               x->pbase + cv->pc * 4, 0);
 		return;
 	}
 	case O_ACTROW: {

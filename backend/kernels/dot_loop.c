@@ -49,79 +49,7 @@ static int64_t al64(int64_t x)
  * batches: one transfer per queue covers them, and PE, ACT and DVE emit
  * them one after the other. The stores go to O: the result, or the layout
  * of its transposing reader (L->dot_out, lower.c dot_tout). */
-enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
-/* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
- * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's
- * groups, POOL its loads (S_DVE_LD) */
-enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
-/* s0f: PE's per-pair waits on the streaming queues, and the pieces there
- * that the block's steps after the first add to the loads register */
-enum { S_PE_PQ = 12, S_PE_X = 13 };
-enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
-
-typedef struct sd {
-	nx_lower *L;
-	const nx_ldmat *A, *B;
-	nx_lval *out;
-	nx_ldmat O; /* where the stores go: out, or L->dot_out (a transposing view) */
-	int side;
-	int64_t Bt, M, K, N, mt, nt, kt, KT;
-	int64_t G, gb, NB, NS; /* tiles per block, tiles per store; blocks, steps */
-	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
-	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
-	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
-	/* batch steps of nbs batches (each transfer covers them all; PE, ACT
-	 * and DVE loop over them): a buffer holds nbs batches, rbb, sbb, obb,
-	 * tbb and pbb bytes apart (R, S, O, T, P) */
-	int64_t nbs, rbb, sbb, obb, tbb, pbb;
-	int64_t bo; /* the batch of the step being emitted */
-	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
-	/* load queues ql: the first nls take the streamed tiles, the others
-	 * (SP's piece queues) and nqs_res of the store queues the resident block */
-	int ql[SQ], nql, nls, qs[SQ], nqs, nqs_res;
-	bool rsq;    /* the resident pieces also go on the streaming queues (after the block's first tile) */
-	/* batch steps whose resident operand is stored [w, K] (K contiguous):
-	 * SP loads it as is into a staging buffer T[par] ([128 w rows, nw x K]),
-	 * PE transposes its 128 x 128 blocks (nw per PSUM bank, one bank per K
-	 * tile) and ACT copies them into R[par]; the strided load it replaces
-	 * runs at half the DMA rate */
-	bool tpe;
-	int64_t nw, t_off[2];
-	double est;    /* the cost model's time (ns) */
-	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
-	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
-	bool p0off;   /* rsq: piece 0 not on the streaming queues (their pieces follow the first tile); planned */
-	int64_t nsp0; /* p0off: piece 0's partitions on SP's other queues */
-	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
-	int64_t base_l[SQ], base_s[SQ], base_pe, base_act, base_pool;
-	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
-	int lv_g;       /* POOL's loop over the store groups of a step */
-	unsigned em;    /* the engines sd_step emits for (bit per nx_engine) */
-	/* s0f (no batch steps, outside device loops): on the streaming queues
-	 * the block's first tile comes first, then its rq pieces (rsq; none
-	 * otherwise); SP loads that tile ahead of the pieces, PE's pairs wait
-	 * for their piece there too (trivially without rsq) */
-	bool s0f;
-	int64_t rq;
-	nx_lsync loads, stores, pe, act;
-	/* the epilogue (NULL none): DVE applies it per store group; SP loads
-	 * its streamed inputs on nqe queues of their own */
-	const nx_ldepi *epi;
-	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
-	int nqe, qe[8];
-	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
-	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */
-	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
-	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
-	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
-	 * for DVE. With a P operand (batch steps only): P[par] ([mt, G, nt]
-	 * like O) loaded last on every load queue (lp = 1 more per queue and
-	 * step), free once the stores of the step before the last are done;
-	 * DVE's products per bank at tmp_off */
-	nx_ldrows *rows;
-	int64_t rows_off, p_off[2], tmp_off;
-	int lp, ep;
-} sd;
+typedef nx_sd sd;
 
 static bool em(const sd *x, nx_engine e)
 {
@@ -135,32 +63,6 @@ static int64_t sd_ob(const nx_ldmat *V)
 	return V->B2 ? V->sb1 : V->sb;
 }
 
-/* rng: by the largest partition range of the split (the plans without
- * batch steps; the batch-step model keeps the even split it was tuned on) */
-static double dma_est_q(const nx_target *t, double bytes, double parts, bool strided, int nq, bool rng)
-{
-	double bpp = bytes / parts, eff = bpp / (bpp + t->dma_knee_bytes);
-	if (strided)
-		eff *= t->dma_stride_factor;
-	if (!rng)
-		return t->dma_fixed_ns + bytes / nq / (nx_target_dma_queue_gbps(t) * eff);
-	/* the queues split the partitions: the largest range takes longest */
-	double pq = parts >= nq ? (double)(int64_t)((parts + nq - 1) / nq) : 1;
-	return t->dma_fixed_ns + bpp * pq / (nx_target_dma_queue_gbps(t) * eff);
-}
-
-static double dma_est(const nx_target *t, double bytes, double parts, bool strided, int nq)
-{
-	return dma_est_q(t, bytes, parts, strided, nq, true);
-}
-
-/* matrix element (r, c) of V at off + r*sr + c*sc: a [K, w] slab with K on
- * partitions is strided when the w axis is */
-static bool slab_strided(const nx_ldmat *V, int side_of_w, int esz)
-{
-	int64_t s = side_of_w ? V->sc : V->sr;
-	return s * esz > 16;
-}
 
 /* one DMA per queue: partitions [0, np) in nq ranges, each [KT or G, w] */
 static void split_dma(sd *x, nx_engine e, const int *qv, int nq, bool load, nx_dtype dt, int64_t hoff,
@@ -745,7 +647,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	 * side 1: tiles along N: O [mt, G*nt] -> C[m0 + p, n0 + n] */
 	if (x->tpe)
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT * x->nbs);
-	if (x->epool) /* an epilogue keeps nbs == 1 (sd_plan) */
+	if (x->epool) /* an epilogue keeps nbs == 1 (dot_plan.c) */
 		sd_epi_wait_loads(x, NX_ENG_POOL);
 	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group (nbs > 1: of each batch) */
 	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
@@ -880,278 +782,6 @@ static void sd_block(sd *x)
 	nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb));
 }
 
-/* engine time of one matmul of [kt, m] x [kt, n] (the cost model's rule) */
-static double mm_est(const nx_target *t, int64_t m, int64_t n, nx_dtype dt)
-{
-	double c = (double)(m < t->mm_min_cycles ? m : t->mm_min_cycles);
-	if ((double)n > c)
-		c = (double)n;
-	if (dt == NX_DT_F32)
-		c *= t->pe_fp32_factor;
-	return c / t->freq_ghz[NX_ENG_PE];
-}
-
-/* the tile of extent n: n itself up to cap, else its largest divisor <= cap
- * when that is at least cap/4 (0: none) */
-static int64_t even_tile(int64_t n, int64_t cap)
-{
-	int64_t d = nx_l_div_le(n, cap);
-	return d == n || d * 4 >= cap ? d : 0;
-}
-
-/* Plans the stationary schedule; false when it does not apply. */
-static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
-{
-	const nx_target *t = L->t;
-	int64_t mte = even_tile(x->M, t->pe_cols), kt = even_tile(x->K, t->pe_rows);
-	if (!kt)
-		return false;
-	x->kt = kt, x->KT = x->K / kt;
-	int64_t bank = t->psum_bank_bytes, banks = t->psum_banks / 2;
-	double best = 0;
-	bool found = false;
-	sd c = *x;
-	for (int side = 0; side < 2; side++)
-		for (int64_t ntc = t->matmul_max_n; ntc >= 64; ntc /= 2) {
-			/* the resident axis needs even tiles; the streamed one may end
-			 * in a ragged step (full tiles otherwise) */
-			int64_t nt = even_tile(x->N, ntc), mt = mte, srag = 0;
-			if (nt && ntc < t->matmul_max_n && nt != ntc)
-				continue;
-			if (side == 0) {
-				if (!mt || (!nt && ntc < t->matmul_max_n))
-					continue;
-				if (!nt)
-					nt = ntc, srag = x->N % ntc;
-			} else {
-				if (!nt)
-					continue;
-				if (!mt)
-					mt = t->pe_cols, srag = x->M % mt;
-				if (srag && srag < SQS)
-					continue;
-			}
-			if (nt * 4 > bank || (x->rows && nt != x->N))
-				continue;
-			c.side = side, c.nt = nt, c.mt = mt, c.srag = srag;
-			c.er = side ? x->eb : x->ea, c.es = side ? x->ea : x->eb;
-			int64_t rw = side ? nt : mt, sw = side ? mt : nt;
-			int64_t RT = (side ? x->N : x->M) / rw, ST = ((side ? x->M : x->N) + sw - 1) / sw;
-			const nx_ldmat *R = side ? x->B : x->A, *S = side ? x->A : x->B;
-			bool rstr = slab_strided(R, side, c.er), sstr = slab_strided(S, !side, c.es);
-			/* G tiles per block, stored in groups of gb: as many as the
-			 * banks, or (no batch) a half or a quarter of that, a shorter
-			 * last store */
-			for (int64_t gg = 3 * (RT < 16 ? RT : 16) + 2; gg >= 3; gg--) {
-				int64_t G = gg / 3, cap = banks >> (2 - gg % 3), gb = nx_l_div_le(G, cap);
-				if (RT % G || (cap < banks && (x->Bt > 1 || gb == nx_l_div_le(G, 2 * cap))))
-					continue;
-				/* tiles run in pairs (one tile alone when G = 1) */
-				if ((G > 1 && G % 2) || (x->Bt > 1 && G != RT))
-					continue;
-				/* batches as steps when a batch is one step: R double-buffered too */
-				bool bstep = x->Bt > 1 && ST == 1 && !srag;
-				/* a two-level batch: batch steps only, the inner batches in
-				 * pairs (the parity continues across the outer ones) */
-				if (x->A->B2 && (!bstep || (x->Bt > x->A->B2 && x->A->B2 % 2)))
-					continue;
-				/* an odd step count costs a step body more code (the pairs
-				 * loop and the odd one): narrower streamed tiles instead */
-				if (!bstep && ST % 2 && side == 0 && ntc > 64 && x->N % (ntc / 2) == 0)
-					continue;
-				/* batch steps of nbs batches: each transfer covers them all
-				 * (fewer, larger ones); tile pairs, one store group */
-				int64_t nb2 = x->A->B2 ? x->A->B2 : x->Bt;
-				for (int64_t nbs = 1; nbs <= 4; nbs *= 2) {
-				if (nbs > 1 && (!bstep || G % 2 || G != gb || x->epi || nb2 % nbs ||
-				                (x->A->B2 && x->Bt > nb2 && (nb2 / nbs) % 2) || x->A->sb > INT32_MAX ||
-				                x->B->sb > INT32_MAX || x->M * x->N > INT32_MAX))
-					continue;
-				int64_t bytes = nbs * ((bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                       2 * al64(G * nt * x->eo)) +
-				                (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
-				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0) +
-				                (x->rows && x->rows->P ? 2 * (nbs - 1) * al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0);
-				if (x->rows && x->rows->P && !bstep)
-					continue; /* P loads per batch step only */
-				/* the epilogue's streamed inputs: queues of their own, each
-				 * with a partition range of every tile */
-				static const int nqe_opt[] = {1, 2, 4, 8};
-				int nqe_n = x->epi && x->epi->nstr ? 4 : 1;
-				while (nqe_n > 1 && (mt < nqe_opt[nqe_n - 1] || (side && srag && srag < nqe_opt[nqe_n - 1])))
-					nqe_n--;
-				if (bytes + 128 > budget)
-					continue;
-				/* batch steps may load a resident operand stored [w, K] as it
-				 * is and transpose it on PE (the 128-row tiles of a step side
-				 * by side in one PSUM bank) */
-				int64_t rbw = G * rw, nw = rbw / 128;
-				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
-				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
-				              bytes + 2 * nbs * al64(nw * x->K * c.er) + 128 <= budget;
-				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
-				 * with small stores, loads over 15 queues and stores on one */
-				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
-				 * issuing on POOL queues beyond its 8); batch steps also 5 to
-				 * 7 (a row epilogue's P loads with the operands) */
-				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12, 6, 7, 5};
-				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
-				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
-					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
-					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
-					c.nqe = nqe;
-					if (wide >= 6 && !bstep)
-						continue;
-					if (nqs > mt)
-						nqs = (int)mt;
-					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
-					/* fewer than 8 store queues lend theirs to the loads, more
-					 * than 8 borrow SP's (every store range one partition at least) */
-					if ((nqe ? nql + nqs < SQ - nqe : nqs < SQS && nql <= SQS) ||
-					    (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))) ||
-					    (x->rows && x->rows->P && nql > mt)) /* P: a partition range on every load queue */
-						continue;
-					/* nls of the load queues take the streamed tiles, the
-					 * others and the store queues the resident pieces */
-					for (int tpe = 0; tpe < 1 + tpe_ok; tpe++)
-					for (int nls = 1; nls <= nql; nls++)
-					for (int rsq = 0; rsq < 2; rsq++) /* resident pieces on the streaming queues too */
-					for (int sres = 0; sres < 2; sres++) { /* resident pieces on the store queues too */
-						int npl = rsq ? nql : nql - nls, nres = sres && !bstep && kt >= npl + nqs ? nqs : 0;
-						if ((sres && !nres) || (rsq && bstep) || (!bstep && npl + nres == 0))
-							continue;
-						int tp = G % 2 ? 1 : 2;
-						int64_t rp = bstep ? 1 : G / tp;
-						/* PE: the matmuls, a loop step each, ~6 control instructions
-						 * per tile (register, wait, signal, loops), a wait per queue per step */
-						double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
-						c.p0off = false;
-						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
-						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
-						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
-						/* stores: one per tile group of gb tiles */
-						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
-						       st = (double)(G / gb) * st1;
-						double ev = (double)(G * nbs) *
-						            ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
-						            t->freq_ghz[NX_ENG_ACT];
-						double rbytes = (double)(x->K * G * rw * c.er * nbs);
-						if (tpe) {
-							/* KT x nw transposes, a bank each K tile, and the wait
-							 * for the last copy; ACT copies KT banks */
-							double tr = 128.0 * (c.er == 4 ? t->pe_fp32_factor : 1) / t->freq_ghz[NX_ENG_PE];
-							double cpy = ((double)rbw + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
-							             t->freq_ghz[NX_ENG_ACT];
-							pe += (double)(x->KT * nbs) * ((double)nw * (tr + ctl) + 6 * ctl) + cpy;
-							ev += (double)(x->KT * nbs) * cpy;
-						}
-						double step = pe;
-						if (ld > step)
-							step = ld;
-						if (st > step)
-							step = st;
-						if (ev > step)
-							step = ev;
-						if (x->epi) {
-							/* the streamed inputs per step; DVE per store
-							 * group, or POOL before each store when DVE alone
-							 * would bound the step and POOL is faster (else
-							 * DVE runs beside POOL's stores) */
-							double eld = nqe ? x->epi->nstr * dma_est_q(t, (double)mt * G * nt * x->eo, mt, false, nqe, !bstep) : 0;
-							step = eld > step ? eld : step;
-							double dve = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_DVE, gb * nt);
-							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
-							/* (POOL: ACT runs the act ops, in the SBUF left) */
-							double act = ev + nx_l_epi_act_ns(L, x->epi, G * nt);
-							c.epool = dve > step && pool < dve &&
-							          bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget;
-							if (c.epool)
-								dve = pool > act ? pool : act;
-							step = dve > step ? dve : step;
-						}
-						double nb = (double)x->Bt * (RT / G), tot;
-						if (bstep) {
-							/* resident and streamed tile: each on its own queues
-							 * (nls < nql), or both on every load queue */
-							int nr = nls < nql ? nql - nls : nql;
-							double lr = tpe ? dma_est_q(t, rbytes, 128, false, nr, false) : dma_est_q(t, rbytes, kt, rstr, nr, false);
-							lr = nls < nql ? (lr > ld ? lr : ld) : lr + ld;
-							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
-								lr += dma_est_q(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt,
-								                false, nql, false);
-							tot = (double)(x->Bt / nbs) * (lr > step ? lr : step) + st1 + lr;
-						} else {
-							/* a block's first step uses each tile pair as its piece
-							 * arrives, and its streamed tile */
-							double pt = dma_est(t, rbytes / (double)rp, kt, rstr, npl + nres), res = (double)rp * pt;
-							double resq = res, a1 = ld + pe, s1 = 0;
-							if (rsq && L->ndloops) { /* no s0f: the pieces before the tiles */
-								a1 = res + ld + pe;
-							} else if (rsq) {
-								/* the pieces follow the first tile on the streaming
-								 * queues, the second tile the pieces; p0off: piece 0
-								 * on the other queues only, when there are */
-								int n0 = nql - nls + nres;
-								bool p0ok = rp > 1 && n0 > 0 && kt >= n0;
-								double bm = -1;
-								for (int p0 = 0; p0 <= p0ok; p0++) {
-									double t0 = p0 ? dma_est(t, rbytes / (double)rp, kt, rstr, n0) : ld + pt;
-									double r1 = (t0 > ld ? t0 : ld) + (double)(rp - 1) * pt;
-									double b1 = (t0 > ld ? t0 : ld) + pe, c1 = 2 * ld + (double)(rp - p0) * pt;
-									double m = r1 + pe * tp / G;
-									m = b1 > m ? b1 : m;
-									m = ST > 1 && c1 > m ? c1 : m;
-									if (bm < 0 || m < bm)
-										bm = m, resq = r1, a1 = b1, s1 = c1, c.p0off = p0;
-								}
-							}
-							double a0 = resq + pe * tp / G;
-							/* after the first block, pieces on the store queues
-							 * follow the previous block's last stores */
-							if (nb > 1 && nres)
-								a0 += st1;
-							if (a1 < a0)
-								a1 = a0;
-							double blk = (ST > 1 && s1 > a1 ? s1 : a1) + (double)(ST - 1) * step;
-							/* the stores queue behind the pieces on the store queues */
-							double sc = (nres ? res : 0) + (double)ST * st;
-							tot = nb * (blk > sc ? blk : sc) + st1;
-						}
-						if (!found || tot < best) {
-							found = true, best = tot;
-							c.est = tot, c.bytes = bytes;
-							c.G = G, c.gb = gb, c.NB = RT / G, c.NS = ST;
-							c.nql = nql, c.nqs = nqs, c.nls = nls, c.nqs_res = nres, c.rp = rp, c.rsq = rsq;
-							c.tpe = tpe, c.nw = nw;
-							c.bstep = bstep, c.nbs = nbs;
-							*x = c;
-						}
-					}
-				}
-				}
-			}
-		}
-	return found;
-}
-
-/* Plans within half the SBUF partition (the neighbouring kernels run
- * beside it), and within more of it (nx_l_sbuf_big: the neighbours wait):
- * the larger plan when the model says it is at least 3 % faster. A
- * larger region holds a whole resident operand that would otherwise come
- * in blocks, each loaded before its first step (bert_layer's K = 4096
- * dots). */
-static bool sd_plan_any(nx_lower *L, sd *x)
-{
-	sd big = *x;
-	bool ok = sd_plan(L, x, L->sbuf_half);
-	int64_t lim = nx_l_sbuf_big(L);
-	bool okb = lim > L->sbuf_half && sd_plan(L, &big, lim);
-	if (okb && (!ok || big.est < 0.97 * x->est)) {
-		*x = big;
-		return true;
-	}
-	return ok;
-}
 
 /* the epilogue's buffers from `off` (bias rows, E[2] per streamed input,
  * DVE's scratch) and queues (the ones the dot leaves: SP's side first) */
@@ -1482,10 +1112,10 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 static bool sd_plan_rows(nx_lower *L, sd *x)
 {
 	x->rows = L->dot_rows && L->dot_rows->C == x->N ? L->dot_rows : NULL;
-	if (x->rows && sd_plan_any(L, x))
+	if (x->rows && nx_l_sd_plan(L, x))
 		return true;
 	x->rows = NULL;
-	return sd_plan_any(L, x);
+	return nx_l_sd_plan(L, x);
 }
 
 bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
@@ -1522,7 +1152,7 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 		pl.O = *O;
 		return sd_emit(L, &pl);
 	}
-	if (epi && sd_fits(t, A, B, M, N) && sd_plan_any(L, &sc)) {
+	if (epi && sd_fits(t, A, B, M, N) && nx_l_sd_plan(L, &sc)) {
 		/* unless the region's own kernel (its streamed bytes at the
 		 * DMA peak) costs less than the epilogue costs the dot */
 		double reg = (double)(2 + epi->nstr) * (double)(Bt * M * N * sc.eo) / nx_target_dma_peak_gbps(t) + 3000;

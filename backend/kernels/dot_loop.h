@@ -7,6 +7,87 @@
 
 #include "backend/lower.h"
 
+/* ---- the stationary schedule's state, shared by its emitter (dot_loop.c)
+ * and its planner (dot_plan.c) */
+enum { S_SP_PE, S_PE_T, S_PE_L, S_PE_PL, S_PE_PS, S_ACT_PE, S_ACT_ST, S_POOL_ACT };
+/* epilogue registers (dot_epi.c): SP counts DVE's groups, DVE ACT's tiles
+ * and its loads, POOL DVE's groups; on POOL (epool): SP counts POOL's
+ * groups, POOL its loads (S_DVE_LD) */
+enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
+/* s0f: PE's per-pair waits on the streaming queues, and the pieces there
+ * that the block's steps after the first add to the loads register */
+enum { S_PE_PQ = 12, S_PE_X = 13 };
+enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
+
+typedef struct nx_sd {
+	nx_lower *L;
+	const nx_ldmat *A, *B;
+	nx_lval *out;
+	nx_ldmat O; /* where the stores go: out, or L->dot_out (a transposing view) */
+	int side;
+	int64_t Bt, M, K, N, mt, nt, kt, KT;
+	int64_t G, gb, NB, NS; /* tiles per block, tiles per store; blocks, steps */
+	int ea, eb, eo, er, es;   /* element sizes (resident, streamed) */
+	int64_t r_off[2], s_off[2], o_off[2], pbase, bank;
+	bool bstep;   /* batches are the steps: R and S both load per step (two R buffers) */
+	/* batch steps of nbs batches (each transfer covers them all; PE, ACT
+	 * and DVE loop over them): a buffer holds nbs batches, rbb, sbb, obb,
+	 * tbb and pbb bytes apart (R, S, O, T, P) */
+	int64_t nbs, rbb, sbb, obb, tbb, pbb;
+	int64_t bo; /* the batch of the step being emitted */
+	int64_t srag; /* the streamed axis' ragged last tile (0: none) */
+	/* load queues ql: the first nls take the streamed tiles, the others
+	 * (SP's piece queues) and nqs_res of the store queues the resident block */
+	int ql[SQ], nql, nls, qs[SQ], nqs, nqs_res;
+	bool rsq;    /* the resident pieces also go on the streaming queues (after the block's first tile) */
+	/* batch steps whose resident operand is stored [w, K] (K contiguous):
+	 * SP loads it as is into a staging buffer T[par] ([128 w rows, nw x K]),
+	 * PE transposes its 128 x 128 blocks (nw per PSUM bank, one bank per K
+	 * tile) and ACT copies them into R[par]; the strided load it replaces
+	 * runs at half the DMA rate */
+	bool tpe;
+	int64_t nw, t_off[2];
+	double est;    /* the cost model's time (ns) */
+	int64_t bytes; /* SBUF per partition, without the tpe staging buffers */
+	int64_t nsp; /* resident partitions on SP's piece queues (the rest on the store queues) */
+	bool p0off;   /* rsq: piece 0 not on the streaming queues (their pieces follow the first tile); planned */
+	int64_t nsp0; /* p0off: piece 0's partitions on SP's other queues */
+	int64_t rp;  /* resident pieces: one per tile pair (1 for batch steps) */
+	int64_t base_l[SQ], base_s[SQ], base_pe, base_act, base_pool;
+	int lv_o, lv_s; /* loop levels (all four engines): outer, step */
+	int lv_g;       /* POOL's loop over the store groups of a step */
+	unsigned em;    /* the engines sd_step emits for (bit per nx_engine) */
+	/* s0f (no batch steps, outside device loops): on the streaming queues
+	 * the block's first tile comes first, then its rq pieces (rsq; none
+	 * otherwise); SP loads that tile ahead of the pieces, PE's pairs wait
+	 * for their piece there too (trivially without rsq) */
+	bool s0f;
+	int64_t rq;
+	nx_lsync loads, stores, pe, act;
+	/* the epilogue (NULL none): DVE applies it per store group; SP loads
+	 * its streamed inputs on nqe queues of their own */
+	const nx_ldepi *epi;
+	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
+	int nqe, qe[8];
+	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
+	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */
+	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
+	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
+	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
+	 * for DVE. With a P operand (batch steps only): P[par] ([mt, G, nt]
+	 * like O) loaded last on every load queue (lp = 1 more per queue and
+	 * step), free once the stores of the step before the last are done;
+	 * DVE's products per bank at tmp_off */
+	nx_ldrows *rows;
+	int64_t rows_off, p_off[2], tmp_off;
+	int lp, ep;
+} nx_sd;
+
+/* Plans the stationary schedule for x (its operands, output and options
+ * set): within half the SBUF partition, or more when that is at least 3 %
+ * faster; false when it does not apply. */
+bool nx_l_sd_plan(nx_lower *L, nx_sd *x);
+
 /* out = A . B per batch as the K-block loop nest (no batch of two levels) */
 nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                          int64_t K, int64_t N);

@@ -8,8 +8,10 @@
 # auto-cast, which fuses the softmax differently and keeps the row loops)
 # and `nxcc run --check-races` (HBM too) must find no race. Fallbacks keep
 # today's path and stay correct: an additive mask (not matched), seq 384
-# (backward: odd tile count, no batch steps), seq 200 and 256 (the scale is
-# its own kernel), seq 1024 (a row does not fit a PSUM tile). bf: bf16
+# (backward: odd tile count, no batch steps), seq 200 and 256 (the
+# forward's scale is a one-op region the driver merges into the scores'
+# dot, so both epilogues apply), seq 1024 (a row does not fit a PSUM
+# tile). bf: bf16
 # operands with the softmax computed in f32 through converts; div: the
 # scale as a divide by 8; s16: 8-row tiles (p on at most 8 load queues,
 # a partition range each). Batch steps of several batches (one transfer per
@@ -110,7 +112,7 @@ gen bwdt 2 512 8 64 bwdt
 gen s384t 1 384 8 64 bwdt
 n=0
 # name:epilogues[:dots with batch steps of several batches]
-for c in fwd:1:2 bwd:2:6 bf:2 mask:0 s384:1:0 s200:1 s256:1 div:1 s16:1:0 h20:1:6 b3h6:2:1 bwdt:2:6 s384t:0:0 s1024:0; do
+for c in fwd:1:2 bwd:2:6 bf:2 mask:0 s384:1:0 s200:2 s256:2 div:1 s16:2:0 h20:2:6 b3h6:2:1 bwdt:2:6 s384t:1:0 s1024:0; do
 	g=${c%%:*} want=${c#*:} bs=-
 	case $want in *:*) bs=${want#*:} want=${want%%:*} ;; esac
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --dump-lower plan -o "$tmp/$g.neff" > "$tmp/plan" 2>&1 ||

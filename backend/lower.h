@@ -270,6 +270,12 @@ int nx_l_load_queues(int64_t bl, int64_t bs, int nout);
  * flags on every matmul (NX_IF_START: the first of an accumulation) */
 void nx_l_colsum_mm(nx_lower *L, nx_dtype dt, int64_t np, int64_t roff, int64_t w, int64_t ones, int64_t pcol,
                     uint32_t flags);
+/* ACT: those sums of C columns, [128, C/128] in PSUM from pcol (the ragged
+ * last column tile on C % 128 partitions), plus init, cast into dt at SBUF
+ * offset out (column tile t at out + t * size of dt); init: the immediate,
+ * or with init_off >= 0 the column of init_dt values at that SBUF offset */
+void nx_l_colsum_finish(nx_lower *L, nx_dtype dt, int64_t out, int64_t pcol, int64_t C, float init, nx_dtype init_dt,
+                        int64_t init_off);
 nx_lsync nx_l_signal(nx_lower *L, nx_engine e);
 /* signal semaphore sem += inc (inc <= 65535) from engine e: a device while
  * loop's padding (lower_while.c); counts and knowledge advance as for DMAs

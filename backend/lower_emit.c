@@ -211,6 +211,30 @@ void nx_l_colsum_mm(nx_lower *L, nx_dtype dt, int64_t np, int64_t roff, int64_t 
 	}
 }
 
+void nx_l_colsum_finish(nx_lower *L, nx_dtype dt, int64_t out, int64_t pcol, int64_t C, float init, nx_dtype init_dt,
+                        int64_t init_off)
+{
+	int64_t CTf = C / 128, rem = C % 128, eo = nx_dtype_bytes[dt];
+	int32_t s1[1] = {1};
+	uint32_t c1[1];
+	for (int part = 0; part < 2; part++) {
+		int64_t np = part ? rem : 128, nf = part ? (rem ? 1 : 0) : CTf, off = part ? CTf : 0;
+		if (np == 0 || nf == 0)
+			continue;
+		nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_SCALAR);
+		in->func = NX_ALU_ADD;
+		c1[0] = (uint32_t)nf;
+		in->ap[0] = nx_ap_sbuf(dt, 0, (int)np, out + off * eo, 1, s1, c1);
+		in->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)np, pcol + off * 4, 1, s1, c1);
+		if (init_off < 0) {
+			in->fimm[0] = init;
+		} else {
+			c1[0] = 1;
+			in->ap[2] = nx_ap_sbuf(init_dt, 0, (int)np, init_off, 1, s1, c1);
+		}
+	}
+}
+
 nx_lsync nx_l_dma_indexed(nx_lower *L, int op, nx_ap dst, nx_ap src, nx_ap idx, int64_t bound, int64_t row_stride,
                           int flags)
 {

@@ -405,12 +405,15 @@ static int64_t row_live(fstate *s, int a, int b, int64_t R, int64_t C)
 }
 
 /* the end of a row merge (col: a column sum into row kernel gi): refused
- * for why, or when a path between the two kernels leaves both; else gq's
- * members join gi */
+ * when the kernel would exceed 64 instructions, for why (its rows would
+ * not fit SBUF), or when a path between the two kernels leaves both; else
+ * gq's members join gi */
 static bool row_join(fstate *s, int gi, int gq, const char *why, bool col, int64_t C, int64_t *rows, int64_t r2,
                      int *stack, int *mark, int *markv)
 {
 	nx_fgraph *g = &s->g;
+	if (s->grp[gi].n + s->grp[gq].n > 64)
+		why = "row kernel would exceed 64 instructions";
 	if (!why) {
 		int r1 = reaches(s, gi, gq, stack, mark, ++*markv, false);
 		int r3 = r1 ? r1 : reaches(s, gq, gi, stack, mark, ++*markv, false);
@@ -448,10 +451,8 @@ static bool row_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	if (gq < 0 || gq == gi || !row_group(s, gq, R, C, &r2, 0))
 		return false;
 	const char *why = NULL;
-	if (s->grp[gi].n + s->grp[gq].n > 64)
-		why = "row kernel would exceed 64 instructions";
-	else if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES &&
-	         row_live(s, gi, gq, R, C) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+	if ((*rows + r2) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES &&
+	    row_live(s, gi, gq, R, C) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	return row_join(s, gi, gq, why, false, C, rows, r2, stack, mark, markv);
 }
@@ -513,9 +514,7 @@ static bool col_try(fstate *s, int gi, int q, int64_t R, int64_t C, int64_t *row
 	for (int h = 0; h < 2; h++)
 		for (int k = 0; k < s->grp[h ? gq : gi].n; k++)
 			ncs += nx_fusion_col_sum(g->insts[s->grp[h ? gq : gi].m[k]], R, C);
-	if (s->grp[gi].n + s->grp[gq].n > 64)
-		why = "row kernel would exceed 64 instructions";
-	else if ((row_live(s, gi, gq, R, C) + ncs) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
+	if ((row_live(s, gi, gq, R, C) + ncs) * C * 4 * 2 > NX_FUSION_ROW_SBUF_BYTES)
 		why = "rows of the merged kernel would not fit SBUF";
 	return row_join(s, gi, gq, why, true, C, rows, r2, stack, mark, markv);
 }

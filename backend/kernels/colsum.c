@@ -168,18 +168,7 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	/* ACT: + init, cast, [128, CT] (the ragged column tile has rem partitions) */
 	nx_l_wait(L, NX_ENG_ACT, &pe);
 	nx_l_wait(L, NX_ENG_ACT, &loads);
-	for (int part = 0; part < 2; part++) {
-		int64_t np = part ? rem : 128, nf = part ? (rem ? 1 : 0) : CTf, off = part ? CTf : 0;
-		if (np == 0 || nf == 0)
-			continue;
-		nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_SCALAR);
-		in->func = NX_ALU_ADD;
-		c1[0] = (uint32_t)nf;
-		in->ap[0] = nx_ap_sbuf(odt, 0, (int)np, o_res + off * eo, 1, s1, c1);
-		in->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)np, pbase + off * 4, 1, s1, c1);
-		c1[0] = 1;
-		in->ap[2] = nx_ap_sbuf(init->dt, 0, (int)np, o_init, 1, s1, c1);
-	}
+	nx_l_colsum_finish(L, odt, o_res, pbase, C, 0.0f, init->dt, o_init);
 	nx_lsync ev = nx_l_signal(L, NX_ENG_ACT);
 	L->psum_free[0] = L->psum_free[1] = ev;
 	/* POOL: out[ct*128 + p] = res[p, ct] */

@@ -721,19 +721,7 @@ static void csum_end(rk *x, int h, int ph)
 	nx_l_wait(L, NX_ENG_ACT, &pe);
 	for (int c = 0; c < x->ncs; c++) {
 		const rv *v = &x->v[x->cs[c]];
-		float init = cs_op(x, c)->init;
-		int64_t eo = nx_dtype_bytes[v->dt];
-		for (int part = 0; part < 2; part++) {
-			int64_t np = part ? rem : 128, nf = part ? (rem ? 1 : 0) : CTf, off = part ? CTf : 0;
-			if (np == 0 || nf == 0)
-				continue;
-			nx_insn *in = nx_l_emit(L, NX_ENG_ACT, NX_I_TENSOR_SCALAR);
-			in->func = NX_ALU_ADD;
-			in->fimm[0] = init;
-			c1[0] = (uint32_t)nf;
-			in->ap[0] = nx_ap_sbuf(v->dt, 0, (int)np, v->off + off * eo, 1, s1, c1);
-			in->ap[1] = nx_ap_psum(NX_DT_F32, 0, (int)np, x->pbase + (v->pc + off) * 4, 1, s1, c1);
-		}
+		nx_l_colsum_finish(L, v->dt, v->off, x->pbase + v->pc * 4, x->C, cs_op(x, c)->init, v->dt, -1);
 	}
 	nx_lsync ev = nx_l_signal(L, NX_ENG_ACT);
 	nx_l_max(&x->comp, &ev);

@@ -91,78 +91,49 @@ ENTRY %e (x: bf16[4096,512], w: bf16[512,2048], b: bf16[2048], g: bf16[4096,2048
   ROOT %f = bf16[4096,2048] fusion(%x, %w, %b, %g), kind=kOutput, calls=%fc
 }
 EOT
-cat > "$tmp/gelu.hlo" <<'EOT'
+# the GELU-backward product after a [M, K] x [K, N] dot, its four
+# streamed inputs of the result's shape
+gelu_hlo() { # M K N
+	X="f32[$1,$2]" W="f32[$2,$3]" Y="f32[$1,$3]"
+	cat <<EOT
 HloModule gelu
-%fc (p0: f32[2048,1024], p1: f32[1024,1024], p2: f32[2048,1024], p3: f32[2048,1024], p4: f32[2048,1024], p5: f32[2048,1024]) -> f32[2048,1024] {
-  %p0 = f32[2048,1024] parameter(0)
-  %p1 = f32[1024,1024] parameter(1)
-  %d = f32[2048,1024] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %p2 = f32[2048,1024] parameter(2)
-  %th2 = f32[2048,1024] multiply(%p2, %p2)
+%fc (p0: $X, p1: $W, p2: $Y, p3: $Y, p4: $Y, p5: $Y) -> $Y {
+  %p0 = $X parameter(0)
+  %p1 = $W parameter(1)
+  %d = $Y dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %p2 = $Y parameter(2)
+  %th2 = $Y multiply(%p2, %p2)
   %one = f32[] constant(1)
-  %oneF = f32[2048,1024] broadcast(%one), dimensions={}
-  %omt = f32[2048,1024] subtract(%oneF, %th2)
-  %p3 = f32[2048,1024] parameter(3)
+  %oneF = $Y broadcast(%one), dimensions={}
+  %omt = $Y subtract(%oneF, %th2)
+  %p3 = $Y parameter(3)
   %c = f32[] constant(0.134145)
-  %cF = f32[2048,1024] broadcast(%c), dimensions={}
-  %a3 = f32[2048,1024] multiply(%p3, %cF)
-  %du = f32[2048,1024] add(%oneF, %a3)
-  %p4 = f32[2048,1024] parameter(4)
-  %hfo = f32[2048,1024] multiply(%p4, %omt)
-  %g2 = f32[2048,1024] multiply(%hfo, %du)
-  %p5 = f32[2048,1024] parameter(5)
+  %cF = $Y broadcast(%c), dimensions={}
+  %a3 = $Y multiply(%p3, %cF)
+  %du = $Y add(%oneF, %a3)
+  %p4 = $Y parameter(4)
+  %hfo = $Y multiply(%p4, %omt)
+  %g2 = $Y multiply(%hfo, %du)
+  %p5 = $Y parameter(5)
   %h = f32[] constant(0.5)
-  %hF = f32[2048,1024] broadcast(%h), dimensions={}
-  %g1 = f32[2048,1024] multiply(%p5, %hF)
-  %gp = f32[2048,1024] add(%g1, %g2)
-  ROOT %df = f32[2048,1024] multiply(%d, %gp)
+  %hF = $Y broadcast(%h), dimensions={}
+  %g1 = $Y multiply(%p5, %hF)
+  %gp = $Y add(%g1, %g2)
+  ROOT %df = $Y multiply(%d, %gp)
 }
-ENTRY %e (x: f32[2048,1024], w: f32[1024,1024], a: f32[2048,1024], b: f32[2048,1024], c: f32[2048,1024], g: f32[2048,1024]) -> f32[2048,1024] {
-  %x = f32[2048,1024] parameter(0)
-  %w = f32[1024,1024] parameter(1)
-  %a = f32[2048,1024] parameter(2)
-  %b = f32[2048,1024] parameter(3)
-  %c = f32[2048,1024] parameter(4)
-  %g = f32[2048,1024] parameter(5)
-  ROOT %f = f32[2048,1024] fusion(%x, %w, %a, %b, %c, %g), kind=kOutput, calls=%fc
+ENTRY %e (x: $X, w: $W, a: $Y, b: $Y, c: $Y, g: $Y) -> $Y {
+  %x = $X parameter(0)
+  %w = $W parameter(1)
+  %a = $Y parameter(2)
+  %b = $Y parameter(3)
+  %c = $Y parameter(4)
+  %g = $Y parameter(5)
+  ROOT %f = $Y fusion(%x, %w, %a, %b, %c, %g), kind=kOutput, calls=%fc
 }
 EOT
-cat > "$tmp/gelu4.hlo" <<'EOT'
-HloModule gelu
-%fc (p0: f32[2048,128], p1: f32[128,4096], p2: f32[2048,4096], p3: f32[2048,4096], p4: f32[2048,4096], p5: f32[2048,4096]) -> f32[2048,4096] {
-  %p0 = f32[2048,128] parameter(0)
-  %p1 = f32[128,4096] parameter(1)
-  %d = f32[2048,4096] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %p2 = f32[2048,4096] parameter(2)
-  %th2 = f32[2048,4096] multiply(%p2, %p2)
-  %one = f32[] constant(1)
-  %oneF = f32[2048,4096] broadcast(%one), dimensions={}
-  %omt = f32[2048,4096] subtract(%oneF, %th2)
-  %p3 = f32[2048,4096] parameter(3)
-  %c = f32[] constant(0.134145)
-  %cF = f32[2048,4096] broadcast(%c), dimensions={}
-  %a3 = f32[2048,4096] multiply(%p3, %cF)
-  %du = f32[2048,4096] add(%oneF, %a3)
-  %p4 = f32[2048,4096] parameter(4)
-  %hfo = f32[2048,4096] multiply(%p4, %omt)
-  %g2 = f32[2048,4096] multiply(%hfo, %du)
-  %p5 = f32[2048,4096] parameter(5)
-  %h = f32[] constant(0.5)
-  %hF = f32[2048,4096] broadcast(%h), dimensions={}
-  %g1 = f32[2048,4096] multiply(%p5, %hF)
-  %gp = f32[2048,4096] add(%g1, %g2)
-  ROOT %df = f32[2048,4096] multiply(%d, %gp)
 }
-ENTRY %e (x: f32[2048,128], w: f32[128,4096], a: f32[2048,4096], b: f32[2048,4096], c: f32[2048,4096], g: f32[2048,4096]) -> f32[2048,4096] {
-  %x = f32[2048,128] parameter(0)
-  %w = f32[128,4096] parameter(1)
-  %a = f32[2048,4096] parameter(2)
-  %b = f32[2048,4096] parameter(3)
-  %c = f32[2048,4096] parameter(4)
-  %g = f32[2048,4096] parameter(5)
-  ROOT %f = f32[2048,4096] fusion(%x, %w, %a, %b, %c, %g), kind=kOutput, calls=%fc
-}
-EOT
+gelu_hlo 2048 1024 1024 > "$tmp/gelu.hlo"
+gelu_hlo 2048 128 4096 > "$tmp/gelu4.hlo"
 cat > "$tmp/gfwd.hlo" <<'EOT'
 HloModule gfwd
 %fc (p0: f32[2048,512], p1: f32[512,1024], p2: f32[1024]) -> f32[2048,1024] {

@@ -34,6 +34,7 @@ struct nx_lent {
 	 * its dot wrote (NULL: none, it transposes) */
 	const nx_inst *tout;
 	nx_lval *pre;
+	nx_ldcs cs; /* a dot: the column sum it may store too (dot_cs; red NULL: none) */
 };
 
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
@@ -544,6 +545,11 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		nx_l_plan_kernel(L, "transpose-stored");
 		return NX_OK;
 	}
+	if (i->op == NX_OP_REDUCE && ent(L, i)->pre) { /* its dot summed it (dot_cs) */
+		*out = ent(L, i)->pre;
+		nx_l_plan_kernel(L, "column-sum-stored");
+		return NX_OK;
+	}
 	nx_lval **ops = nx_arena_alloc(&L->a, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
 	memset(ops, 0, sizeof *ops * (size_t)(i->noperands > 8 ? i->noperands : 8));
 	for (int k = 0; k < i->noperands; k++) {
@@ -928,6 +934,37 @@ static void dot_rows(nx_lower *L, const nodes *ns)
 	}
 }
 
+/* A reduce-add over the contracting dims of an earlier dot's operand (a bias
+ * gradient beside its weight gradient) may be summed by that dot from the
+ * tiles it streams (kernels/dot_cs.c): the reduce then only names it. */
+static void dot_cs(nx_lower *L, const nodes *ns)
+{
+	for (int k = 0; k < ns->n; k++) {
+		const nx_inst *r = ns->v[k];
+		const nx_lent *re = ent(L, r);
+		if (r->op != NX_OP_REDUCE || (!re->output && !re->used) || r->noperands != 2)
+			continue;
+		const nx_inst *x = resolve(L, r->operands[0]), *init = resolve(L, r->operands[1]);
+		for (int q = 0; q < k; q++) {
+			const nx_inst *d = ns->v[q];
+			const nx_lent *de = ent(L, d);
+			if (d->op != NX_OP_DOT || d->noperands != 2 || de->cs.red || (!de->output && !de->used))
+				continue;
+			for (int j = 0; j < 2 && !ent(L, d)->cs.red; j++) {
+				/* the operand, or a transpose of it (a deferred one) */
+				const nx_inst *o = resolve(L, d->operands[j]), *t = NULL;
+				if (o != x && o->op == NX_OP_TRANSPOSE && resolve(L, o->operands[0]) == x)
+					t = o, o = x;
+				nx_ldcs cs;
+				if (o == x && nx_l_dot_cs_match(d, j, r, init, t, &cs))
+					ent(L, d)->cs = cs;
+			}
+			if (ent(L, d)->cs.red)
+				break;
+		}
+	}
+}
+
 static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 {
 	const nodes ns = *nsp;
@@ -955,6 +992,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 	ent(L, resolve(L, root))->last_use = ns.n;
 	dot_rows(L, nsp);
 	dot_tout(L, nsp);
+	dot_cs(L, nsp);
 }
 
 /* the kernels of ns in program order; dead values are released */
@@ -994,7 +1032,12 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 			L->dot_rows = ok ? &ie->rows : NULL;
 		}
 		L->tout_i = ent(L, i)->tout, L->tout_v = NULL;
+		nx_ldcs cs = ent(L, i)->cs;
+		L->dot_cs = cs.red ? &cs : NULL;
 		rc = lower_node(L, i, &v);
+		if (cs.red && rc == NX_OK && cs.done)
+			ent(L, cs.red)->pre = cs.out;
+		L->dot_cs = NULL;
 		if (rc == NX_OK && L->tout_v)
 			ent(L, L->tout_i)->pre = L->tout_v;
 		L->tout_i = NULL, L->tout_v = NULL;

@@ -181,6 +181,7 @@ typedef struct nx_lower {
 	const struct nx_inst *tout_i;
 	struct nx_lval *tout_v;
 	const struct nx_ldmat *dot_out;
+	struct nx_ldcs *dot_cs; /* a column sum the dot being lowered may store beside its result (NULL: none) */
 } nx_lower;
 
 /* The register that holds a device while loop's iteration offset on every
@@ -241,6 +242,26 @@ int64_t nx_l_dot_rows_bytes(const nx_ldrows *r, int64_t G, int64_t nt);
 void nx_l_dot_rows_stats(nx_lower *L, const nx_ldrows *r, nx_ap ps, nx_ap p, int64_t nb, int64_t tmp);
 void nx_l_dot_rows_evac(nx_lower *L, const nx_ldrows *r, nx_ap o, nx_ap ps, int64_t nb, int64_t sum, int64_t tmp);
 void nx_l_dot_rows_post(nx_lower *L, const nx_ldrows *r, nx_ap o, nx_ap p);
+
+/* lower_dot.c, kernels/dot_cs.c: a column sum folded into a dot. A reduce-add
+ * over the contracting dims of the dot's operand k (its kept dims in order:
+ * the operand's free dims), init a scalar constant: per streamed tile, the
+ * stationary dot-loop sums the tile's columns on PE (stationary the tile,
+ * moving a ones column) and stores the sums as a second output. The driver
+ * (lower.c) sets L->dot_cs around the dot; the dot loop makes out and sets
+ * done when it stored them. nx_l_dot_cs_match: red (its init resolved
+ * to init) is that column sum of dot's operand k, or of the value that
+ * operand transposes (t, else NULL). */
+typedef struct nx_ldcs {
+	int k;
+	float init;
+	nx_dtype dt; /* the sums' */
+	const nx_inst *red;
+	nx_lval *out;
+	bool done;
+} nx_ldcs;
+bool nx_l_dot_cs_match(const nx_inst *dot, int k, const nx_inst *red, const nx_inst *init, const nx_inst *t,
+                       nx_ldcs *cs);
 
 /* lower.c: streams, sync, buffers; nx_l_now: monotonic seconds (stage timings) */
 double nx_l_now(void);

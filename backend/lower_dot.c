@@ -6,6 +6,7 @@
  * number of PSUM chunks, not on K. ACT evacuates PSUM into SBUF with the cast
  * to the result type; POOL stores. */
 #include "backend/lower.h"
+#include "ir/eval/eval.h"
 
 #include <string.h>
 
@@ -372,4 +373,52 @@ nx_status nx_l_dot_epi(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lv
 	if (B != ops[1])
 		nx_l_release_buf(L, B->buf);
 	return NX_OK;
+}
+
+/* a column sum of dot's operand k (or of the value that operand transposes,
+ * t): red adds over exactly the operand's contracting dims (the kept ones,
+ * in order, are its free dims: the dot loop's matrix columns), floats,
+ * init a scalar constant */
+bool nx_l_dot_cs_match(const nx_inst *dot, int k, const nx_inst *red, const nx_inst *init, const nx_inst *t,
+                       nx_ldcs *cs)
+{
+	if (dot->op != NX_OP_DOT || dot->noperands != 2 || dot->a.dot.lhs_batch.n || dot->a.dot.rhs_batch.n ||
+	    red->op != NX_OP_REDUCE || red->noperands != 2 || !nx_shape_is_array(red->shape) ||
+	    nx_l_reduce_alu(red) != NX_ALU_ADD || init->op != NX_OP_CONSTANT || !init->a.literal ||
+	    !nx_shape_is_array(init->shape) || nx_shape_elems(init->shape) != 1)
+		return false;
+	nx_type ty = red->operands[0]->shape->type, o = red->shape->type;
+	if ((ty != NX_F32 && ty != NX_BF16 && ty != NX_F16) || (o != NX_F32 && o != NX_BF16 && o != NX_F16) ||
+	    init->shape->type != o)
+		return false;
+	const nx_shape *s = dot->operands[k]->shape;
+	nx_ivec c = k ? dot->a.dot.rhs_contracting : dot->a.dot.lhs_contracting;
+	int r = s->rank;
+	if (t && (t->a.dimensions.n != r || t->operands[0]->shape->rank != r))
+		return false;
+	/* the operand's dim d is the reduce input's dim p[d] */
+	bool red_d[NX_MAX_RANK] = {0}, con[NX_MAX_RANK] = {0};
+	for (int q = 0; q < red->a.dimensions.n; q++)
+		red_d[red->a.dimensions.v[q]] = true;
+	for (int q = 0; q < c.n; q++)
+		con[c.v[q]] = true;
+	int64_t last = -1;
+	for (int d = 0; d < r; d++) {
+		int64_t p = t ? t->a.dimensions.v[d] : d;
+		if (p < 0 || p >= r || red_d[p] != con[d])
+			return false;
+		if (!con[d] && s->dims[d] > 1) { /* the free dims keep their order */
+			if (p < last)
+				return false;
+			last = p;
+		}
+	}
+	if (red->a.dimensions.n != c.n)
+		return false;
+	memset(cs, 0, sizeof *cs);
+	cs->k = k;
+	cs->red = red;
+	cs->init = (float)nx_lit_get_f64(init->a.literal, 0);
+	cs->dt = (nx_dtype)nx_lower_dtype(o);
+	return true;
 }

@@ -470,7 +470,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	int64_t upe = (x->G + (x->tpe ? x->KT : 0)) * x->nbs; /* PE signals (and ACT's) per step */
+	int64_t upe = (x->G + (x->tpe ? x->KT : 0)) * x->nbs + (x->cs != NULL); /* PE signals per step */
 	bool sp = em(x, NX_ENG_SP);
 	if (sp) {
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
@@ -630,6 +630,10 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_endloop(L, NX_ENG_DVE);
 	}
 	x->bo = 0;
+	if (x->cs && pe) /* the column sum of S[par] (kernels/dot_cs.c) */
+		nx_l_dot_cs_pe(x, par, ssz);
+	if (x->cs && act)
+		nx_l_dot_cs_act(x, par, stl, ssz);
 	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -732,7 +736,7 @@ static void sd_block(sd *x)
 	 * its queues), once S[0] is free: with an odd step count the parity
 	 * restarts, so after the previous block (below) */
 	bool restart = x->NS % 2 && x->NB * x->Bt > 1, early = x->s0f && !restart;
-	int64_t upe = early ? x->G : 0, udve = early ? x->G / x->gb : 0;
+	int64_t upe = early ? x->G + (x->cs != NULL) : 0, udve = early ? x->G / x->gb : 0;
 	x->em = 1u << NX_ENG_SP;
 	if (early)
 		sd_step(x, 0, 0, sz0);
@@ -879,6 +883,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->epi)
 		bytes += nx_l_epi_bytes(x->epi, x->G, x->gb, x->nt, x->N) +
 		         (x->epool ? nx_l_epi_pre_bytes(x->epi, x->G, x->nt) : 0);
+	int64_t cs_off = bytes;
+	bytes += nx_l_dot_cs_bytes(x);
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin_big(L, bytes, &base, &h)))
@@ -902,6 +908,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		x->qs[q] = nx_l_queue(L, q < SQS ? NX_ENG_POOL : NX_ENG_SP);
 	if (x->epi)
 		sd_epi_setup(x, x->t_off[1] + tbytes);
+	if (x->cs)
+		nx_l_dot_cs_setup(x, base + cs_off);
 	/* resident partitions: the same share per piece queue */
 	int npl = x->rsq ? x->nql : x->nql - x->nls;
 	x->nsp = npl + x->nqs_res ? x->kt * npl / (npl + x->nqs_res) : x->kt;
@@ -973,6 +981,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	}
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
+	if (x->cs)
+		nx_l_dot_cs_plan(L, x);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
@@ -985,6 +995,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
 	nx_l_wait(L, NX_ENG_POOL, &x->O.buf->war);
+	if (x->cs)
+		nx_l_dot_cs_entry(x, h);
 	if (x->epi)
 		sd_epi_entry(x, h);
 	for (int q = 0; q < x->nql; q++)
@@ -1069,6 +1081,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		nx_l_max(&x->rows->P->buf->war, &x->loads);
 	nx_l_max(&x->O.buf->written, &x->stores);
 	nx_l_max(&x->O.buf->war, &x->stores);
+	if (x->cs) /* (ACT's last signal: its sums too) */
+		nx_l_dot_cs_store(x, &x->pe);
 	L->psum_free[ph] = x->act;
 	nx_lsync done = x->stores;
 	nx_l_max(&done, &x->loads);
@@ -1118,6 +1132,17 @@ static bool sd_plan_rows(nx_lower *L, sd *x)
 	return nx_l_sd_plan(L, x);
 }
 
+/* x, with the column sum L->dot_cs beside it when a plan takes it and
+ * that costs less than its own kernel (kernels/dot_cs.c) */
+static nx_status sd_emit_cs(nx_lower *L, sd *x)
+{
+	sd c = *x;
+	c.cs = L->dot_cs;
+	if (c.cs && !x->rows && nx_l_sd_plan(L, &c) && nx_l_dot_cs_worth(L, &c, x))
+		return sd_emit(L, &c);
+	return sd_emit(L, x);
+}
+
 bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                          int64_t K, int64_t N)
 {
@@ -1158,10 +1183,10 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 		double reg = (double)(2 + epi->nstr) * (double)(Bt * M * N * sc.eo) / nx_target_dma_peak_gbps(t) + 3000;
 		if (!plain || sc.est <= pl.est + reg) {
 			epi->used = true;
-			return sd_emit(L, &sc);
+			return sd_emit_cs(L, &sc);
 		}
 	}
 	if (plain)
-		return sd_emit(L, &pl);
+		return sd_emit_cs(L, &pl);
 	return nx_l_dot_kloop(L, A, B, out, Bt, M, K, N);
 }

@@ -81,12 +81,35 @@ typedef struct nx_sd {
 	nx_ldrows *rows;
 	int64_t rows_off, p_off[2], tmp_off;
 	int lp, ep;
+	/* a column sum of the streamed operand (kernels/dot_cs.c; NULL none):
+	 * the ones column and the sums' buffer; DVE's signal for the ones */
+	nx_ldcs *cs;
+	int64_t cs_ones, cs_res;
+	nx_lsync cs_sig;
 } nx_sd;
 
 /* Plans the stationary schedule for x (its operands, output and options
  * set): within half the SBUF partition, or more when that is at least 3 %
  * faster; false when it does not apply. */
 bool nx_l_sd_plan(nx_lower *L, nx_sd *x);
+
+/* kernels/dot_cs.c: the column sum beside the stationary schedule. ok:
+ * plan c (side, tiles, batch steps set) can take it; bytes: its SBUF per
+ * partition; pe_ns: its PE time per step (mm_ns per matmul, ctl_ns per
+ * control instruction); worth: plan c with it costs less than plain and
+ * the standalone kernel; setup: its buffers from off; plan: its plan
+ * line; entry, pe (after a step's tiles), act (after a step's
+ * evacuations), store (kernel end, into done): its code */
+bool nx_l_dot_cs_ok(const nx_lower *L, const nx_sd *c);
+int64_t nx_l_dot_cs_bytes(const nx_sd *c);
+double nx_l_dot_cs_pe_ns(const nx_sd *c, double mm_ns, double ctl_ns);
+bool nx_l_dot_cs_worth(const nx_lower *L, const nx_sd *c, const nx_sd *plain);
+void nx_l_dot_cs_setup(nx_sd *x, int64_t off);
+void nx_l_dot_cs_plan(nx_lower *L, const nx_sd *x);
+void nx_l_dot_cs_entry(nx_sd *x, int h);
+void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz);
+void nx_l_dot_cs_act(nx_sd *x, int par, int64_t sidx, int64_t ssz);
+void nx_l_dot_cs_store(nx_sd *x, nx_lsync *done);
 
 /* out = A . B per batch as the K-block loop nest (no batch of two levels) */
 nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,

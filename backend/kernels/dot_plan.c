@@ -131,7 +131,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				                       2 * al64(G * nt * x->eo)) +
 				                (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
 				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0) +
-				                (x->rows && x->rows->P ? 2 * (nbs - 1) * al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0);
+				                (x->rows && x->rows->P ? 2 * (nbs - 1) * al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0) +
+				                nx_l_dot_cs_bytes(&c);
 				if (x->rows && x->rows->P && !bstep)
 					continue; /* P loads per batch step only */
 				/* the epilogue's streamed inputs: queues of their own, each
@@ -182,12 +183,16 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							continue;
 						int tp = G % 2 ? 1 : 2;
 						int64_t rp = bstep ? 1 : G / tp;
+						c.bstep = bstep, c.tpe = tpe, c.nbs = nbs;
+						if (x->cs && !nx_l_dot_cs_ok(L, &c)) /* the column sum (kernels/dot_cs.c) */
+							continue;
 						/* PE: the matmuls, a loop step each, ~6 control instructions
 						 * per tile (register, wait, signal, loops), a wait per queue per step */
 						double ctl = t->ctrl_cycles / t->freq_ghz[NX_ENG_PE];
 						c.p0off = false;
 						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
-						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl;
+						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl +
+						            nx_l_dot_cs_pe_ns(&c, mm_est(t, 128, 1, (side ? x->A : x->B)->dt), ctl);
 						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),

@@ -259,6 +259,8 @@ static void sd_epi_wait_loads(sd *x, nx_engine eng)
 	const nx_ldepi *e = x->epi;
 	if (!e->nstr)
 		return;
+	if (eng == sd_epi_eng(x)) /* the bias rows SP loaded (nx_l_sd_epi_rows) */
+		nx_l_wait(x->L, eng, &x->erows);
 	nx_l_addreg(x->L, eng, S_DVE_LD, e->nstr);
 	for (int q = 0; q < x->nqe; q++)
 		nx_l_wait_rel(x->L, eng, x->qe[q], x->base_e[q], S_DVE_LD);
@@ -807,10 +809,11 @@ static void sd_epi_setup(sd *x, int64_t off)
 		x->qe[q] = nx_l_queue(x->L, spq++ < SQS ? NX_ENG_SP : NX_ENG_POOL);
 }
 
-/* kernel entry: DVE (POOL) takes the region; POOL loads the bias rows
- * (every partition the same row) on the store queues, idle until the first
- * stores, before the counts start; DVE (POOL) waits for them; then the
- * counts */
+/* kernel entry: DVE (POOL) takes the region; without queues of the
+ * epilogue's own, POOL loads the bias rows (every partition the same row)
+ * on the store queues, idle until the first stores, before the counts
+ * start, and DVE (POOL) waits for them (else SP loads them there:
+ * dot_start.c); then the counts */
 static void sd_epi_entry(sd *x, int h)
 {
 	const nx_ldepi *e = x->epi;
@@ -824,10 +827,10 @@ static void sd_epi_entry(sd *x, int h)
 	for (int q = 0; q < x->nqs; q++) /* SP's queues: its transfers first */
 		if (x->qs[q] < SQS)
 			sq.s[x->qs[q]] = L->qcount[x->qs[q]];
-	if (e->nrow)
+	if (e->nrow && !x->nqe)
 		nx_l_wait(L, NX_ENG_POOL, &sq);
 	int nq = x->nqs < x->mt ? x->nqs : (int)x->mt;
-	for (int k = 0; k < e->nrow; k++) {
+	for (int k = 0; k < e->nrow && !x->nqe; k++) { /* (else SP: nx_l_sd_epi_rows) */
 		nx_l_wait(L, NX_ENG_POOL, &e->row[k]->buf->written);
 		int32_t s1[1] = {1};
 		uint32_t cn[1] = {(uint32_t)x->N};
@@ -841,7 +844,7 @@ static void sd_epi_entry(sd *x, int h)
 				nx_l_wait(L, ee, &y);
 		}
 	}
-	if (x->epool)
+	if (x->epool && !x->nqe)
 		nx_l_wait(L, ee, &x->eloads);
 	for (int q = 0; q < x->nqe; q++)
 		x->base_e[q] = L->qcount[x->qe[q]];
@@ -1027,6 +1030,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		if (x->qe[q] >= SQS)
 			bq.s[x->qe[q]] = x->base_e[q];
 	nx_l_wait(L, NX_ENG_SP, &bq);
+	if (x->epi)
+		nx_l_sd_epi_rows(x);
 	/* likewise POOL storing on SP-side queues */
 	memset(&bs, 0, sizeof bs);
 	for (int q = SQS; q < x->nqs; q++)

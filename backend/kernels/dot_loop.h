@@ -72,6 +72,7 @@ typedef struct nx_sd {
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
 	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */
 	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
+	nx_lsync erows; /* the bias rows, when SP loads them on the epilogue's queues (dot_start.c) */
 	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
 	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
 	 * for DVE. With a P operand (batch steps only): P[par] ([mt, G, nt]
@@ -110,6 +111,9 @@ void nx_l_dot_cs_entry(nx_sd *x, int h);
 void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz);
 void nx_l_dot_cs_act(nx_sd *x, int par, int64_t sidx, int64_t ssz);
 void nx_l_dot_cs_store(nx_sd *x, nx_lsync *done);
+
+/* dot_start.c: SP loads the epilogue's bias rows on its queues (nqe > 0) */
+void nx_l_sd_epi_rows(nx_sd *x);
 
 /* out = A . B per batch as the K-block loop nest (no batch of two levels) */
 nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,

@@ -151,7 +151,8 @@ static void sd_resident(sd *x, int par, int64_t bat, int who)
 	if (who == 1) {
 		if (x->p0off)
 			sd_pieces(x, par, bat, NX_ENG_SP, x->ql + x->nls, x->nql - x->nls, 0, x->nsp0, 0, 1);
-		sd_pieces(x, par, bat, NX_ENG_SP, x->ql + r0, x->nql - r0, 0, x->nsp, u0, x->rp - u0);
+		sd_pieces(x, par, bat, NX_ENG_SP, x->ql + r0, x->nql - r0, 0, x->nsp - x->nspe, u0, x->rp - u0);
+		sd_pieces(x, par, bat, NX_ENG_SP, x->qe, x->nqp, x->nsp - x->nspe, x->nspe, u0, x->rp - u0); /* dot_start.c */
 	} else {
 		if (x->p0off)
 			sd_pieces(x, par, bat, NX_ENG_POOL, x->qs, x->nqs_res, x->nsp0, x->kt - x->nsp0, 0, 1);
@@ -259,11 +260,12 @@ static void sd_epi_wait_loads(sd *x, nx_engine eng)
 	const nx_ldepi *e = x->epi;
 	if (!e->nstr)
 		return;
-	if (eng == sd_epi_eng(x)) /* the bias rows SP loaded (nx_l_sd_epi_rows) */
+	if (eng == sd_epi_eng(x)) /* the bias rows SP loaded (nx_l_sd_epi_start) */
 		nx_l_wait(x->L, eng, &x->erows);
 	nx_l_addreg(x->L, eng, S_DVE_LD, e->nstr);
 	for (int q = 0; q < x->nqe; q++)
 		nx_l_wait_rel(x->L, eng, x->qe[q], x->base_e[q], S_DVE_LD);
+	nx_l_sd_epi_skip(x, eng, x->nqe);
 }
 
 /* ACT (epool): the act ops, once the step's streamed inputs are loaded
@@ -577,6 +579,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, 1);
 		for (int q = x->nls; q < x->nql; q++)
 			nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q], S_PE_PL);
+		for (int q = 0; q < x->nqp; q++) /* after the first step's epilogue inputs (dot_start.c) */
+			nx_l_wait_rel(L, NX_ENG_PE, x->qe[q], x->base_e[q] + x->epi->nstr - x->p0off, S_PE_PL);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, 1);
 		for (int q = 0; q < x->nqs_res; q++)
 			nx_l_wait_rel(L, NX_ENG_PE, x->qs[q], x->base_s[q], S_PE_PS);
@@ -830,7 +834,7 @@ static void sd_epi_entry(sd *x, int h)
 	if (e->nrow && !x->nqe)
 		nx_l_wait(L, NX_ENG_POOL, &sq);
 	int nq = x->nqs < x->mt ? x->nqs : (int)x->mt;
-	for (int k = 0; k < e->nrow && !x->nqe; k++) { /* (else SP: nx_l_sd_epi_rows) */
+	for (int k = 0; k < e->nrow && !x->nqe; k++) { /* (else SP: nx_l_sd_epi_start) */
 		nx_l_wait(L, NX_ENG_POOL, &e->row[k]->buf->written);
 		int32_t s1[1] = {1};
 		uint32_t cn[1] = {(uint32_t)x->N};
@@ -924,6 +928,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	x->p0off = x->p0off && x->s0f && x->rsq && x->rp > 1 && n0 > 0 && x->kt >= n0; /* the planner's choice */
 	x->rq = x->rsq ? x->rp - x->p0off : 0;
 	x->nsp0 = x->p0off ? x->kt * (x->nql - x->nls) / n0 : 0;
+	nx_l_sd_epi_pieces(x, npl);
 	x->lv_o = x->lv_s = x->lv_g = -1;
 	x->em = ~0u;
 	const char *rn = x->side ? "B" : "A^T", *sn = x->side ? "A^T" : "B";
@@ -980,7 +985,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		          x->epi->nop - na - nv == 1 ? "" : "s", x->epool ? "pool" : "dve",
 		          na ? nx_arena_printf(&L->a, " (%d more on act, per tile pair before its evacuation)", na) : "",
 		          x->epi->desc,
-		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues)", x->qe[0], x->nqe - 1) : "");
+		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues%s)", x->qe[0], x->nqe - 1,
+		                                   x->nqp ? ", then resident pieces" : "")
+		                 : "");
 	}
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
@@ -1031,7 +1038,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 			bq.s[x->qe[q]] = x->base_e[q];
 	nx_l_wait(L, NX_ENG_SP, &bq);
 	if (x->epi)
-		nx_l_sd_epi_rows(x);
+		nx_l_sd_epi_start(x);
 	/* likewise POOL storing on SP-side queues */
 	memset(&bs, 0, sizeof bs);
 	for (int q = SQS; q < x->nqs; q++)

@@ -17,6 +17,9 @@ enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
 /* s0f: PE's per-pair waits on the streaming queues, and the pieces there
  * that the block's steps after the first add to the loads register */
 enum { S_PE_PQ = 12, S_PE_X = 13 };
+/* the epilogue's engines (DVE or POOL, and ACT): 0 in the first step, then
+ * the resident pieces on the epilogue queues after its inputs (dot_start.c) */
+enum { S_EPI_X = 12 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {
@@ -73,6 +76,8 @@ typedef struct nx_sd {
 	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */
 	nx_lsync eloads, dve; /* DVE's signal base and completion: the epilogue's or the row epilogue's */
 	nx_lsync erows; /* the bias rows, when SP loads them on the epilogue's queues (dot_start.c) */
+	int nqp;      /* the epilogue's queues that carry resident pieces too (0 or nqe; dot_start.c) */
+	int64_t nspe; /* their partitions, the last nspe of SP's nsp */
 	/* a row epilogue (kernels/dot_rows.c; never with epi): DVE's statistics
 	 * slots per PSUM bank at rows_off, ACT's row sums after them; ACT waits
 	 * for DVE. With a P operand (batch steps only): P[par] ([mt, G, nt]
@@ -112,8 +117,16 @@ void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz);
 void nx_l_dot_cs_act(nx_sd *x, int par, int64_t sidx, int64_t ssz);
 void nx_l_dot_cs_store(nx_sd *x, nx_lsync *done);
 
-/* dot_start.c: SP loads the epilogue's bias rows on its queues (nqe > 0) */
-void nx_l_sd_epi_rows(nx_sd *x);
+/* dot_start.c: the epilogue queues (nqe > 0) at the start of the kernel.
+ * nx_l_sd_epi_queues: whether a plan's resident pieces go on them too
+ * (npl SP piece queues, nres store queues); nx_l_sd_epi_pieces sets nqp,
+ * nspe and nsp (sd_emit); nx_l_sd_epi_start: SP loads the bias rows there,
+ * the engines' registers start; nx_l_sd_epi_skip: eng's waits for a step's
+ * inputs, the last n emitted, skip the pieces after the first step's */
+int nx_l_sd_epi_queues(const nx_lower *L, const nx_sd *x, bool bstep, int64_t nblocks, int nqe, int npl, int nres);
+void nx_l_sd_epi_pieces(nx_sd *x, int npl);
+void nx_l_sd_epi_start(nx_sd *x);
+void nx_l_sd_epi_skip(nx_sd *x, nx_engine eng, int n);
 
 /* out = A . B per batch as the K-block loop nest (no batch of two levels) */
 nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,

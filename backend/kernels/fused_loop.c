@@ -68,6 +68,7 @@ typedef struct fl {
 	int64_t snap_l[8][NX_LQ], snap_s[8][NX_LQ]; /* queue counts after tile t's loads / stores, at t mod 8 */
 	nx_engine se;          /* the engine issuing the stores being emitted */
 	bool pool_st;          /* the last stage is POOL's: it stores each tile after it (else SP) */
+	nx_lsync bqs;          /* SP queues borrowed for stores (qs[8..]): their counts before the kernel */
 	int lstage;            /* the last stage touching a loaded slot: tile t + ND's loads wait for it */
 	bool swait[FL_MAX];    /* stage s first writes an output's slot: it waits for tile t - ND's stores */
 	int owait[FL_MAX];     /* a later stage of tile t - ND stage s waits for (it still uses a slot s writes first), -1 */
@@ -468,7 +469,9 @@ static void sp_stores(fl *x, int64_t np, int64_t tr, int64_t e0, int b)
 	uint32_t c[1] = {(uint32_t)tr};
 	tctx tc = {x, np, tr, e0, b, {0}};
 	if (x->cat) {
-		cat_pieces(x->nout, np, x->nqs, -1, store_piece, &tc);
+		/* POOL's on its own queues (qs[0..7]): SP's next transfers on a
+		 * borrowed one would not follow them */
+		cat_pieces(x->nout, np, x->se == NX_ENG_POOL && x->nqs > 8 ? 8 : x->nqs, -1, store_piece, &tc);
 		return;
 	}
 	for (int o = 0; o < x->nout; o++) {
@@ -539,6 +542,7 @@ static int64_t sp_stream(fl *x, int64_t N, int64_t T)
 		sp_loads(x, np, tr, e0, (int)(t % ND));
 		memcpy(x->snap_l[t % 8], L->qcount, sizeof x->snap_l[0]);
 	}
+	nx_l_wait(L, NX_ENG_SP, &x->bqs); /* before the first stores */
 	int64_t t0 = 0;
 	if (G - 1 >= 2) {
 		nx_l_loop(L, NX_ENG_SP, G - 1);
@@ -924,6 +928,35 @@ static void dma_time(const fl *x, double *ld, double *st)
 	}
 }
 
+/* Stores outweighing the loads (cat: every queue carries one side): the
+ * load queues (1 to 8, SP's) leaving the rest of SP's and POOL's 8 to the
+ * stores that make the busier side per full tile least busy, by the DMA
+ * model (fixed costs per piece included; bert_layer's GELU forward, one
+ * f32 input and two f32 outputs: 5 load and 11 store queues). Loads that
+ * would put more than 4 pieces of a tile on a queue are not tried. */
+static int store_split(fl *x)
+{
+	int nql = x->nql, nqs = x->nqs, best = 8;
+	bool cat = x->cat;
+	double bt = 0;
+	x->cat = true;
+	for (int nl = 8; nl >= 1; nl--) {
+		bool ok = true;
+		for (int j = 0; j < nl; j++)
+			ok = ok && cat_pieces(x->nld, 128, nl, j, NULL, NULL) <= 4;
+		if (!ok)
+			break;
+		x->nql = nl, x->nqs = NX_LQ - nl;
+		double dl, ds;
+		dma_time(x, &dl, &ds);
+		double t = dl > ds ? dl : ds;
+		if (nl == 8 || t < bt - 1e-9)
+			best = nl, bt = t;
+	}
+	x->nql = nql, x->nqs = nqs, x->cat = cat;
+	return best;
+}
+
 /* Tile slots shared by values whose lives do not overlap within a tile
  * (execution order: stage by stage, program order within a stage; an
  * instruction never writes a slot it reads). Loaded parameters live from
@@ -1144,10 +1177,12 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		 * that back (bert_single_graph_2 632.0 -> 628.5 us) */
 		if (x.n / (128 * x.tr) < 8)
 			nl = 8;
+		else if (bs > bl && x.seng[x.nstage - 1] != NX_ENG_POOL)
+			nl = store_split(&x);
 		for (int j = nql; j < 8; j++)
 			x.ql[j] = nx_l_queue(L, NX_ENG_SP);
 		for (int j = nqs; j < 16 - nl; j++)
-			x.qs[j] = nx_l_queue(L, NX_ENG_POOL);
+			x.qs[j] = j < 8 ? nx_l_queue(L, NX_ENG_POOL) : x.ql[nl + j - 8];
 		/* the borrowed queues are POOL queues no store uses: first those
 		 * taken for stores above and left over (a queue carrying loads and
 		 * stores would satisfy the stages' load waits with stores) */
@@ -1180,7 +1215,8 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 		len += (size_t)snprintf(st + len, sizeof st - len, "%s%s", k ? " > " : "", nx_engine_names[x.seng[k]]);
 	x.pool_st = x.seng[x.nstage - 1] == NX_ENG_POOL;
 	nx_l_plan(L, "engines", "load sp q%d (%d queues), stages %s, store %s q%d (%d queues)", x.ql[0],
-	          x.cat || x.nql < 8 ? x.nql : 8, st, x.pool_st ? "pool" : "sp", x.qs[0], x.nqs < 8 ? x.nqs : 8);
+	          x.cat || x.nql < 8 ? x.nql : 8, st, x.pool_st ? "pool" : "sp", x.qs[0],
+	          x.cat || x.nqs < 8 ? x.nqs : 8);
 	/* the model at the final tile width: the busiest compute resource
 	 * (DVE and POOL together where they share the SBUF port) and the
 	 * busiest load and store queues per full tile; the kernel takes the
@@ -1218,6 +1254,9 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	for (int j = 8; x.cat && j < x.nql; j++)
 		bq.s[x.ql[j]] = L->qcount[x.ql[j]];
 	nx_l_wait(L, NX_ENG_SP, &bq);
+	memset(&x.bqs, 0, sizeof x.bqs);
+	for (int j = 8; x.cat && j < x.nqs; j++)
+		x.bqs.s[x.qs[j]] = L->qcount[x.qs[j]];
 	for (int o = 0; o < x.nout; o++)
 		nx_l_wait(L, NX_ENG_POOL, &x.out[o]->buf->war);
 	/* broadcast columns: the one element to every partition (partition

@@ -17,6 +17,9 @@ enum { S_SP_DVE = 8, S_DVE_ACT = 9, S_DVE_LD = 10, S_POOL_DVE = 11 };
 /* s0f: PE's per-pair waits on the streaming queues, and the pieces there
  * that the block's steps after the first add to the loads register */
 enum { S_PE_PQ = 12, S_PE_X = 13 };
+/* a second output (dot_sec.c): PE counts DVE's signals (its PSUM slots),
+ * DVE the stores (its V buffers), POOL DVE's signals (V evacuated) */
+enum { S_PE_DV = 5, S_DVE_ST = 2, S_POOL_DV = 12 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {
@@ -81,7 +84,31 @@ typedef struct nx_sd {
 	nx_ldrows *rows;
 	int64_t rows_off, p_off[2], tmp_off;
 	int lp, ep;
+	/* a second output (dot_sec.c; batch steps with P, side 0): V = P^T . A
+	 * per batch, the N keys in nk tiles of kv. SP loads A's rows
+	 * D[par] ([mt, nbs, G, K], dbb bytes per batch) after P on every load
+	 * queue (ld = 1 more per queue and step); PE accumulates the G query
+	 * tiles into PSUM slots of the other half (one per batch and parity,
+	 * at vps) and signals per batch; DVE evacuates each into V[par] ([kv,
+	 * nbs, nk x K], vbb per batch) and signals; POOL stores V after the
+	 * step's stores (dq = 1 more per store queue and step) */
+	nx_ldsec *sec;
+	int64_t kv, nk, d_off[2], v_off[2], dbb, vbb, vps;
+	int ld, dq;
 } nx_sd;
+
+/* dot_sec.c: the second output. nx_l_sd_sec_bytes: its SBUF bytes per
+ * partition for G tiles of mt rows and nbs batches per step (-1: it does
+ * not fit, PSUM included); setup (buffers from off, plan line), entry (after
+ * the kernel's bases), per step SP's load, per batch PE's matmuls and DVE's
+ * evacuation, per step POOL's store, and the exit. */
+int64_t nx_l_sd_sec_bytes(const nx_lower *L, const nx_sd *x, int64_t G, int64_t mt, int64_t nbs);
+void nx_l_sd_sec_setup(nx_sd *x, int64_t off, int ph);
+void nx_l_sd_sec_entry(nx_sd *x, int ph);
+void nx_l_sd_sec_load(nx_sd *x, int par, int64_t bat);
+void nx_l_sd_sec_batch(nx_sd *x, int par, int64_t b);
+void nx_l_sd_sec_store(nx_sd *x, int par, int64_t bat);
+void nx_l_sd_sec_exit(nx_sd *x, int ph);
 
 /* Plans the stationary schedule for x (its operands, output and options
  * set): within half the SBUF partition, or more when that is at least 3 %

@@ -29,6 +29,7 @@ struct nx_lent {
 	 * kernels/dot_rows.c), and what the dot loop did with it */
 	const nx_inst *rows_f;
 	nx_ldrows rows;
+	nx_ldsec sec; /* with SOFTMAX_BWD: the second dot it may compute (dot_sec) */
 	/* a batched dot: its only reader, a transpose keeping the last dim,
 	 * whose layout it may store in (dot_tout); that transpose: the value
 	 * its dot wrote (NULL: none, it transposes) */
@@ -540,9 +541,10 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 	}
 	if (i->op == NX_OP_REPLICA_ID)
 		return nx_l_replica_id(L, i, out);
-	if (i->op == NX_OP_TRANSPOSE && ent(L, i)->pre) { /* its dot stored it so (dot_tout) */
+	if ((i->op == NX_OP_TRANSPOSE || i->op == NX_OP_DOT) && ent(L, i)->pre) {
+		/* its dot stored it so (dot_tout), or computed it (dot_sec) */
 		*out = ent(L, i)->pre;
-		nx_l_plan_kernel(L, "transpose-stored");
+		nx_l_plan_kernel(L, i->op == NX_OP_DOT ? "dot-second-output" : "transpose-stored");
 		return NX_OK;
 	}
 	if (i->op == NX_OP_REDUCE && ent(L, i)->pre) { /* its dot summed it (dot_cs) */
@@ -965,6 +967,31 @@ static void dot_cs(nx_lower *L, const nodes *ns)
 	}
 }
 
+/* A SOFTMAX_BWD row epilogue's dot whose lhs A and p are the operands of a
+ * later dot p^T . A per batch (nx_l_dot_sec_match; attention's dv beside
+ * dp) may compute that one too (kernels/dot_sec.c): it then only names
+ * the value, its transposing reader too (dot_tout). */
+static void dot_sec(nx_lower *L, const nodes *ns)
+{
+	for (int k = 0; k < ns->n; k++) {
+		const nx_inst *d = ns->v[k];
+		const nx_lent *de = ent(L, d);
+		if (d->op != NX_OP_DOT || !de->rows_f || de->rows.kind != NX_DR_SOFTMAX_BWD || de->output)
+			continue;
+		const nx_inst *p = resolve(L, de->rows_f->operands[de->rows.pk]);
+		for (int j = k + 1; j < ns->n; j++) {
+			const nx_inst *d2 = ns->v[j];
+			const nx_lent *e2 = ent(L, d2);
+			if (!e2->used || e2->output || e2->rows_f || !nx_l_dot_sec_match(L, d, d2, p, resolve))
+				continue;
+			const nx_inst *t = ent(L, d2)->tout;
+			nx_lent *ne = ent(L, d);
+			ne->sec.i = d2, ne->sec.tout = t;
+			break;
+		}
+	}
+}
+
 static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 {
 	const nodes ns = *nsp;
@@ -993,6 +1020,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 	dot_rows(L, nsp);
 	dot_tout(L, nsp);
 	dot_cs(L, nsp);
+	dot_sec(L, nsp);
 }
 
 /* the kernels of ns in program order; dead values are released */
@@ -1029,6 +1057,7 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 				ok = w.dims[d] == 1 || w.stride[d] == st;
 			ie = ent(L, i);
 			ie->rows.P = ok ? pv : NULL;
+			ie->rows.sec = ok && ie->sec.i ? &ie->sec : NULL;
 			L->dot_rows = ok ? &ie->rows : NULL;
 		}
 		L->tout_i = ent(L, i)->tout, L->tout_v = NULL;
@@ -1040,6 +1069,12 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 		L->dot_cs = NULL;
 		if (rc == NX_OK && L->tout_v)
 			ent(L, L->tout_i)->pre = L->tout_v;
+		if (rc == NX_OK && ent(L, i)->sec.done) { /* the second dot's value (and its reader's) */
+			nx_ldsec sc = ent(L, i)->sec;
+			if (sc.tout)
+				ent(L, sc.tout)->pre = sc.val, sc.val = alias_val(L, sc.val, sc.i->shape);
+			ent(L, sc.i)->pre = sc.val;
+		}
 		L->tout_i = NULL, L->tout_v = NULL;
 		L->dot_rows = NULL;
 		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)

@@ -223,12 +223,24 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
  * them of its parameter k (the dot). The dot loop reads L->dot_rows (set by
  * lower.c around the dot's node) and sets done when it applied it. */
 enum { NX_DR_SOFTMAX = 1, NX_DR_SOFTMAX_BWD };
+/* a second dot the SOFTMAX_BWD dot computes from its P and its lhs A
+ * (kernels/dot_sec.c): V = P^T . A per batch ([Bt, N, K]; attention's dv
+ * beside dp). lower.c finds it (nx_l_dot_sec_match) and names its value
+ * when done; lower_data.c's dot loop sets val and O (nx_l_dot_sec_prep)
+ * around the dot. */
+typedef struct nx_ldsec {
+	const struct nx_inst *i, *tout; /* the dot; its transposing reader, whose layout it stores in (or NULL) */
+	nx_lval *val;                    /* the value written: i's, or tout's */
+	nx_ldmat O;                      /* V's view in it (the batch levels of A) */
+	bool done;
+} nx_ldsec;
 typedef struct nx_ldrows {
 	int kind;
 	float scale;
 	int64_t C;
 	int pk;
 	nx_lval *P;
+	nx_ldsec *sec; /* SOFTMAX_BWD with P: the second dot it may compute (NULL: none) */
 	bool done;
 } nx_ldrows;
 bool nx_l_dot_rows_match(const nx_inst *f, int k, nx_ldrows *r);
@@ -573,6 +585,21 @@ bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const 
 /* the same with the batch dims in two groups, [0, split) and [split, nbatch) */
 bool nx_l_dot_mat2(const nx_lval *v, int nbatch, int split, const int64_t *a, int na, const int64_t *b, int nb,
                    nx_ldmat *m);
+/* lower_dot.c: whether dot d2 is p^T . A per batch for the SOFTMAX_BWD
+ * dot d (its lhs A [.., M, K], p its row epilogue's [.., M, N], resolved;
+ * res: lower.c's resolve, through fusion parameters and roots); nx_l_dot_sec_prep: the second output's
+ * value and view before the dot loop of L->dot_rows' dot (A's batch dims
+ * split there, 0: one level); nx_l_dot_sec_end: its value released when
+ * the dot loop did not compute it */
+typedef const struct nx_inst *(*nx_l_res_fn)(nx_lower *L, const struct nx_inst *i);
+bool nx_l_dot_sec_match(nx_lower *L, const struct nx_inst *d, const struct nx_inst *d2, const struct nx_inst *p,
+                        nx_l_res_fn res);
+void nx_l_dot_sec_prep(nx_lower *L, int nb, int split);
+void nx_l_dot_sec_end(nx_lower *L);
+/* lower_data.c: dot i's result [batch, M, N] as a matrix view into T, the
+ * value of its transposing reader t (T NULL: whether it can) */
+bool nx_l_tout_mat(const struct nx_inst *t, const struct nx_inst *i, int nb, int split, const nx_lval *T,
+                   nx_ldmat *O);
 /* whether nx_l_dot_loop takes operands with a two-level batch */
 bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,
                          int64_t K, int64_t N);

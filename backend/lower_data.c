@@ -688,13 +688,12 @@ static void dot_side_of(const nx_inst *i, nx_lval *const *V, int side, int nb, c
 }
 
 /* The dot's result [batch, M, N] as a matrix view into T, the value of its
- * transposing reader L->tout_i (lower.c dot_tout): one row and one column
+ * transposing reader t (L->tout_i, lower.c dot_tout): one row and one column
  * dim (the columns contiguous: the transpose keeps the last dim), the batch
  * dims in one stride (split 0) or in two levels split there, like the
  * operands' (nx_l_dot_mat2). T NULL: whether it can. */
-static bool tout_mat(const nx_lower *L, const nx_inst *i, int nb, int split, const nx_lval *T, nx_ldmat *O)
+bool nx_l_tout_mat(const nx_inst *t, const nx_inst *i, int nb, int split, const nx_lval *T, nx_ldmat *O)
 {
-	const nx_inst *t = L->tout_i;
 	int r = i->shape->rank;
 	if (r != nb + 2 || nb < 1 || t->a.dimensions.n != r || t->a.dimensions.v[r - 1] != r - 1)
 		return false;
@@ -741,9 +740,11 @@ static nx_status dot_loop_tout(nx_lower *L, const nx_inst *i, int nb, int split,
                                const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M, int64_t K, int64_t N)
 {
 	nx_ldmat O;
-	bool set = T && tout_mat(L, i, nb, split, T, &O);
+	bool set = T && nx_l_tout_mat(L->tout_i, i, nb, split, T, &O);
 	L->dot_out = set ? &O : NULL;
+	nx_l_dot_sec_prep(L, nb, split); /* a second output (kernels/dot_sec.c) */
 	nx_status rc = nx_l_dot_loop(L, A, B, out, Bt, M, K, N);
+	nx_l_dot_sec_end(L);
 	if (set && !L->dot_out)
 		L->tout_v = T;
 	else if (T)
@@ -777,13 +778,13 @@ static nx_status dot_loop(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx
 	NX_ASSERT(d[0].cols == d[1].rows);
 	/* two batch levels also when only the transposing reader's layout needs them */
 	nx_ldmat o0;
-	bool tsplit = merged && L->tout_i && !tout_mat(L, i, nb, 0, NULL, &o0);
+	bool tsplit = merged && L->tout_i && !nx_l_tout_mat(L->tout_i, i, nb, 0, NULL, &o0);
 	for (int split = 1; (!merged || tsplit) && split < nb; split++) {
 		nx_ldmat m2[2];
 		bool ok = true;
 		for (int side = 0; side < 2 && ok; side++)
 			ok = nx_l_dot_mat2(V[side], nb, split, d[side].ra, d[side].nra, d[side].ca, d[side].nca, &m2[side]);
-		ok = ok && (!tsplit || tout_mat(L, i, nb, split, NULL, &o0));
+		ok = ok && (!tsplit || nx_l_tout_mat(L->tout_i, i, nb, split, NULL, &o0));
 		if (ok && nx_l_dot_loop_b2_ok(L, &m2[0], &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols))
 			return dot_loop_tout(L, i, nb, split, L->tout_i ? nx_l_newval(L, L->tout_i->shape) : NULL, &m2[0],
 			                     &m2[1], out, Bt, d[0].rows, d[0].cols, d[1].cols);

@@ -422,3 +422,118 @@ bool nx_l_dot_cs_match(const nx_inst *dot, int k, const nx_inst *red, const nx_i
 	cs->dt = (nx_dtype)nx_lower_dtype(o);
 	return true;
 }
+
+/* ------------------------------------------------ a second output
+ * (kernels/dot_sec.c): attention's dv = p^T . dctx beside dp = dctx . v^T,
+ * whose row epilogue loads p per step anyway */
+
+/* v is {n0, n0 + 1, .., n0 + n - 1} */
+static bool iseq(nx_ivec v, int n0, int n)
+{
+	if (v.n != n)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (v.v[k] != n0 + k)
+			return false;
+	return true;
+}
+
+/* t = transpose(x) swapping the last two of nb + 2 dims */
+static bool swap_last(const nx_inst *t, int nb)
+{
+	if (t->op != NX_OP_TRANSPOSE || t->noperands != 1 || t->a.dimensions.n != nb + 2)
+		return false;
+	for (int k = 0; k < nb + 2; k++)
+		if (t->a.dimensions.v[k] != (k < nb ? k : 2 * nb + 1 - k))
+			return false;
+	return true;
+}
+
+/* x and y the same value: one instruction, or the same transpose of one */
+static bool same_val(nx_lower *L, nx_l_res_fn res, const nx_inst *x, const nx_inst *y)
+{
+	x = res(L, x), y = res(L, y);
+	if (x == y)
+		return true;
+	if (x->op != NX_OP_TRANSPOSE || y->op != NX_OP_TRANSPOSE || x->noperands != 1 || y->noperands != 1 ||
+	    x->a.dimensions.n != y->a.dimensions.n)
+		return false;
+	for (int k = 0; k < x->a.dimensions.n; k++)
+		if (x->a.dimensions.v[k] != y->a.dimensions.v[k])
+			return false;
+	return res(L, x->operands[0]) == res(L, y->operands[0]);
+}
+
+bool nx_l_dot_sec_match(nx_lower *L, const nx_inst *d, const nx_inst *d2, const nx_inst *p, nx_l_res_fn res)
+{
+	if (d->op != NX_OP_DOT || d2->op != NX_OP_DOT || d->noperands != 2 || d2->noperands != 2)
+		return false;
+	const nx_dot_dnums *a = &d->a.dot, *b = &d2->a.dot;
+	int nb = a->lhs_batch.n, r = nb + 2;
+	if (nb < 1 || !iseq(a->lhs_batch, 0, nb) || !iseq(a->rhs_batch, 0, nb) || !iseq(b->lhs_batch, 0, nb) ||
+	    !iseq(b->rhs_batch, 0, nb))
+		return false;
+	const nx_shape *o = d->shape, *ps = p->shape, *x = d2->operands[1]->shape;
+	if (!nx_shape_is_array(o) || !nx_shape_is_array(ps) || !nx_shape_is_array(x) || !nx_shape_is_array(d2->shape) ||
+	    o->rank != r || ps->rank != r || x->rank != r || d2->shape->rank != r || d->operands[0]->shape->rank != r ||
+	    d2->operands[0]->shape->rank != r)
+		return false;
+	/* d: A [.., M, K] . B contracting K; d2: P [.., M, N] (d's result's
+	 * dims) contracting M, or P^T contracting its columns, and A
+	 * contracting M */
+	if (!iseq(a->lhs_contracting, nb + 1, 1) || !iseq(b->rhs_contracting, nb, 1))
+		return false;
+	const nx_inst *l = res(L, d2->operands[0]);
+	if (l == p) {
+		if (!iseq(b->lhs_contracting, nb, 1))
+			return false;
+	} else if (!swap_last(l, nb) || res(L, l->operands[0]) != p || !iseq(b->lhs_contracting, nb + 1, 1)) {
+		return false;
+	}
+	for (int k = 0; k < r; k++)
+		if (ps->dims[k] != o->dims[k])
+			return false;
+	return same_val(L, res, d->operands[0], d2->operands[1]) && nx_type_is_float(d2->shape->type) &&
+	       ps->type == x->type;
+}
+
+void nx_l_dot_sec_prep(nx_lower *L, int nb, int split)
+{
+	nx_ldsec *s = L->dot_rows ? L->dot_rows->sec : NULL;
+	if (!s)
+		return;
+	s->val = NULL, s->done = false;
+	const nx_inst *i = s->i;
+	nx_lval *T = nx_l_newval(L, s->tout ? s->tout->shape : i->shape);
+	nx_ldmat O;
+	bool ok = true;
+	if (s->tout) {
+		ok = nx_l_tout_mat(s->tout, i, nb, split, T, &O);
+	} else { /* [batch, N, K] contiguous */
+		const int64_t *dims = i->shape->dims;
+		memset(&O, 0, sizeof O);
+		O.buf = T->buf, O.dt = T->dt;
+		O.sc = 1, O.sr = dims[nb + 1], O.sb = dims[nb] * dims[nb + 1];
+		if (split) {
+			O.B2 = 1;
+			for (int k = split; k < nb; k++)
+				O.B2 *= dims[k];
+			O.sb1 = O.B2 * O.sb;
+		}
+	}
+	if (!ok) {
+		nx_l_release_buf(L, T->buf);
+		L->dot_rows->sec = NULL;
+		return;
+	}
+	s->val = T, s->O = O;
+}
+
+void nx_l_dot_sec_end(nx_lower *L)
+{
+	nx_ldsec *s = L->dot_rows ? L->dot_rows->sec : NULL;
+	if (s && !s->done && s->val) {
+		nx_l_release_buf(L, s->val->buf);
+		s->val = NULL;
+	}
+}

@@ -382,7 +382,7 @@ static void sd_rows_wait(sd *x, int64_t n)
 {
 	nx_l_addreg(x->L, NX_ENG_DVE, 1, n);
 	for (int q = 0; q < x->nql; q++)
-		nx_l_wait_rel(x->L, NX_ENG_DVE, x->ql[q], x->base_l[q], 1);
+		nx_l_wait_rel(x->L, NX_ENG_DVE, x->ql[q], x->base_l[q] - x->ld, 1);
 }
 
 /* DVE: tile j of the pair (PSUM bank bi, ps) evacuated by PE: its statistics */
@@ -474,7 +474,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	int64_t upe = (x->G + (x->tpe ? x->KT : 0)) * x->nbs + (x->cs != NULL); /* PE signals per step */
+	int64_t upe = (x->G + (x->tpe ? x->KT : 0) + (x->sec != NULL)) * x->nbs + (x->cs != NULL); /* PE signals (and ACT's) per step */
 	bool sp = em(x, NX_ENG_SP);
 	if (sp) {
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
@@ -523,27 +523,29 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
 	if (x->lp)
 		sd_rows_load(x, par, bat);
+	if (x->sec) /* A's rows after P (dot_sec.c) */
+		nx_l_sd_sec_load(x, par, bat);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
 	 * or both on every load queue */
 	bool both = x->bstep && x->nls == x->nql, pe = em(x, NX_ENG_PE), act = em(x, NX_ENG_ACT);
 	bool dve = x->rows && em(x, NX_ENG_DVE);
 	if (pe) {
-		nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp);
-		for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) { /* (not the step's P, the last) */
-			nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp, S_PE_L);
+		nx_l_addreg(L, NX_ENG_PE, S_PE_L, (both ? 2 : 1) + x->lp + x->ld);
+		for (int q = 0; q < (x->bstep ? x->nql : x->nls); q++) { /* (not the step's P and D, the last) */
+			nx_l_wait_rel(L, NX_ENG_PE, x->ql[q], x->base_l[q] - x->lp - x->ld, S_PE_L);
 			if (x->s0f) /* plus the block's pieces after its first step */
 				L->s[NX_ENG_PE].v[L->s[NX_ENG_PE].n - 1].iarg[3] = S_PE_X + 1;
 		}
 	}
 	if (x->lp)
-		sd_rows_wait(x, (both ? 2 : 1) + x->lp);
+		sd_rows_wait(x, (both ? 2 : 1) + x->lp + x->ld);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
-	int64_t nst = x->G / x->gb; /* stores per queue per step */
+	int64_t nst = x->G / x->gb; /* stores per queue per step (and the second output's) */
 	if (act) {
-		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst);
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst + x->dq);
 		for (int q = 0; q < x->nqs; q++)
-			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * nst, S_ACT_ST);
+			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * (nst + x->dq), S_ACT_ST);
 		if (sd_epi_act_any(x))
 			sd_epi_wait_loads(x, NX_ENG_ACT);
 	}
@@ -634,6 +636,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_endloop(L, NX_ENG_ACT);
 	if (dve)
 		nx_l_endloop(L, NX_ENG_DVE);
+	if (x->sec) /* the batch's second output (dot_sec.c) */
+		nx_l_sd_sec_batch(x, par, b);
 	}
 	x->bo = 0;
 	if (x->cs && pe) /* the column sum of S[par] (kernels/dot_cs.c) */
@@ -682,6 +686,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
 	x->lv_g = -1;
+	if (x->sec)
+		nx_l_sd_sec_store(x, par, bat);
 }
 
 /* the four engines' loops, and DVE's when an epilogue runs there */
@@ -892,6 +898,9 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		         (x->epool ? nx_l_epi_pre_bytes(x->epi, x->G, x->nt) : 0);
 	int64_t cs_off = bytes;
 	bytes += nx_l_dot_cs_bytes(x);
+	int64_t secb = x->sec ? nx_l_sd_sec_bytes(L, x, x->G, x->mt, x->nbs) : 0;
+	NX_ASSERT(secb >= 0 && (!x->sec || (x->bstep && x->side == 0)));
+	bytes += secb;
 	int h;
 	nx_status rc;
 	if ((rc = nx_l_sbuf_begin_big(L, bytes, &base, &h)))
@@ -993,6 +1002,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
 	if (x->cs)
 		nx_l_dot_cs_plan(L, x);
+	if (x->sec)
+		nx_l_sd_sec_setup(x, base + bytes - secb, ph);
 	nx_l_mem(L, "psum", "half %d, %d banks rotating", ph, x->G > 1 ? 4 : 2);
 
 	for (int k = 0; k < 4; k++)
@@ -1026,6 +1037,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->lp) {
 		nx_l_setreg(L, NX_ENG_SP, S_SP_PE + 1, 0);
 	}
+	if (x->sec)
+		nx_l_sd_sec_entry(x, ph);
 	/* SP loading on POOL-side queues: the semaphore counts assume one
 	 * issuing engine per queue at a time, so SP first waits for everything
 	 * earlier on them (and POOL waits for SP's loads at the end) */
@@ -1096,6 +1109,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->cs) /* (ACT's last signal: its sums too) */
 		nx_l_dot_cs_store(x, &x->pe);
 	L->psum_free[ph] = x->act;
+	if (x->sec)
+		nx_l_sd_sec_exit(x, ph);
 	nx_lsync done = x->stores;
 	nx_l_max(&done, &x->loads);
 	nx_l_max(&done, &x->pe);
@@ -1138,7 +1153,10 @@ static void sd_init(sd *sc, nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, n
 static bool sd_plan_rows(nx_lower *L, sd *x)
 {
 	x->rows = L->dot_rows && L->dot_rows->C == x->N ? L->dot_rows : NULL;
+	x->sec = x->rows && x->rows->P ? x->rows->sec : NULL; /* with a second output (dot_sec.c) if it fits */
 	if (x->rows && nx_l_sd_plan(L, x))
+		return true;
+	if (x->sec && (x->sec = NULL, nx_l_sd_plan(L, x)))
 		return true;
 	x->rows = NULL;
 	return nx_l_sd_plan(L, x);

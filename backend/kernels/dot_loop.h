@@ -20,6 +20,11 @@ enum { S_PE_PQ = 12, S_PE_X = 13 };
 /* the epilogue's engines (DVE or POOL, and ACT): 0 in the first step, then
  * the resident pieces on the epilogue queues after its inputs (dot_start.c) */
 enum { S_EPI_X = 12 };
+/* S_EPI_X (an epilogue's queues) and S_POOL_DV (a second output, which
+ * needs the rows epilogue) never meet: sd_emit asserts !(epi && rows) */
+/* a second output (dot_sec.c): PE counts DVE's signals (its PSUM slots),
+ * DVE the stores (its V buffers), POOL DVE's signals (V evacuated) */
+enum { S_PE_DV = 5, S_DVE_ST = 2, S_POOL_DV = 12 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {
@@ -92,7 +97,31 @@ typedef struct nx_sd {
 	nx_ldcs *cs;
 	int64_t cs_ones, cs_res;
 	nx_lsync cs_sig;
+	/* a second output (dot_sec.c; batch steps with P, side 0): V = P^T . A
+	 * per batch, the N keys in nk tiles of kv. SP loads A's rows
+	 * D[par] ([mt, nbs, G, K], dbb bytes per batch) after P on every load
+	 * queue (ld = 1 more per queue and step); PE accumulates the G query
+	 * tiles into PSUM slots of the other half (one per batch and parity,
+	 * at vps) and signals per batch; DVE evacuates each into V[par] ([kv,
+	 * nbs, nk x K], vbb per batch) and signals; POOL stores V after the
+	 * step's stores (dq = 1 more per store queue and step) */
+	nx_ldsec *sec;
+	int64_t kv, nk, d_off[2], v_off[2], dbb, vbb, vps;
+	int ld, dq;
 } nx_sd;
+
+/* dot_sec.c: the second output. nx_l_sd_sec_bytes: its SBUF bytes per
+ * partition for G tiles of mt rows and nbs batches per step (-1: it does
+ * not fit, PSUM included); setup (buffers from off, plan line), entry (after
+ * the kernel's bases), per step SP's load, per batch PE's matmuls and DVE's
+ * evacuation, per step POOL's store, and the exit. */
+int64_t nx_l_sd_sec_bytes(const nx_lower *L, const nx_sd *x, int64_t G, int64_t mt, int64_t nbs);
+void nx_l_sd_sec_setup(nx_sd *x, int64_t off, int ph);
+void nx_l_sd_sec_entry(nx_sd *x, int ph);
+void nx_l_sd_sec_load(nx_sd *x, int par, int64_t bat);
+void nx_l_sd_sec_batch(nx_sd *x, int par, int64_t b);
+void nx_l_sd_sec_store(nx_sd *x, int par, int64_t bat);
+void nx_l_sd_sec_exit(nx_sd *x, int ph);
 
 /* Plans the stationary schedule for x (its operands, output and options
  * set): within half the SBUF partition, or more when that is at least 3 %

@@ -135,6 +135,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				                nx_l_dot_cs_bytes(&c);
 				if (x->rows && x->rows->P && !bstep)
 					continue; /* P loads per batch step only */
+				/* a second output (dot_sec.c): side 0, its buffers */
+				int64_t secb = x->sec ? nx_l_sd_sec_bytes(L, x, G, mt, nbs) : 0;
+				if (secb < 0 || (x->sec && side))
+					continue;
+				bytes += secb;
 				/* the epilogue's streamed inputs: queues of their own, each
 				 * with a partition range of every tile */
 				static const int nqe_opt[] = {1, 2, 4, 8};
@@ -170,7 +175,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 					 * than 8 borrow SP's (every store range one partition at least) */
 					if ((nqe ? nql + nqs < SQ - nqe : nqs < SQS && nql <= SQS) ||
 					    (nqs > SQS && ((srag && srag < nqs) || (side && mt < nqs))) ||
-					    (x->rows && x->rows->P && nql > mt)) /* P: a partition range on every load queue */
+					    (x->rows && x->rows->P && nql > mt) || /* P: a partition range on every load queue */
+					    (x->sec && nqs > nx_l_div_le(x->N, t->pe_cols))) /* V: a key range on every store queue */
 						continue;
 					/* nls of the load queues take the streamed tiles, the
 					 * others and the store queues the resident pieces */
@@ -197,6 +203,12 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
 						       st = (double)(G / gb) * st1;
+						if (x->sec) { /* its store per step, its matmuls per batch */
+							int64_t kv = nx_l_div_le(x->N, t->pe_cols);
+							st += dma_est_q(t, (double)(x->N * x->K * 4 * nbs), kv, false, nqs, false);
+							pe += (double)(nbs * (x->N / kv)) *
+							      ((double)G * (mm_est(t, kv, x->K, x->A->dt) + ctl) + 6 * ctl);
+						}
 						double ev = (double)(G * nbs) *
 						            ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
 						            t->freq_ghz[NX_ENG_ACT];
@@ -244,6 +256,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
 								lr += dma_est_q(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt,
 								                false, nql, false);
+							if (x->sec) /* then A's rows (dot_sec.c) */
+								lr += dma_est_q(t, (double)(x->M * x->K * x->ea * nbs), mt, false, nql, false);
 							tot = (double)(x->Bt / nbs) * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece

@@ -17,12 +17,17 @@
 # a partition range each). Batch steps of several batches (one transfer per
 # queue covers them; the plan says `batches of`): bwd (2 per step),
 # h20 (20 batches, 4 per step: an odd step count, one-level batch) and
-# b3h6 (dv over 18 batches, 2 per step: 9 steps; the others keep one per
-# step since 6 / 2 is odd). bwdt: the context and the gradients transposed
+# b3h6x (dv its own dot over 18 batches, 2 per step: 9 steps; the others
+# keep one per step since 6 / 2 is odd, as every dot of b3h6). bwdt: the context and the gradients transposed
 # back to [B, S, H x D] (ROOT outputs): dq, dk and dv store in that
 # layout and their transposes have no kernel (`transpose-stored`; the
 # context has a second reader); s384t the same with the one-tile steps of
 # seq 384 (B = 1: the heads merge into one batch stride there).
+# dv = p^T . d2 reads dp's p and lhs d2: dp's kernel computes it as a
+# second output (kernels/dot_sec.c; the plan's `second output:` lines
+# counted: every backward with batch steps, in dv's transposed layout in
+# bwdt, where dv's dot has no kernel); bwdx, b3h6x: dv = p^T . (dh + o),
+# another lhs, stays its own dot.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
@@ -83,7 +88,9 @@ gen() {
 	echo "  ds = $T[$B,$H,$S,$S] multiply(ds0, cb2)"
 	echo "  dq = $T[$B,$H,$S,$D] dot(ds, kh), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
 	echo "  dk = $T[$B,$H,$S,$D] dot(ds, qh), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
-	echo "  dv = $T[$B,$H,$S,$D] dot(p, d2), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
+	dvr=d2
+	[ "$mode" = bwdx ] && dvr=d3 && echo "  d3 = $T[$B,$H,$S,$D] add(dh, o)"
+	echo "  dv = $T[$B,$H,$S,$D] dot(p, $dvr), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
 	if [ "$mode" = bwdt ]; then
 		for x in o dq dk dv; do
 			echo "  ${x}t = $T[$B,$S,$H,$D] transpose($x), dimensions={0,2,1,3}"
@@ -110,9 +117,12 @@ gen h20 1 256 20 64 bwd
 gen b3h6 3 512 6 64 bwd
 gen bwdt 2 512 8 64 bwdt
 gen s384t 1 384 8 64 bwdt
+gen bwdx 2 512 8 64 bwdx
+gen b3h6x 3 512 6 64 bwdx
 n=0
 # name:epilogues[:dots with batch steps of several batches]
-for c in fwd:1:2 bwd:2:6 bf:2 mask:0 s384:1:0 s200:2 s256:2 div:1 s16:2:0 h20:2:6 b3h6:2:1 bwdt:2:6 s384t:1:0 s1024:0; do
+for c in fwd:1:2 bwd:2:4 bf:2 mask:0 s384:1:0 s200:2 s256:2 div:1 s16:2:0 h20:2:5 b3h6:2:0 bwdt:2:4 s384t:1:0 \
+	bwdx:2:6 b3h6x:2:1 s1024:0; do  # s1024 last (its plan checked below)
 	g=${c%%:*} want=${c#*:} bs=-
 	case $want in *:*) bs=${want#*:} want=${want%%:*} ;; esac
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --dump-lower plan -o "$tmp/$g.neff" > "$tmp/plan" 2>&1 ||
@@ -123,6 +133,14 @@ for c in fwd:1:2 bwd:2:6 bf:2 mask:0 s384:1:0 s200:2 s256:2 div:1 s16:2:0 h20:2:
 	[ "$bs" = - ] || [ "$got" = "$bs" ] || fail "$g: $got dots with batch steps of several batches, expected $bs"
 	case $g in *t) got=$(grep -c 'transpose-stored' "$tmp/plan")
 		[ "$got" = 3 ] || fail "$g: $got transposes stored by their dots, expected 3" ;; esac
+	sec=0
+	case $g in bwd|bf|s200|s256|s16|h20|b3h6|bwdt) sec=1 ;; esac
+	got=$(grep -c 'second output: dv' "$tmp/plan")
+	[ "$got" = "$sec" ] || fail "$g: $got second outputs in the plan, expected $sec"
+	got=$(grep -c 'dot-second-output: dv' "$tmp/plan")
+	[ "$got" = "$sec" ] || fail "$g: dv's dot has a kernel of its own ($got)"
+	[ "$g" != bwdt ] || grep -q 'second output: dv.* in the layout of dvt' "$tmp/plan" ||
+		fail "bwdt: dv not stored in dvt's layout" 
 	NX_CHECK_RACES_HBM=1 "$NXCC" run "$tmp/$g.neff" --timing-only --check-races > "$tmp/run" 2>&1 ||
 		fail "$g: run --check-races: $(grep -m2 -E 'race|error' "$tmp/run")"
 	for t in trn1 trn2; do

@@ -2,14 +2,18 @@
  * dot-loop (lower.c dot_cs pairs a reduce-add over the contracting dims of
  * a dot's operand with that dot: a bias gradient beside its weight
  * gradient). When the schedule streams that operand, each step's tile
- * S [K, sw] is in SBUF anyway: after the step's tiles PE sums its columns,
- * per K tile and per 128 columns one matmul with the tile as stationary and
- * a ones column as moving (nx_l_colsum_mm's), accumulating over the K tiles
- * in PSUM columns after the tiles' in the step's first bank, and signals;
- * ACT adds the init value and casts them into the sums' SBUF buffer
- * [128, columns / 128] (column c at partition c % 128 of tile c / 128);
- * POOL stores them once at the end. The standalone kernel loaded the
- * operand again (bert_layer's l1.db: 32 MiB, ~160 us after its dot). */
+ * S [K, sw] ([kt partitions, KT x sw]) is in SBUF anyway: once PE's first
+ * tile of the step is done (S[par] is loaded then) DVE, idle in the dot,
+ * adds its K tiles into P[par] [kt, sw] (f32) and signals; after the
+ * step's tiles PE waits for it and sums P[par]'s partitions, per 128
+ * columns one matmul with P as stationary and a ones column as moving
+ * (nx_l_colsum_mm), into PSUM columns after the tiles' in the step's first
+ * bank, and signals; ACT adds the init value and casts them into the
+ * sums' SBUF buffer [128, columns / 128] (column c at partition c % 128 of
+ * tile c / 128); POOL stores them once at the end. The standalone kernel
+ * loaded the operand again (bert_layer's l1.db: 32 MiB, ~160 us after its
+ * dot); summing the K tiles on PE instead (a matmul per K tile) cost the
+ * PE-bound dots 47 us (l1.dw) and 12 us (lq/lk/lv.dw). */
 #include "backend/lower.h"
 #include "backend/kernels/dot_loop.h"
 
@@ -37,19 +41,19 @@ bool nx_l_dot_cs_ok(const nx_lower *L, const nx_sd *c)
 	/* side 0 streams B (operand 1), side 1 A (operand 0); whole column
 	 * tiles per step; the sums' PSUM columns fit after the tiles' */
 	return c->cs && c->side == 1 - c->cs->k && c->Bt == 1 && !c->bstep && !c->tpe && c->nbs == 1 && !c->rows &&
-	       sw % 128 == 0 && (c->nt + ncs) * 4 <= L->t->psum_bank_bytes;
+	       !c->epi && sw % 128 == 0 && (c->nt + ncs) * 4 <= L->t->psum_bank_bytes;
 }
 
 int64_t nx_l_dot_cs_bytes(const nx_sd *c)
 {
 	int64_t ct = (cs_extent(c) + 127) / 128;
-	return c->cs ? 64 + al64(ct * nx_dtype_bytes[c->cs->dt]) : 0;
+	return c->cs ? 64 + al64(ct * nx_dtype_bytes[c->cs->dt]) + 2 * al64(cs_sw(c) * 4) : 0;
 }
 
 double nx_l_dot_cs_pe_ns(const nx_sd *c, double mm_ns, double ctl_ns)
 {
 	int64_t ncs = (cs_sw(c) + 127) / 128;
-	return c->cs ? (double)(c->KT * ncs) * (mm_ns + ctl_ns) + 4 * ctl_ns : 0;
+	return c->cs ? (double)ncs * (mm_ns + ctl_ns) + 4 * ctl_ns : 0;
 }
 
 bool nx_l_dot_cs_worth(const nx_lower *L, const nx_sd *c, const nx_sd *plain)
@@ -63,16 +67,22 @@ void nx_l_dot_cs_setup(nx_sd *x, int64_t off)
 {
 	x->cs->out = nx_l_newval(x->L, x->cs->red->shape);
 	x->cs_ones = off;
-	x->cs_res = off + 64;
+	x->cs_p[0] = off + 64;
+	x->cs_p[1] = x->cs_p[0] + al64(cs_sw(x) * 4);
+	x->cs_res = x->cs_p[1] + al64(cs_sw(x) * 4);
 }
 
 void nx_l_dot_cs_plan(nx_lower *L, const nx_sd *x)
 {
-	nx_l_plan(L, "column sum", "of %s on pe (%lld matmuls per step against a ones column, into psum after the tiles), second output %s",
-	          x->side ? "A" : "B", (long long)(x->KT * ((cs_sw(x) + 127) / 128)), x->cs->red->name);
+	nx_l_plan(L, "column sum",
+	          "of %s per step: its %lld K tiles added on dve, %lld matmul%s on pe against a ones column (into psum "
+	          "after the tiles), second output %s",
+	          x->side ? "A" : "B", (long long)x->KT, (long long)((cs_sw(x) + 127) / 128),
+	          cs_sw(x) > 128 ? "s" : "", x->cs->red->name);
 }
 
-/* kernel entry: DVE writes the ones column; PE waits for it */
+/* kernel entry: DVE writes the ones column (PE waits for it); the
+ * registers that count PE's signals on DVE and DVE's on PE */
 void nx_l_dot_cs_entry(nx_sd *x, int h)
 {
 	nx_lower *L = x->L;
@@ -80,10 +90,12 @@ void nx_l_dot_cs_entry(nx_sd *x, int h)
 	uint32_t c1[1] = {1};
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 	nx_insn *m = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
-	m->ap[0] = nx_ap_sbuf((x->side ? x->A : x->B)->dt, 0, (int)x->kt, x->cs_ones, 1, s1, c1);
+	m->ap[0] = nx_ap_sbuf(NX_DT_F32, 0, (int)x->kt, x->cs_ones, 1, s1, c1);
 	m->fimm[0] = 1;
 	x->cs_sig = nx_l_signal(L, NX_ENG_DVE);
 	nx_l_wait(L, NX_ENG_PE, &x->cs_sig);
+	nx_l_setreg(L, NX_ENG_DVE, S_DVE_CS, 0);
+	nx_l_setreg(L, NX_ENG_PE, S_PE_CS, 0);
 	nx_l_wait(L, NX_ENG_POOL, &x->cs->out->buf->war);
 }
 
@@ -94,33 +106,38 @@ static int64_t cs_pcol(const nx_sd *x, int par)
 	return x->pbase + (tp == 2 ? 2 * par : par) * x->bank + x->nt * 4;
 }
 
-/* PE, after the step's tiles: once ACT evacuated the step's first tile (its
- * sums of the steps before are evacuated then: ACT's program order), the
- * K tiles of S[par] (ssz columns) summed into the step's PSUM columns; a
- * signal (SP's wait for S[par] and ACT's for the sums count it) */
-void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz)
+/* DVE, per step: once PE's first tile of the step is done (S[par] is
+ * loaded), P[par] = the sum of S[par]'s K tiles (ssz columns); a signal */
+void nx_l_dot_cs_dve(nx_sd *x, int par, int64_t ssz)
 {
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
-	int64_t sw = cs_sw(x), pcol = cs_pcol(x, par);
+	int64_t upe = x->G + 1, sw = cs_sw(x);
+	nx_l_addreg(L, NX_ENG_DVE, S_DVE_CS, upe);
+	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe + 1, S_DVE_CS);
+	int32_t s2[2] = {1, (int32_t)sw}, s1[1] = {1};
+	uint32_t c2[2] = {(uint32_t)ssz, (uint32_t)x->KT}, c1[1] = {(uint32_t)ssz};
+	nx_insn *in = nx_l_emit(L, NX_ENG_DVE, NX_I_TENSOR_REDUCE);
+	in->func = NX_ALU_ADD;
+	in->iarg[0] = 1;
+	in->ap[0] = nx_ap_sbuf(NX_DT_F32, 0, (int)x->kt, x->cs_p[par], 1, s1, c1);
+	in->ap[1] = nx_ap_sbuf(V->dt, 0, (int)x->kt, x->s_off[par], 2, s2, c2);
+	nx_lsync y = nx_l_signal(L, NX_ENG_DVE);
+	nx_l_max(&x->dve, &y);
+}
+
+/* PE, after the step's tiles: once DVE summed the step's K tiles and ACT
+ * evacuated the step's first tile (ACT has evacuated every earlier step's
+ * sums then: program order), P[par]'s partitions summed into the step's
+ * PSUM columns; a signal (SP's wait for S[par], which DVE read, and ACT's
+ * for the sums count it) */
+void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz)
+{
+	nx_lower *L = x->L;
+	nx_l_addreg(L, NX_ENG_PE, S_PE_CS, 1);
+	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_PE_CS);
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - x->G + 1, S_PE_T);
-	for (int first = 1; first >= 0; first--) {
-		if (!first) {
-			if (x->KT == 1)
-				break;
-			nx_l_loop(L, NX_ENG_PE, x->KT - 1);
-		}
-		size_t n0 = L->s[NX_ENG_PE].n;
-		int dk = L->s[NX_ENG_PE].depth - 1;
-		nx_l_colsum_mm(L, V->dt, x->kt, x->s_off[par] + (first ? 0 : sw * x->es), ssz, x->cs_ones, pcol,
-		               first ? NX_IF_START : 0);
-		if (!first) {
-			for (size_t i = n0; i < L->s[NX_ENG_PE].n; i++)
-				if (L->s[NX_ENG_PE].v[i].op == NX_I_MATMUL)
-					L->s[NX_ENG_PE].v[i].ap[1].loop_stride[dk] = sw * x->es;
-			nx_l_endloop(L, NX_ENG_PE);
-		}
-	}
+	nx_l_colsum_mm(L, NX_DT_F32, x->kt, x->cs_p[par], ssz, x->cs_ones, cs_pcol(x, par), NX_IF_START);
 	nx_lsync y = nx_l_signal(L, NX_ENG_PE);
 	nx_l_max(&x->pe, &y);
 }

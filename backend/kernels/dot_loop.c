@@ -644,6 +644,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_dot_cs_pe(x, par, ssz);
 	if (x->cs && act)
 		nx_l_dot_cs_act(x, par, stl, ssz);
+	if (x->cs && em(x, NX_ENG_DVE))
+		nx_l_dot_cs_dve(x, par, ssz);
 	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -696,7 +698,7 @@ static void sd_loop(sd *x, int64_t n)
 	for (int k = 0; k < 4; k++)
 		if (em(x, engs[k]))
 			nx_l_loop(x->L, engs[k], n);
-	if (((x->epi && !x->epool) || x->rows) && em(x, NX_ENG_DVE))
+	if (((x->epi && !x->epool) || x->rows || x->cs) && em(x, NX_ENG_DVE))
 		nx_l_loop(x->L, NX_ENG_DVE, n);
 }
 
@@ -705,7 +707,7 @@ static void sd_endloop(sd *x)
 	for (int k = 0; k < 4; k++)
 		if (em(x, engs[k]))
 			nx_l_endloop(x->L, engs[k]);
-	if (((x->epi && !x->epool) || x->rows) && em(x, NX_ENG_DVE))
+	if (((x->epi && !x->epool) || x->rows || x->cs) && em(x, NX_ENG_DVE))
 		nx_l_endloop(x->L, NX_ENG_DVE);
 }
 

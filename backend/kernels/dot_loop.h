@@ -25,6 +25,9 @@ enum { S_EPI_X = 12 };
 /* a second output (dot_sec.c): PE counts DVE's signals (its PSUM slots),
  * DVE the stores (its V buffers), POOL DVE's signals (V evacuated) */
 enum { S_PE_DV = 5, S_DVE_ST = 2, S_POOL_DV = 12 };
+/* the column sum (dot_cs.c; never with an epilogue nor batch steps, so
+ * never with a second output): PE counts DVE's sums, DVE PE's signals */
+enum { S_PE_CS = 8, S_DVE_CS = 11 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {
@@ -95,7 +98,7 @@ typedef struct nx_sd {
 	/* a column sum of the streamed operand (kernels/dot_cs.c; NULL none):
 	 * the ones column and the sums' buffer; DVE's signal for the ones */
 	nx_ldcs *cs;
-	int64_t cs_ones, cs_res;
+	int64_t cs_ones, cs_p[2], cs_res;
 	nx_lsync cs_sig;
 	/* a second output (dot_sec.c; batch steps with P, side 0): V = P^T . A
 	 * per batch, the N keys in nk tiles of kv. SP loads A's rows
@@ -133,8 +136,8 @@ bool nx_l_sd_plan(nx_lower *L, nx_sd *x);
  * partition; pe_ns: its PE time per step (mm_ns per matmul, ctl_ns per
  * control instruction); worth: plan c with it costs less than plain and
  * the standalone kernel; setup: its buffers from off; plan: its plan
- * line; entry, pe (after a step's tiles), act (after a step's
- * evacuations), store (kernel end, into done): its code */
+ * line; entry, dve (a step's), pe (after a step's tiles), act (after a
+ * step's evacuations), store (kernel end, into done): its code */
 bool nx_l_dot_cs_ok(const nx_lower *L, const nx_sd *c);
 int64_t nx_l_dot_cs_bytes(const nx_sd *c);
 double nx_l_dot_cs_pe_ns(const nx_sd *c, double mm_ns, double ctl_ns);
@@ -142,6 +145,7 @@ bool nx_l_dot_cs_worth(const nx_lower *L, const nx_sd *c, const nx_sd *plain);
 void nx_l_dot_cs_setup(nx_sd *x, int64_t off);
 void nx_l_dot_cs_plan(nx_lower *L, const nx_sd *x);
 void nx_l_dot_cs_entry(nx_sd *x, int h);
+void nx_l_dot_cs_dve(nx_sd *x, int par, int64_t ssz);
 void nx_l_dot_cs_pe(nx_sd *x, int par, int64_t ssz);
 void nx_l_dot_cs_act(nx_sd *x, int par, int64_t sidx, int64_t ssz);
 void nx_l_dot_cs_store(nx_sd *x, nx_lsync *done);

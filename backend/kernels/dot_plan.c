@@ -198,7 +198,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						c.p0off = false;
 						double pe = (double)(G * nbs) * (x->KT * (mm_est(t, mt, nt, x->B->dt) + ctl) + 6 * ctl) +
 						            (nls + 2) * ctl + (double)rp * (npl + nres + 2) * ctl +
-						            nx_l_dot_cs_pe_ns(&c, mm_est(t, 128, 1, (side ? x->A : x->B)->dt), ctl);
+						            nx_l_dot_cs_pe_ns(&c, mm_est(t, 128, 1, NX_DT_F32), ctl);
 						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),

@@ -2,10 +2,11 @@
 # End to end: column sums folded into the dot that streams their input
 # (backend/kernels/dot_cs.c; lower.c dot_cs pairs them). A bias gradient
 # db = reduce-add(dy) over the rows beside its weight gradient
-# dw = x^T . dy: the stationary dot-loop streams dy's tiles anyway, sums
-# their columns on PE (a matmul against a ones column per K tile and 128
-# columns) and stores db as a second output; the reduce has no kernel of
-# its own (`column-sum-stored`). wg: dy streamed as B (side 0, tiles of
+# dw = x^T . dy: the stationary dot-loop streams dy's tiles anyway; DVE
+# adds each tile's K tiles, PE sums their partitions (a matmul against a
+# ones column per 128 columns) and POOL stores db as a second output; the
+# reduce has no kernel of its own (`column-sum-stored`). wg: dy streamed
+# as B (side 0, tiles of
 # 256 columns); wl: dy the dot's lhs (through the transpose
 # canonicalize-dot leaves), streamed as A^T (side 1), 1009 columns (a
 # ragged last step) and init 1.5; wg1: one tile per step, init -2; bl: the
@@ -55,7 +56,7 @@ for spec in wg:B:1:1 wl:A:1:1 wg1:B:1:1 no:-:0:0 bl:B:4:4; do
 	done
 	"$NXCC" compile "$tmp/$g.hlo" --target trn1 -O2 --no-cache --dump-lower plan --output "$tmp/$g.neff" \
 		> "$tmp/pl.txt" 2>&1 || fail "compile $g: $(cat "$tmp/pl.txt")"
-	n=$(grep -c "column sum: of $side on pe" "$tmp/pl.txt")
+	n=$(grep -c "column sum: of $side per step" "$tmp/pl.txt")
 	[ "$n" = "$ncs" ] || fail "$g: $n folded column sums, expected $ncs: $(grep -E 'column|^kernel' "$tmp/pl.txt")"
 	n=$(grep -c "column-sum-stored" "$tmp/pl.txt")
 	[ "$n" = "$nst" ] || fail "$g: $n stored column sums, expected $nst"

@@ -1362,69 +1362,6 @@ out:
 
 /* An unbounded dynamic dimension (f32[?,784]) has no size to plan memory
  * or loops with: refused before anything is emitted. */
-static bool shape_unbounded(const nx_shape *s)
-{
-	if (s->type == NX_TUPLE) {
-		for (int k = 0; k < s->ntuple; k++)
-			if (shape_unbounded(s->tuple[k]))
-				return true;
-		return false;
-	}
-	for (int k = 0; s->dynamic && k < s->rank; k++)
-		if (s->dynamic[k] == NX_DIM_UNBOUNDED)
-			return true;
-	return false;
-}
-
-/* The largest single array of a shape: a tuple is its leaves, each its own
- * buffer (a while loop's state tuple may sum past HBM while every leaf fits;
- * whether they fit together is the HBM plan's question); -1 past 2^63. */
-static int64_t largest_leaf_bytes(const nx_shape *s)
-{
-	if (s->type != NX_TUPLE)
-		return nx_shape_bytes(s);
-	int64_t big = 0;
-	for (int k = 0; k < s->ntuple; k++) {
-		int64_t b = largest_leaf_bytes(s->tuple[k]);
-		if (b < 0)
-			return -1;
-		if (b > big)
-			big = b;
-	}
-	return big;
-}
-
-/* Sizes known before emitting are checked before emitting: a value larger
- * than the core's HBM (f32[2^40]) is refused at once instead of after
- * minutes of emitting instructions for it. */
-static nx_status refuse_unplannable(nx_lower *L)
-{
-	for (int c = 0; c < L->m->ncomps; c++)
-		for (int k = 0; k < L->m->comps[c]->ninsts; k++) {
-			const nx_inst *i = L->m->comps[c]->insts[k];
-			if (shape_unbounded(i->shape)) {
-				L->cur = i;
-				return nx_l_err(L, "unbounded dynamic dimension in %s: the backend needs "
-				                   "static sizes or bounds (f32[<=N])",
-				                nx_shape_str(&L->a, i->shape, false));
-			}
-			int64_t b = largest_leaf_bytes(i->shape);
-			if (b < 0 || b > L->t->hbm_bytes) {
-				L->cur = i;
-				/* a tuple's shape can be thousands of characters: the
-				 * message keeps its head, the numbers come first */
-				const char *sh = nx_shape_str(&L->a, i->shape, false);
-				int shn = (int)strlen(sh) > 160 ? 160 : (int)strlen(sh);
-				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone%s, more than the %lld "
-				                   "bytes of HBM of one %s core (%.*s%s)",
-				                b < 0 ? "2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
-				                i->shape->type == NX_TUPLE ? " (its largest element)" : "",
-				                (long long)L->t->hbm_bytes, L->t->name, shn, sh, shn < (int)strlen(sh) ? "..." : "");
-			}
-		}
-	return NX_OK;
-}
-
 nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *input_nonneg,
                           uint8_t **neff, size_t *len, nx_lower_stats *st, nx_diag *d)
 {
@@ -1453,7 +1390,7 @@ nx_status nx_lower_module(const nx_module *m, const nx_target *t, const bool *in
 	double t0 = nx_l_now();
 	nx_status rc = !m->entry ? nx_l_err(&L, "module has no entry computation")
 	               : L.nreplicas > 64 ? nx_l_err(&L, "%d replicas: the runtime runs at most 64 ranks", L.nreplicas)
-	               : refuse_unplannable(&L) != NX_OK ? d->status
+	               : nx_l_hbm_refuse_unplannable(&L) != NX_OK ? d->status
 	                                  : lower_all(&L, &p);
 	if (rc == NX_OK) {
 		for (int e = 0; e < NX_ENG_COUNT; e++)

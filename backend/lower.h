@@ -332,6 +332,9 @@ void nx_l_wait_rel(nx_lower *L, nx_engine e, int sem, int64_t base, int r);
 void nx_l_max(nx_lsync *a, const nx_lsync *b);
 nx_lbuf *nx_l_alloc(nx_lower *L, int64_t bytes);
 void nx_l_release_buf(nx_lower *L, nx_lbuf *b); /* drops one reference */
+/* lower_hbm.c: refuses a module with an unbounded dimension or one value
+ * larger than the core's HBM, before anything is emitted */
+nx_status nx_l_hbm_refuse_unplannable(nx_lower *L);
 nx_lval *nx_l_newval(nx_lower *L, const nx_shape *s); /* with a fresh buffer */
 /* The shape a value of HLO shape s has on the device: s, or for s64/u64
  * arrays u32[..., 2] (lo, hi words; 8 bytes per element in HBM). */

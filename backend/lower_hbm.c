@@ -2,7 +2,8 @@
  * whose neighbouring free blocks coalesce when the program would otherwise
  * outgrow the target's HBM. A block taken from the list waits for what its
  * earlier contents' accesses and writes needed (war, written); a merged
- * block waits for all of its parts. */
+ * block waits for all of its parts. Also the refusal, before anything is
+ * emitted, of values no HBM plan can hold (nx_l_hbm_refuse_unplannable). */
 #include "backend/lower.h"
 
 #include <stdlib.h>
@@ -138,4 +139,68 @@ void nx_l_release_buf(nx_lower *L, nx_lbuf *b)
 	nx_l_max(&m->war, &m->written);
 	m->written = m->war;
 	free_add(L, m);
+}
+
+/* ------------------------------------------------- sizes before emitting */
+static bool shape_unbounded(const nx_shape *s)
+{
+	if (s->type == NX_TUPLE) {
+		for (int k = 0; k < s->ntuple; k++)
+			if (shape_unbounded(s->tuple[k]))
+				return true;
+		return false;
+	}
+	for (int k = 0; s->dynamic && k < s->rank; k++)
+		if (s->dynamic[k] == NX_DIM_UNBOUNDED)
+			return true;
+	return false;
+}
+
+/* The largest single array of a shape: a tuple is its leaves, each its own
+ * buffer (a while loop's state tuple may sum past HBM while every leaf fits;
+ * whether they fit together is the HBM plan's question); -1 past 2^63. */
+static int64_t largest_leaf_bytes(const nx_shape *s)
+{
+	if (s->type != NX_TUPLE)
+		return nx_shape_bytes(s);
+	int64_t big = 0;
+	for (int k = 0; k < s->ntuple; k++) {
+		int64_t b = largest_leaf_bytes(s->tuple[k]);
+		if (b < 0)
+			return -1;
+		if (b > big)
+			big = b;
+	}
+	return big;
+}
+
+/* Sizes known before emitting are checked before emitting: a value larger
+ * than the core's HBM (f32[2^40]) is refused at once instead of after
+ * minutes of emitting instructions for it. */
+nx_status nx_l_hbm_refuse_unplannable(nx_lower *L)
+{
+	for (int c = 0; c < L->m->ncomps; c++)
+		for (int k = 0; k < L->m->comps[c]->ninsts; k++) {
+			const nx_inst *i = L->m->comps[c]->insts[k];
+			if (shape_unbounded(i->shape)) {
+				L->cur = i;
+				return nx_l_err(L, "unbounded dynamic dimension in %s: the backend needs "
+				                   "static sizes or bounds (f32[<=N])",
+				                nx_shape_str(&L->a, i->shape, false));
+			}
+			int64_t b = largest_leaf_bytes(i->shape);
+			if (b < 0 || b > L->t->hbm_bytes) {
+				L->cur = i;
+				/* a tuple's shape can be thousands of characters: the
+				 * message keeps its head, the numbers come first */
+				const char *sh = nx_shape_str(&L->a, i->shape, false);
+				int shn = (int)strlen(sh) > 160 ? 160 : (int)strlen(sh);
+				return nx_l_err(L, "HBM plan needs at least %s bytes for this value alone%s, more than the %lld "
+				                   "bytes of HBM of one %s core (%.*s%s)",
+				                b < 0 ? "2^63" : nx_arena_printf(&L->a, "%lld", (long long)b),
+				                i->shape->type == NX_TUPLE ? " (its largest element)" : "",
+				                (long long)L->t->hbm_bytes, L->t->name, shn, sh, shn < (int)strlen(sh) ? "..." : "");
+			}
+		}
+	return NX_OK;
 }

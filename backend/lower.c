@@ -29,7 +29,7 @@ struct nx_lent {
 	 * kernels/dot_rows.c), and what the dot loop did with it */
 	const nx_inst *rows_f;
 	nx_ldrows rows;
-	nx_ldsec sec; /* with SOFTMAX_BWD: the second dot it may compute (dot_sec) */
+	nx_ldsec sec[2]; /* with SOFTMAX_BWD: the dots it may compute from p and from its result (dot_sec) */
 	/* a batched dot: its only reader, a transpose keeping the last dim,
 	 * whose layout it may store in (dot_tout); that transpose: the value
 	 * its dot wrote (NULL: none, it transposes) */
@@ -967,10 +967,10 @@ static void dot_cs(nx_lower *L, const nodes *ns)
 	}
 }
 
-/* A SOFTMAX_BWD row epilogue's dot whose lhs A and p are the operands of a
- * later dot p^T . A per batch (nx_l_dot_sec_match; attention's dv beside
- * dp) may compute that one too (kernels/dot_sec.c): it then only names
- * the value, its transposing reader too (dot_tout). */
+/* A SOFTMAX_BWD row epilogue's dot may compute later dots x^T . Y per
+ * batch, x its p or its result (nx_l_dot_sec_match; attention's dv and dk
+ * beside dp; kernels/dot_sec.c): they then only name their values, their
+ * transposing readers too (dot_tout). */
 static void dot_sec(nx_lower *L, const nodes *ns)
 {
 	for (int k = 0; k < ns->n; k++) {
@@ -978,16 +978,16 @@ static void dot_sec(nx_lower *L, const nodes *ns)
 		const nx_lent *de = ent(L, d);
 		if (d->op != NX_OP_DOT || !de->rows_f || de->rows.kind != NX_DR_SOFTMAX_BWD || de->output)
 			continue;
-		const nx_inst *p = resolve(L, de->rows_f->operands[de->rows.pk]);
-		for (int j = k + 1; j < ns->n; j++) {
+		const nx_inst *x[2] = {resolve(L, de->rows_f->operands[de->rows.pk]), resolve(L, de->rows_f)};
+		for (int j = k + 1, w; j < ns->n; j++) {
 			const nx_inst *d2 = ns->v[j];
 			const nx_lent *e2 = ent(L, d2);
-			if (!e2->used || e2->output || e2->rows_f || !nx_l_dot_sec_match(L, d, d2, p, resolve))
+			if (!e2->used || e2->output || e2->rows_f)
 				continue;
-			const nx_inst *t = ent(L, d2)->tout;
-			nx_lent *ne = ent(L, d);
-			ne->sec.i = d2, ne->sec.tout = t;
-			break;
+			for (w = 0; w < 2 && (ent(L, d)->sec[w].i || !nx_l_dot_sec_match(L, d, d2, x[w], resolve)); w++)
+				;
+			if (w < 2)
+				ent(L, d)->sec[w] = (nx_ldsec){.i = d2, .tout = ent(L, d2)->tout, .post = w};
 		}
 	}
 }
@@ -1021,6 +1021,24 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 	dot_tout(L, nsp);
 	dot_cs(L, nsp);
 	dot_sec(L, nsp);
+}
+
+/* a second output's Y (dot_sec), not lowered yet maybe: its value, or a
+ * view of a transpose or a reshape of one (NULL: none) */
+static nx_lval *sec_y(nx_lower *L, const nx_inst *y, int depth)
+{
+	y = resolve(L, y);
+	nx_lval *v = ent(L, y)->val, *z;
+	bool t = y->op == NX_OP_TRANSPOSE, r = y->op == NX_OP_RESHAPE;
+	if (v || depth > 2 || (!t && !r) || y->noperands != 1 || !(z = sec_y(L, y->operands[0], depth + 1)) ||
+	    z->tuple || (r && (z->tsrc || nx_lower_dtype(y->shape->type) != (int)z->dt)))
+		return v && !v->tuple ? v : NULL;
+	v = nx_arena_alloc(&L->a, sizeof *v);
+	*v = *z; /* a view for the dot loop's loads, no reference of its own */
+	v->shape = y->shape;
+	if (t)
+		v->buf = NULL, v->tsrc = z, v->tinst = y;
+	return v;
 }
 
 /* the kernels of ns in program order; dead values are released */
@@ -1057,7 +1075,10 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 				ok = w.dims[d] == 1 || w.stride[d] == st;
 			ie = ent(L, i);
 			ie->rows.P = ok ? pv : NULL;
-			ie->rows.sec = ok && ie->sec.i ? &ie->sec : NULL;
+			ie->rows.sec = NULL;
+			for (int w = 1; ok && w >= 0; w--) /* Y's value: its own, or the view of a transpose */
+				if (ie->sec[w].i && (ie->sec[w].yv = sec_y(L, ie->sec[w].i->operands[1], 0)))
+					ie->sec[w].next = ie->rows.sec, ie->rows.sec = &ie->sec[w];
 			L->dot_rows = ok ? &ie->rows : NULL;
 		}
 		L->tout_i = ent(L, i)->tout, L->tout_v = NULL;
@@ -1069,12 +1090,13 @@ static nx_status lower_nodes(nx_lower *L, const nodes *nsp, bool entry)
 		L->dot_cs = NULL;
 		if (rc == NX_OK && L->tout_v)
 			ent(L, L->tout_i)->pre = L->tout_v;
-		if (rc == NX_OK && ent(L, i)->sec.done) { /* the second dot's value (and its reader's) */
-			nx_ldsec sc = ent(L, i)->sec;
-			if (sc.tout)
-				ent(L, sc.tout)->pre = sc.val, sc.val = alias_val(L, sc.val, sc.i->shape);
-			ent(L, sc.i)->pre = sc.val;
-		}
+		for (int w = 0; rc == NX_OK && w < 2; w++)
+			if (ent(L, i)->sec[w].done) { /* the second dot's value (and its reader's) */
+				nx_ldsec sc = ent(L, i)->sec[w];
+				if (sc.tout)
+					ent(L, sc.tout)->pre = sc.val, sc.val = alias_val(L, sc.val, sc.i->shape);
+				ent(L, sc.i)->pre = sc.val;
+			}
 		L->tout_i = NULL, L->tout_v = NULL;
 		L->dot_rows = NULL;
 		for (int t = 0; rc == NX_OK && v && t < L->ndest; t++)

@@ -223,16 +223,20 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
  * them of its parameter k (the dot). The dot loop reads L->dot_rows (set by
  * lower.c around the dot's node) and sets done when it applied it. */
 enum { NX_DR_SOFTMAX = 1, NX_DR_SOFTMAX_BWD };
-/* a second dot the SOFTMAX_BWD dot computes from its P and its lhs A
- * (kernels/dot_sec.c): V = P^T . A per batch ([Bt, N, K]; attention's dv
- * beside dp). lower.c finds it (nx_l_dot_sec_match) and names its value
- * when done; lower_data.c's dot loop sets val and O (nx_l_dot_sec_prep)
- * around the dot. */
+/* more dots the SOFTMAX_BWD dot computes (kernels/dot_sec.c): V = X^T . Y
+ * per batch ([Bt, N, K']), X its P or (post) its result, Y [Bt, M, K']
+ * another value (attention's dv = p^T . dctx and dk = ds^T . q beside
+ * dp). lower.c finds them (nx_l_dot_sec_match), gives Y's value and names
+ * V's when done; lower_data.c's dot loop sets val, O and Y
+ * (nx_l_dot_sec_prep) around the dot. */
 typedef struct nx_ldsec {
 	const struct nx_inst *i, *tout; /* the dot; its transposing reader, whose layout it stores in (or NULL) */
+	bool post;                       /* X is the epilogue's result, not P */
+	nx_lval *yv;                     /* Y's value */
 	nx_lval *val;                    /* the value written: i's, or tout's */
-	nx_ldmat O;                      /* V's view in it (the batch levels of A) */
+	nx_ldmat O, Y;                   /* V's view in it, Y's rows (the batch levels of A) */
 	bool done;
+	struct nx_ldsec *next; /* another one (NULL: none) */
 } nx_ldsec;
 typedef struct nx_ldrows {
 	int kind;
@@ -588,14 +592,14 @@ bool nx_l_dot_mat(const nx_lval *v, int nbatch, const int64_t *a, int na, const 
 /* the same with the batch dims in two groups, [0, split) and [split, nbatch) */
 bool nx_l_dot_mat2(const nx_lval *v, int nbatch, int split, const int64_t *a, int na, const int64_t *b, int nb,
                    nx_ldmat *m);
-/* lower_dot.c: whether dot d2 is p^T . A per batch for the SOFTMAX_BWD
- * dot d (its lhs A [.., M, K], p its row epilogue's [.., M, N], resolved;
+/* lower_dot.c: whether dot d2 is x^T . Y per batch for the SOFTMAX_BWD
+ * dot d (its lhs [.., M, K], x [.., M, N] its p or its result, resolved;
  * res: lower.c's resolve, through fusion parameters and roots); nx_l_dot_sec_prep: the second output's
  * value and view before the dot loop of L->dot_rows' dot (A's batch dims
  * split there, 0: one level); nx_l_dot_sec_end: its value released when
  * the dot loop did not compute it */
 typedef const struct nx_inst *(*nx_l_res_fn)(nx_lower *L, const struct nx_inst *i);
-bool nx_l_dot_sec_match(nx_lower *L, const struct nx_inst *d, const struct nx_inst *d2, const struct nx_inst *p,
+bool nx_l_dot_sec_match(nx_lower *L, const struct nx_inst *d, const struct nx_inst *d2, const struct nx_inst *x,
                         nx_l_res_fn res);
 void nx_l_dot_sec_prep(nx_lower *L, int nb, int split);
 void nx_l_dot_sec_end(nx_lower *L);

@@ -449,22 +449,7 @@ static bool swap_last(const nx_inst *t, int nb)
 	return true;
 }
 
-/* x and y the same value: one instruction, or the same transpose of one */
-static bool same_val(nx_lower *L, nx_l_res_fn res, const nx_inst *x, const nx_inst *y)
-{
-	x = res(L, x), y = res(L, y);
-	if (x == y)
-		return true;
-	if (x->op != NX_OP_TRANSPOSE || y->op != NX_OP_TRANSPOSE || x->noperands != 1 || y->noperands != 1 ||
-	    x->a.dimensions.n != y->a.dimensions.n)
-		return false;
-	for (int k = 0; k < x->a.dimensions.n; k++)
-		if (x->a.dimensions.v[k] != y->a.dimensions.v[k])
-			return false;
-	return res(L, x->operands[0]) == res(L, y->operands[0]);
-}
-
-bool nx_l_dot_sec_match(nx_lower *L, const nx_inst *d, const nx_inst *d2, const nx_inst *p, nx_l_res_fn res)
+bool nx_l_dot_sec_match(nx_lower *L, const nx_inst *d, const nx_inst *d2, const nx_inst *x, nx_l_res_fn res)
 {
 	if (d->op != NX_OP_DOT || d2->op != NX_OP_DOT || d->noperands != 2 || d2->noperands != 2)
 		return false;
@@ -473,43 +458,42 @@ bool nx_l_dot_sec_match(nx_lower *L, const nx_inst *d, const nx_inst *d2, const 
 	if (nb < 1 || !iseq(a->lhs_batch, 0, nb) || !iseq(a->rhs_batch, 0, nb) || !iseq(b->lhs_batch, 0, nb) ||
 	    !iseq(b->rhs_batch, 0, nb))
 		return false;
-	const nx_shape *o = d->shape, *ps = p->shape, *x = d2->operands[1]->shape;
-	if (!nx_shape_is_array(o) || !nx_shape_is_array(ps) || !nx_shape_is_array(x) || !nx_shape_is_array(d2->shape) ||
-	    o->rank != r || ps->rank != r || x->rank != r || d2->shape->rank != r || d->operands[0]->shape->rank != r ||
+	const nx_shape *o = d->shape, *xs = x->shape, *y = d2->operands[1]->shape;
+	if (!nx_shape_is_array(o) || !nx_shape_is_array(xs) || !nx_shape_is_array(y) || !nx_shape_is_array(d2->shape) ||
+	    o->rank != r || xs->rank != r || y->rank != r || d2->shape->rank != r || d->operands[0]->shape->rank != r ||
 	    d2->operands[0]->shape->rank != r)
 		return false;
-	/* d: A [.., M, K] . B contracting K; d2: P [.., M, N] (d's result's
-	 * dims) contracting M, or P^T contracting its columns, and A
-	 * contracting M */
+	/* d: A [.., M, K] . B contracting K, its result [.., M, N]; d2: x
+	 * (d's result's dims) contracting M, or x^T contracting its columns,
+	 * and Y [.., M, K'] contracting M */
 	if (!iseq(a->lhs_contracting, nb + 1, 1) || !iseq(b->rhs_contracting, nb, 1))
 		return false;
 	const nx_inst *l = res(L, d2->operands[0]);
-	if (l == p) {
+	if (l == x) {
 		if (!iseq(b->lhs_contracting, nb, 1))
 			return false;
-	} else if (!swap_last(l, nb) || res(L, l->operands[0]) != p || !iseq(b->lhs_contracting, nb + 1, 1)) {
+	} else if (!swap_last(l, nb) || res(L, l->operands[0]) != x || !iseq(b->lhs_contracting, nb + 1, 1)) {
 		return false;
 	}
 	for (int k = 0; k < r; k++)
-		if (ps->dims[k] != o->dims[k])
+		if (xs->dims[k] != o->dims[k])
 			return false;
-	return same_val(L, res, d->operands[0], d2->operands[1]) && nx_type_is_float(d2->shape->type) &&
-	       ps->type == x->type;
+	return nx_type_is_float(d2->shape->type) && nx_type_is_float(y->type) && nx_type_is_float(xs->type);
 }
 
-void nx_l_dot_sec_prep(nx_lower *L, int nb, int split)
+/* V's value and view, Y's view; false when they do not merge */
+static bool sec_prep(nx_lower *L, nx_ldsec *s, int nb, int split)
 {
-	nx_ldsec *s = L->dot_rows ? L->dot_rows->sec : NULL;
-	if (!s)
-		return;
-	s->val = NULL, s->done = false;
 	const nx_inst *i = s->i;
+	int64_t ra[1] = {0}, ca[1] = {1};
+	bool ok = split ? nx_l_dot_mat2(s->yv, nb, split, ra, 1, ca, 1, &s->Y) : nx_l_dot_mat(s->yv, nb, ra, 1, ca, 1, &s->Y);
+	if (!ok || (split && s->Y.B2 == 0))
+		return false;
 	nx_lval *T = nx_l_newval(L, s->tout ? s->tout->shape : i->shape);
 	nx_ldmat O;
-	bool ok = true;
 	if (s->tout) {
 		ok = nx_l_tout_mat(s->tout, i, nb, split, T, &O);
-	} else { /* [batch, N, K] contiguous */
+	} else { /* [batch, N, K'] contiguous */
 		const int64_t *dims = i->shape->dims;
 		memset(&O, 0, sizeof O);
 		O.buf = T->buf, O.dt = T->dt;
@@ -523,17 +507,28 @@ void nx_l_dot_sec_prep(nx_lower *L, int nb, int split)
 	}
 	if (!ok) {
 		nx_l_release_buf(L, T->buf);
-		L->dot_rows->sec = NULL;
-		return;
+		return false;
 	}
 	s->val = T, s->O = O;
+	return true;
+}
+
+void nx_l_dot_sec_prep(nx_lower *L, int nb, int split)
+{
+	for (nx_ldsec **pp = L->dot_rows ? &L->dot_rows->sec : NULL; pp && *pp;) {
+		(*pp)->val = NULL, (*pp)->done = false;
+		if (sec_prep(L, *pp, nb, split))
+			pp = &(*pp)->next;
+		else
+			*pp = (*pp)->next; /* without it */
+	}
 }
 
 void nx_l_dot_sec_end(nx_lower *L)
 {
-	nx_ldsec *s = L->dot_rows ? L->dot_rows->sec : NULL;
-	if (s && !s->done && s->val) {
-		nx_l_release_buf(L, s->val->buf);
-		s->val = NULL;
-	}
+	for (nx_ldsec *s = L->dot_rows ? L->dot_rows->sec : NULL; s; s = s->next)
+		if (!s->done && s->val) {
+			nx_l_release_buf(L, s->val->buf);
+			s->val = NULL;
+		}
 }

@@ -474,7 +474,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	nx_lower *L = x->L;
 	const nx_ldmat *V = x->side ? x->A : x->B;
 	/* ---- SP: S[par] is free once PE finished the step before the last */
-	int64_t upe = (x->G + (x->tpe ? x->KT : 0) + (x->sec != NULL)) * x->nbs + (x->cs != NULL); /* PE signals (and ACT's) per step */
+	int64_t upe = (x->G + (x->tpe ? x->KT : 0) + x->nsec) * x->nbs + (x->cs != NULL); /* PE signals (and ACT's) per step */
 	bool sp = em(x, NX_ENG_SP);
 	if (sp) {
 		nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + NX_ENG_PE, x->base_pe - upe, S_SP_PE);
@@ -523,7 +523,7 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		sd_epi_loads(x, par, olso, hoff0, mrow, ncol);
 	if (x->lp)
 		sd_rows_load(x, par, bat);
-	if (x->sec) /* A's rows after P (dot_sec.c) */
+	if (x->sec) /* Y's rows after P (dot_sec.c) */
 		nx_l_sd_sec_load(x, par, bat);
 	/* ---- PE: the step's loads */
 	/* batch steps: R and S each on their own queues (one load per queue),
@@ -646,6 +646,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_dot_cs_act(x, par, stl, ssz);
 	if (x->cs && em(x, NX_ENG_DVE))
 		nx_l_dot_cs_dve(x, par, ssz);
+	if (x->sec) /* the outputs from the step's result (dot_sec.c) */
+		nx_l_sd_sec_step(x, par);
 	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);

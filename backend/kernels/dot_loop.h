@@ -22,9 +22,10 @@ enum { S_PE_PQ = 12, S_PE_X = 13 };
 enum { S_EPI_X = 12 };
 /* S_EPI_X (an epilogue's queues) and S_POOL_DV (a second output, which
  * needs the rows epilogue) never meet: sd_emit asserts !(epi && rows) */
-/* a second output (dot_sec.c): PE counts DVE's signals (its PSUM slots),
- * DVE the stores (its V buffers), POOL DVE's signals (V evacuated) */
-enum { S_PE_DV = 5, S_DVE_ST = 2, S_POOL_DV = 12 };
+/* second outputs (dot_sec.c): PE counts DVE's signals (its PSUM slots)
+ * and POOL's (the result multiplied), DVE the stores (its V buffers),
+ * POOL DVE's signals (V evacuated) */
+enum { S_PE_DV = 5, S_PE_PO = 6, S_DVE_ST = 2, S_POOL_DV = 12 };
 /* the column sum (dot_cs.c; never with an epilogue nor batch steps, so
  * never with a second output): PE counts DVE's sums, DVE PE's signals */
 enum { S_PE_CS = 8, S_DVE_CS = 11 };
@@ -100,29 +101,37 @@ typedef struct nx_sd {
 	nx_ldcs *cs;
 	int64_t cs_ones, cs_p[2], cs_res;
 	nx_lsync cs_sig;
-	/* a second output (dot_sec.c; batch steps with P, side 0): V = P^T . A
-	 * per batch, the N keys in nk tiles of kv. SP loads A's rows
-	 * D[par] ([mt, nbs, G, K], dbb bytes per batch) after P on every load
-	 * queue (ld = 1 more per queue and step); PE accumulates the G query
+	/* second outputs (dot_sec.c; batch steps with P, side 0): V = X^T . Y
+	 * per batch, X the step's P or (post) O, the N keys in nk tiles of kv.
+	 * Per output: SP loads Y's rows D[par] ([mt, nbs, G, K'], dbb bytes
+	 * per batch) after P on every load queue; PE accumulates the G query
 	 * tiles into PSUM slots of the other half (one per batch and parity,
-	 * at vps) and signals per batch; DVE evacuates each into V[par] ([kv,
-	 * nbs, nk x K], vbb per batch) and signals; POOL stores V after the
-	 * step's stores (dq = 1 more per store queue and step) */
+	 * at vps), DVE evacuates each into V[par] ([kv, nbs, nk x K'], vbb per
+	 * batch), POOL stores V after the step's stores. ld, dq: the loads
+	 * and stores per queue and step they add (nsec); npre, npost: the
+	 * outputs from P (per batch) and from O (after the step's batches) */
 	nx_ldsec *sec;
-	int64_t kv, nk, d_off[2], v_off[2], dbb, vbb, vps;
-	int ld, dq;
+	int nsec, npre, npost, ld, dq;
+	int64_t kv, nk;
+	struct nx_sdo {
+		const nx_ldsec *s;
+		int64_t K, d_off[2], v_off[2], dbb, vbb, vps;
+		int ey, eo;
+	} so[2];
 } nx_sd;
 
-/* dot_sec.c: the second output. nx_l_sd_sec_bytes: its SBUF bytes per
- * partition for G tiles of mt rows and nbs batches per step (-1: it does
- * not fit, PSUM included); setup (buffers from off, plan line), entry (after
- * the kernel's bases), per step SP's load, per batch PE's matmuls and DVE's
- * evacuation, per step POOL's store, and the exit. */
+/* dot_sec.c: the second outputs. nx_l_sd_sec_bytes: their SBUF bytes per
+ * partition for G tiles of mt rows and nbs batches per step (-1: they do
+ * not fit, PSUM included); setup (buffers from off, plan lines), entry
+ * (after the kernel's bases), per step SP's loads, per batch PE's
+ * matmuls and DVE's evacuations of the outputs from P, after the step's
+ * batches those from O, per step POOL's stores, and the exit. */
 int64_t nx_l_sd_sec_bytes(const nx_lower *L, const nx_sd *x, int64_t G, int64_t mt, int64_t nbs);
 void nx_l_sd_sec_setup(nx_sd *x, int64_t off, int ph);
 void nx_l_sd_sec_entry(nx_sd *x, int ph);
 void nx_l_sd_sec_load(nx_sd *x, int par, int64_t bat);
 void nx_l_sd_sec_batch(nx_sd *x, int par, int64_t b);
+void nx_l_sd_sec_step(nx_sd *x, int par);
 void nx_l_sd_sec_store(nx_sd *x, int par, int64_t bat);
 void nx_l_sd_sec_exit(nx_sd *x, int ph);
 

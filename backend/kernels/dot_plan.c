@@ -203,11 +203,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
 						       st = (double)(G / gb) * st1;
-						if (x->sec) { /* its store per step, its matmuls per batch */
-							int64_t kv = nx_l_div_le(x->N, t->pe_cols);
-							st += dma_est_q(t, (double)(x->N * x->K * 4 * nbs), kv, false, nqs, false);
+						for (const nx_ldsec *s = x->sec; s; s = s->next) { /* a store per step, matmuls per batch */
+							int64_t kv = nx_l_div_le(x->N, t->pe_cols), k2 = s->i->shape->dims[s->i->shape->rank - 1];
+							st += dma_est_q(t, (double)(x->N * k2 * 4 * nbs), kv, false, nqs, false);
 							pe += (double)(nbs * (x->N / kv)) *
-							      ((double)G * (mm_est(t, kv, x->K, x->A->dt) + ctl) + 6 * ctl);
+							      ((double)G * (mm_est(t, kv, k2, x->A->dt) + ctl) + 6 * ctl);
 						}
 						double ev = (double)(G * nbs) *
 						            ((nt > 64 ? nt : 64) + t->access_overhead[NX_ENG_ACT] + 4.0 * t->ctrl_cycles) /
@@ -256,8 +256,9 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							if (x->rows && x->rows->P) /* the epilogue's P, after them on every load queue */
 								lr += dma_est_q(t, (double)(x->M * x->N * nx_dtype_bytes[x->rows->P->dt] * nbs), mt,
 								                false, nql, false);
-							if (x->sec) /* then A's rows (dot_sec.c) */
-								lr += dma_est_q(t, (double)(x->M * x->K * x->ea * nbs), mt, false, nql, false);
+							for (const nx_ldsec *s = x->sec; s; s = s->next) /* then Y's rows (dot_sec.c) */
+								lr += dma_est_q(t, (double)(x->M * s->i->shape->dims[s->i->shape->rank - 1] * 4 * nbs),
+								                mt, false, nql, false);
 							tot = (double)(x->Bt / nbs) * (lr > step ? lr : step) + st1 + lr;
 						} else {
 							/* a block's first step uses each tile pair as its piece

@@ -158,16 +158,15 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP
-				 * issuing on POOL queues beyond its 8); batch steps also 5 to
-				 * 7 (a row epilogue's P loads with the operands) */
+				 * issuing on POOL queues beyond its 8); also 5 to 7 (a row
+				 * epilogue's P loads with the operands; the dx dots of
+				 * bert_layer's projections) */
 				static const int nqs_opt[] = {8, 4, 2, 1, 10, 12, 6, 7, 5};
 				enum { NQS_OPT = sizeof nqs_opt / sizeof nqs_opt[0] };
 				for (int qw = 0; qw < nqe_n * NQS_OPT; qw++) {
 					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
 					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
 					c.nqe = nqe;
-					if (wide >= 6 && !bstep)
-						continue;
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;

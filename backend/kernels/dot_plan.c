@@ -152,7 +152,10 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				 * is and transpose it on PE (the 128-row tiles of a step side
 				 * by side in one PSUM bank) */
 				int64_t rbw = G * rw, nw = rbw / 128;
-				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				bool mid = x->epi && x->epi->nmid;
+				if (mid && G % 2)
+					continue; /* (PE's first pair of a step waits for the step before: two banks) */
+				bool tpe_ok = !x->rows && !mid && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
 				              bytes + 2 * nbs * al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
@@ -202,7 +205,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
-						       st = (double)(G / gb) * st1;
+						       st = (double)(G / gb) * st1 * (x->epi ? 1 + x->epi->nxo : 1);
 						if (x->sec) { /* its store per step, its matmuls per batch */
 							int64_t kv = nx_l_div_le(x->N, t->pe_cols);
 							st += dma_est_q(t, (double)(x->N * x->K * 4 * nbs), kv, false, nqs, false);
@@ -240,8 +243,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
 							/* (POOL: ACT runs the act ops, in the SBUF left) */
 							double act = ev + nx_l_epi_act_ns(L, x->epi, G * nt);
-							c.epool = dve > step && pool < dve &&
-							          bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget;
+							c.epool = mid || (dve > step && pool < dve &&
+							                  bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget);
 							if (c.epool)
 								dve = pool > act ? pool : act;
 							step = dve > step ? dve : step;

@@ -312,10 +312,12 @@ static void sd_epi_act(sd *x, int par, int64_t mrow, int64_t ncol, int da, int t
 	nx_l_epi_emit_act(x->L, e, val, pre);
 }
 
-/* the stores per group: the output, and a multi-output epilogue's others */
+/* the stores per group and store queue: one per output (a multi-output
+ * epilogue's outputs over all the queues), or one (each output on its own
+ * share of the queues: qsplit) */
 static int64_t sd_nso(const sd *x)
 {
-	return x->epi ? 1 + x->epi->nxo : 1;
+	return x->epi && !x->qsplit ? 1 + x->epi->nxo : 1;
 }
 
 /* step slot c's offset (an output's: of parity par) */
@@ -766,12 +768,13 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
 		if (x->lp)
 			sd_rows_post(x, par, mrow);
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->O.buf->off + ohoff * eo, x->O.sr, mrow, nd, hs,
+		int nq = x->qsplit ? x->nqs / (1 + x->epi->nxo) : x->nqs;
+		split_dma(x, NX_ENG_POOL, x->qs, nq, false, x->out->dt, x->O.buf->off + ohoff * eo, x->O.sr, mrow, nd, hs,
 		          ss, cn, x->o_off[par], oslo, lss, (int)eo, &x->stores);
 		for (int j = 0; x->epi && j < x->epi->nxo; j++) /* the other outputs, the same layout */
-			split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->epi->xout[j]->buf->off + ohoff * eo,
-			          x->O.sr, mrow, nd, hs, ss, cn, sd_slot(x, x->epi->ncarry + j, par), oslo, lss, (int)eo,
-			          &x->stores);
+			split_dma(x, NX_ENG_POOL, x->qs + (x->qsplit ? (j + 1) * nq : 0), nq, false, x->out->dt,
+			          x->epi->xout[j]->buf->off + ohoff * eo, x->O.sr, mrow, nd, hs, ss, cn,
+			          sd_slot(x, x->epi->ncarry + j, par), oslo, lss, (int)eo, &x->stores);
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
 	x->lv_g = -1;
@@ -1082,7 +1085,7 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		for (int k = 0; k < x->epi->nop; k++)
 			na += x->epool && x->epi->op[k].act, nv += x->epi->op[k].evac || x->epi->op[k].fold;
 		int nm = x->epi->nmid;
-		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na - nv - nm,
+		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s%s", x->epi->nop - na - nv - nm,
 		          x->epi->nop - na - nv - nm == 1 ? "" : "s", x->epool ? "pool" : "dve",
 		          na   ? nx_arena_printf(&L->a, " (%d more on act, per tile pair before its evacuation)", na)
 		          : nm ? nx_arena_printf(&L->a, " in two passes (%d more on act between them, %d step slot%s)", nm,
@@ -1091,7 +1094,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 		          x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues%s)", x->qe[0], x->nqe - 1,
 		                                   x->nqp ? ", then resident pieces" : "")
-		                 : "");
+		                 : "",
+		          x->qsplit ? nx_arena_printf(&L->a, ", each on %d store queues", x->nqs / (1 + x->epi->nxo)) : "");
 	}
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);

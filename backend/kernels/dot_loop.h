@@ -81,6 +81,7 @@ typedef struct nx_sd {
 	 * its streamed inputs on nqe queues of their own */
 	const nx_ldepi *epi;
 	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
+	bool qsplit; /* a multi-output epilogue: each output stored on its share of the store queues */
 	int nqe, qe[8];
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
 	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */

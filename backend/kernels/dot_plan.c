@@ -169,7 +169,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
 					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
 					c.nqe = nqe;
-					if (wide >= 6 && !bstep)
+					int nso = x->epi ? 1 + x->epi->nxo : 1;
+					if (wide >= 6 && !bstep && !(nso > 1 && nqs % nso == 0))
 						continue;
 					if (nqs > mt)
 						nqs = (int)mt;
@@ -205,7 +206,15 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
-						       st = (double)(G / gb) * st1 * (x->epi ? 1 + x->epi->nxo : 1);
+						       st = (double)(G / gb) * st1 * nso;
+						/* a multi-output epilogue: each output on its share
+						 * of the queues when they divide (fewer, larger
+						 * transfers), all in parallel */
+						c.qsplit = nso > 1 && nqs % nso == 0;
+						if (c.qsplit) {
+							st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs / nso, !bstep);
+							st = (double)(G / gb) * st1;
+						}
 						if (x->sec) { /* its store per step, its matmuls per batch */
 							int64_t kv = nx_l_div_le(x->N, t->pe_cols);
 							st += dma_est_q(t, (double)(x->N * x->K * 4 * nbs), kv, false, nqs, false);

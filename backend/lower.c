@@ -351,6 +351,31 @@ static const nx_inst *merge_regions(nx_lower *L, const nx_comp *c, const nx_inst
 	return cur;
 }
 
+/* a node: element t of fusion f's tuple */
+static const nx_inst *push_gte(nx_lower *L, nodes *ns, const nx_inst *f, int t)
+{
+	const nx_inst *g = nx_l_gte(L, f, t);
+	push(ns, g);
+	return g;
+}
+
+/* m with the dot it reads as one multi-output dot epilogue
+ * (nx_l_dot_multi_at), in the dot's place, with get-tuple-elements of the
+ * dot's value (which its readers resolve to) and of m's when m has one
+ * output; what m resolves to, or NULL */
+static const nx_inst *dot_multi(nx_lower *L, const nx_comp *c, nodes *ns, const nx_inst *m)
+{
+	int at;
+	const nx_inst *d, *mm = nx_l_dot_multi_at(L, c, ns->v, ns->n, m, resolve, &at, &d);
+	if (!mm)
+		return NULL;
+	memmove(&ns->v[at], &ns->v[at + 1], sizeof *ns->v * (size_t)(ns->n - at - 1));
+	ns->n--;
+	push(ns, mm);
+	ent(L, d)->res = push_gte(L, ns, mm, mm->shape->ntuple - 1);
+	return nx_shape_is_array(m->shape) ? push_gte(L, ns, mm, 0) : mm;
+}
+
 static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 {
 	for (int k = 0; k < c->ninsts; k++) {
@@ -358,8 +383,11 @@ static void flatten(nx_lower *L, const nx_comp *c, nodes *ns)
 		if (i->op == NX_OP_PARAMETER && !c->is_entry)
 			continue;
 		if (nx_l_fusion_whole(L, i)) {
-			const nx_inst *m = merge_regions(L, c, i);
-			push(ns, m); /* one kernel, intermediates in SBUF */
+			const nx_inst *m = merge_regions(L, c, i), *dm = dot_multi(L, c, ns, m);
+			if (dm)
+				m = dm;
+			else
+				push(ns, m); /* one kernel, intermediates in SBUF */
 			if (m != i)
 				ent(L, i)->res = m;
 			continue;
@@ -600,8 +628,8 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		*out = v;
 		return nx_l_row(L, i, ops, v);
 	}
-	if (i->op == NX_OP_FUSION && !nx_shape_is_array(i->shape) && nx_l_fused_loop_ok(L, i)) {
-		/* a multi-output loop fusion: a tuple of fresh values */
+	if (i->op == NX_OP_FUSION && !nx_shape_is_array(i->shape) && (nx_l_is_dot_epi(i) || nx_l_fused_loop_ok(L, i))) {
+		/* a multi-output loop fusion or dot epilogue: a tuple of fresh values */
 		nx_lval *v = nx_arena_alloc(&L->a, sizeof *v);
 		memset(v, 0, sizeof *v);
 		v->shape = i->shape;
@@ -610,7 +638,7 @@ static nx_status lower_node(nx_lower *L, const nx_inst *i, nx_lval **out)
 		for (int k = 0; k < v->ntuple; k++)
 			v->tuple[k] = out_val(L, i->shape->tuple[k], k);
 		*out = v;
-		return nx_l_fused_loop(L, i, ops, v);
+		return nx_l_is_dot_epi(i) ? nx_l_dot_epi_fusion(L, i, ops, v) : nx_l_fused_loop(L, i, ops, v);
 	}
 	if (i->op != NX_OP_TUPLE && i->op != NX_OP_GET_TUPLE_ELEMENT && i->op != NX_OP_OPT_BARRIER &&
 	    i->op != NX_OP_PARAMETER && i->op != NX_OP_RNG_BIT_GENERATOR && nx_lower_dtype(i->shape->type) < 0)

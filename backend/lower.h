@@ -439,7 +439,7 @@ bool nx_l_elem_map(const nx_inst *i, nx_lemap *m);
  * the result's last axis, resident in SBUF), the nstr streamed inputs (the
  * result's shape, loaded per tile), then op k's result. Every value has the
  * result's device type; op nop - 1 is the kernel's output. */
-enum { NX_LEPI_IN = 4, NX_LEPI_OPS = 24 };
+enum { NX_LEPI_IN = 4, NX_LEPI_OPS = 24, NX_LEPI_XO = 4 };
 typedef struct nx_ldepi_op {
 	nx_lemap m;   /* instruction, function, flags, immediate */
 	int nops;
@@ -452,6 +452,13 @@ typedef struct nx_ldepi_op {
 	bool act;
 	int pbuf;
 	bool evac; /* folded into the evacuation (evac_func): its value is the evacuated tile */
+	/* a mid op: an ACT function after POOL's first ops (dot_epi.c
+	 * mark_mid); lvl 1: the op reads a mid op's value (POOL's second pass
+	 * over the step's groups); cslot >= 0: the value's step slot (a mid
+	 * op's result, or a first-pass value a later pass reads) */
+	bool mid, fold; /* fold: x * s folded into the mid op reading it (its scale) */
+	int lvl, cslot;
+	int xo; /* an output of a multi-output epilogue: its index among them (-1 none) */
 } nx_ldepi_op;
 typedef struct nx_ldepi {
 	nx_dtype dt;
@@ -459,6 +466,14 @@ typedef struct nx_ldepi {
 	nx_lval *row[NX_LEPI_IN], *str[NX_LEPI_IN];
 	nx_ldepi_op op[NX_LEPI_OPS];
 	int npbuf;     /* pre buffers ([G tiles of nt] per step parity) of the act ops */
+	int nmid, ncarry; /* mid ops; step slots ([G tiles of nt], one parity) */
+	/* a multi-output epilogue (a tuple root; nxo 0: one output, the last
+	 * op): the dot's value, output dout, stored from the evacuated tiles,
+	 * and nxo op values (op xo_op[j], output xo_tup[j], its value xout[j]),
+	 * each computed into step slot ncarry + j (both parities) and stored */
+	int nxo, dout;
+	int xo_op[NX_LEPI_XO], xo_tup[NX_LEPI_XO];
+	nx_lval *xout[NX_LEPI_XO];
 	/* ACT evacuates the dot's tile as activate(evac_func, x * evac_scale)
 	 * (-1: a copy); the evac ops are the first ones */
 	int evac_func;
@@ -488,6 +503,13 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 /* emits the act ops on ACT: val[v] the streamed inputs' access patterns
  * (the step's tiles), pre[j] pre buffer j's */
 void nx_l_epi_emit_act(nx_lower *L, const nx_ldepi *e, const nx_ap *val, const nx_ap *pre);
+/* with mid ops (on POOL): pass `pass` (0: the ops before the mid ops, 1:
+ * after) over one group, carry[c] step slot c's access pattern for the
+ * group; nx_l_epi_emit_mid: the mid ops on ACT (dst: the group's tile,
+ * the root's place when it is a mid op) */
+void nx_l_epi_emit_pass(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                        int64_t w, int pass, const nx_ap *carry);
+void nx_l_epi_emit_mid(nx_lower *L, const nx_ldepi *e, const nx_ap *carry, nx_ap dst);
 /* whether fusion f is a dot with its epilogue (lower_split.c made it), and
  * whether its operand k is read only by the dot; nx_l_dot_epi_ok: whether
  * the body is in the epilogue's subset (*e filled when e is not NULL) */
@@ -548,6 +570,19 @@ bool nx_l_split_fusion(nx_lower *L, const nx_inst *f, nx_lsplit *out);
  * kernel takes, or NULL */
 bool nx_l_is_region(const nx_inst *i);
 const nx_inst *nx_l_merge_region(nx_lower *L, const nx_inst *c, int k, const nx_inst *r);
+/* fusion F's operand k, dot D, read elsewhere too: D and F as one dot
+ * with a multi-output epilogue (root: F's outputs, then D), or NULL */
+const nx_inst *nx_l_dot_multi(nx_lower *L, const nx_inst *F, int k, const nx_inst *D);
+/* whether instruction i of a fusion body reaches the body's root (one of
+ * c's own: true); a get-tuple-element of fusion f's element t */
+bool nx_l_body_live(const nx_comp *c, const nx_inst *i);
+/* fusion m (one kernel) of c reading a dot that c reads elsewhere too,
+ * node *at of the nv nodes v (res: the driver's resolution), no live node
+ * after it reading it: the dot with m as its multi-output epilogue
+ * (nx_l_dot_multi; *dot the dot), or NULL */
+const nx_inst *nx_l_dot_multi_at(nx_lower *L, const nx_comp *c, const nx_inst *const *v, int nv, const nx_inst *m,
+                                 const nx_inst *(*res)(nx_lower *, const nx_inst *), int *at, const nx_inst **dot);
+const nx_inst *nx_l_gte(nx_lower *L, const nx_inst *f, int t);
 
 /* lower.c: a constant's pinned HBM buffer (data copied in before the run) */
 nx_status nx_l_constant(nx_lower *L, const nx_inst *i, nx_lval **out);

@@ -325,6 +325,120 @@ static nx_inst *absorb(nx_lower *L, const nx_inst *F, int k, const nx_inst *D)
 	return m;
 }
 
+bool nx_l_body_live(const nx_comp *c, const nx_inst *i)
+{
+	const nx_comp *b = i->parent;
+	if (!b || b == c || !b->root)
+		return true;
+	int n = 0, cap = (b->ninsts + 1) * 4;
+	const nx_inst **st = nx_xrealloc(NULL, sizeof *st * (size_t)cap);
+	bool live = false;
+	st[n++] = b->root;
+	while (n && !live) { /* (bodies are small) */
+		const nx_inst *u = st[--n];
+		live = u == i;
+		for (int o = 0; o < u->noperands && n < cap; o++)
+			if (u->operands[o]->parent == b)
+				st[n++] = u->operands[o];
+	}
+	free(st);
+	return live;
+}
+
+const nx_inst *nx_l_gte(nx_lower *L, const nx_inst *f, int t)
+{
+	nx_inst *g = nx_arena_alloc(&L->a, sizeof *g);
+	g->op = NX_OP_GET_TUPLE_ELEMENT;
+	g->name = nx_arena_printf(&L->a, "%s.%d", f->name, t);
+	g->a.tuple_index = t;
+	g->shape = f->shape->tuple[t];
+	g->a.async_wrapped = NX_OP_COUNT;
+	g->operands = nx_arena_alloc(&L->a, sizeof *g->operands);
+	g->operands[0] = (nx_inst *)f;
+	g->noperands = 1;
+	g->parent = f->parent;
+	return g;
+}
+
+const nx_inst *nx_l_dot_multi_at(nx_lower *L, const nx_comp *c, const nx_inst *const *v, int nv, const nx_inst *m,
+                                 const nx_inst *(*res)(nx_lower *, const nx_inst *), int *at, const nx_inst **dot)
+{
+	for (int k = 0; k < m->noperands; k++) {
+		const nx_inst *d = res(L, m->operands[k]);
+		int a = -1, uses = 0, n = 0;
+		for (int j = 0; j < nv; j++)
+			a = v[j] == d ? j : a;
+		for (int j = 0; j < c->ninsts; j++)
+			for (int o = 0; o < c->insts[j]->noperands; o++)
+				uses += c->insts[j]->operands[o] == m->operands[k];
+		for (int j = a + 1; a >= 0 && j < nv; j++)
+			for (int o = 0; o < v[j]->noperands; o++)
+				n += res(L, v[j]->operands[o]) == d && nx_l_body_live(c, v[j]);
+		for (int o = 0; o < m->noperands; o++)
+			n += o != k && res(L, m->operands[o]) == d;
+		const nx_inst *mm = d->op == NX_OP_DOT && a >= 0 && uses > 1 && !n ? nx_l_dot_multi(L, m, k, d) : NULL;
+		if (mm) {
+			*at = a, *dot = d;
+			return mm;
+		}
+	}
+	return NULL;
+}
+
+/* Fusion F (one kernel, an elementwise loop) reading at operand k dot D,
+ * which other instructions read too: one synthetic fusion computing D and
+ * F's body, its root a tuple of F's outputs and then D's value, when the
+ * dot kernel can apply F as a multi-output epilogue (kernels/dot_epi.c:
+ * the dot's tiles stored, and F's values from them); NULL otherwise. */
+const nx_inst *nx_l_dot_multi(nx_lower *L, const nx_inst *F, int k, const nx_inst *D)
+{
+	if (D->op != NX_OP_DOT || !nx_shape_is_array(D->shape) || nx_shape_elems(D->shape) < ((int64_t)1 << 18) ||
+	    F->op != NX_OP_FUSION || F->ncalled != 1 || F->noperands != F->called[0]->nparams ||
+	    k >= F->called[0]->nparams || !F->called[0]->params[k])
+		return NULL;
+	const nx_comp *fb = F->called[0];
+	for (int j = 0; j < fb->ninsts; j++)
+		if (fb->insts[j]->ncalled || fb->insts[j]->op == NX_OP_DOT)
+			return NULL;
+	nx_inst *m = absorb(L, F, k, D);
+	nx_comp *mb = m->called[0];
+	nx_arena *a = &L->a;
+	const nx_inst *r = mb->root, *dc = NULL;
+	for (int j = 0; j < mb->ninsts; j++)
+		dc = mb->insts[j]->op == NX_OP_DOT ? mb->insts[j] : dc;
+	int n = r->op == NX_OP_TUPLE ? r->noperands : 1;
+	if (n + 1 > NX_LEPI_XO + 1 || !dc)
+		return NULL;
+	nx_inst *t = nx_arena_alloc(a, sizeof *t);
+	t->op = NX_OP_TUPLE;
+	t->name = nx_arena_printf(a, "%s.out", mb->name);
+	t->a.async_wrapped = NX_OP_COUNT;
+	t->operands = nx_arena_alloc(a, sizeof *t->operands * (size_t)(n + 1));
+	nx_shape **shp = nx_arena_alloc(a, sizeof *shp * (size_t)(n + 1));
+	for (int j = 0; j < n; j++)
+		t->operands[j] = r->op == NX_OP_TUPLE ? r->operands[j] : (nx_inst *)r;
+	t->operands[n] = (nx_inst *)dc;
+	for (int j = 0; j <= n; j++)
+		shp[j] = t->operands[j]->shape;
+	t->noperands = n + 1;
+	t->shape = nx_shape_tuple(a, n + 1, shp);
+	t->parent = mb;
+	if (r->op == NX_OP_TUPLE) { /* in place of F's tuple */
+		for (int j = 0; j < mb->ninsts; j++)
+			mb->insts[j] = mb->insts[j] == r ? t : mb->insts[j];
+	} else {
+		if (mb->ninsts == mb->cap) {
+			int nc = mb->cap ? 2 * mb->cap : 16;
+			mb->insts = nx_arena_grow(a, mb->insts, (size_t)mb->ninsts, (size_t)nc, sizeof *mb->insts);
+			mb->cap = nc;
+		}
+		mb->insts[mb->ninsts++] = t;
+	}
+	mb->root = t;
+	m->shape = t->shape;
+	return nx_l_dot_epi_ok(L, m, NULL, NULL) ? m : NULL;
+}
+
 /* A dot read only by one region (a single-output synthetic fusion) goes
  * into it when the dot kernel can apply the region as its epilogue
  * (kernels/dot_epi.c): one node instead of two, and the dot's result never

@@ -14,7 +14,9 @@
  *   - scalar constants broadcast: the immediate of a tensor_scalar;
  *   - reshape / bitcast / copy / convert to the same type: the same value;
  *   - elementwise ops of one DVE instruction (nx_l_elem_map) on <= 2
- *     operands, every value of the result's float type.
+ *     operands, every value of the result's float type;
+ *   - ACT functions: at the evacuation (mark_evac), or one between two
+ *     passes of POOL over a step's groups (mid ops, mark_mid).
  * The dot-loop's stationary schedule (dot_loop.c) runs the ops on DVE per
  * store group (the tiles ACT evacuated), in place in the output buffer;
  * POOL stores after DVE. The intermediate values take scratch slots of one
@@ -199,7 +201,8 @@ static bool classify(ebuild *x, const nx_inst *i)
 		op->src[0] = src[1 - c];
 		op->nops = 1;
 	}
-	/* an ACT function: only on the dot's value, at its evacuation (mark_evac) */
+	/* an ACT function: on the dot's value at its evacuation (mark_evac), or
+	 * between POOL's passes (mark_mid) */
 	if (!dve_ok(&op->m) && !(op->m.op == NX_I_ACTIVATE && op->nops == 1))
 		return false;
 	vput(x, i, V_OP + e->nop);
@@ -239,10 +242,123 @@ static bool mark_evac(nx_ldepi *e)
 				e->op[q].evac = true;
 		}
 	}
-	for (int q = 0; q < e->nop; q++)
-		if (e->op[q].m.op == NX_I_ACTIVATE && !e->op[q].evac)
-			return false;
 	return true;
+}
+
+/* The mid ops: the other ACT functions. POOL runs the ops before them over
+ * the step's store groups (first pass, level 0), ACT the mid ops per group,
+ * then POOL the ops after them (level 1) and the stores (dot_loop.c). A mid
+ * op reads one first-pass op value; the root is of level 1. The mid ops'
+ * results and the first-pass values that a mid op or a level-1 op reads
+ * take step slots (carry); false when the ops do not split so. */
+static bool act_ok(const nx_ldepi_op *op);
+
+/* an op value of the first pass that a step slot can carry */
+static bool first_op(const nx_ldepi *e, int v)
+{
+	int o0 = NX_LEPI_OP(e, 0);
+	return v >= o0 && !e->op[v - o0].lvl && !e->op[v - o0].mid && !e->op[v - o0].evac && !e->op[v - o0].fold;
+}
+
+/* More work for ACT between the passes (POOL bounds the step): a mid
+ * function's x * s operand (read by it alone) becomes its scale; then, in
+ * order, ops ACT runs (act_ok) of the first pass that read only
+ * first-pass op values and are read only by the second pass or ACT join
+ * the mid ops (their operands take step slots; the GELU's f/2). Moving
+ * the second pass's x + 1 after the tanh to ACT as well was slower (ACT's
+ * mid ops delay its next evacuations). */
+static void promote(nx_ldepi *e)
+{
+	int o0 = NX_LEPI_OP(e, 0);
+	for (int k = 0; k < e->nop; k++) {
+		nx_ldepi_op *op = &e->op[k];
+		if (!op->mid)
+			continue;
+		int v = op->src[0];
+		nx_ldepi_op *s = &e->op[v - o0];
+		if (s->m.op == NX_I_TENSOR_SCALAR && s->m.func == NX_ALU_MUL && s->nops == 1 && s->xo < 0 &&
+		    readers(e, v) == 1 && first_op(e, s->src[0])) {
+			op->m.imm *= s->m.imm;
+			op->src[0] = s->src[0];
+			s->fold = true;
+		}
+	}
+	for (int k = 0; k < e->nop; k++) {
+		nx_ldepi_op *op = &e->op[k];
+		if (op->mid || op->evac || op->fold || !act_ok(op))
+			continue;
+		bool firsts = true, late = true;
+		for (int j = 0; j < op->nops; j++)
+			firsts &= first_op(e, op->src[j]);
+		for (int q = k + 1; q < e->nop; q++)
+			for (int j = 0; j < e->op[q].nops; j++)
+				late &= e->op[q].src[j] != o0 + k || e->op[q].lvl || e->op[q].mid;
+		if (!op->lvl && firsts && late && k < e->nop - 1) {
+			op->mid = true;
+			e->nmid++;
+		}
+	}
+}
+
+static bool mark_mid(nx_ldepi *e)
+{
+	int o0 = NX_LEPI_OP(e, 0);
+	e->nmid = e->ncarry = 0;
+	for (int k = 0; k < e->nop; k++) {
+		nx_ldepi_op *op = &e->op[k];
+		op->mid = op->m.op == NX_I_ACTIVATE && !op->evac;
+		op->lvl = op->mid;
+		op->cslot = -1;
+		for (int j = 0; j < op->nops; j++) {
+			int v = op->src[j], l = v >= o0 ? e->op[v - o0].lvl : 0;
+			if (op->mid && (l || v < o0 || e->op[v - o0].evac))
+				return false;
+			op->lvl = l > op->lvl ? l : op->lvl;
+		}
+		e->nmid += op->mid;
+	}
+	if (!e->nmid)
+		return true;
+	if (!e->op[e->nop - 1].lvl)
+		return false;
+	promote(e);
+	for (int k = 0; k < e->nop; k++) {
+		nx_ldepi_op *op = &e->op[k];
+		bool c = op->mid && k < e->nop - 1; /* (a mid root: ACT writes the tile in place) */
+		if (op->fold)
+			continue;
+		for (int q = k + 1; q < e->nop && !c && !op->lvl && !op->evac; q++)
+			for (int j = 0; j < e->op[q].nops; j++)
+				c |= e->op[q].src[j] == o0 + k && (e->op[q].mid || e->op[q].lvl);
+		if (c && op->xo < 0)
+			op->cslot = e->ncarry++;
+	}
+	return true;
+}
+
+/* The outputs of a tuple root: the dot's value (once) and op values, the
+ * last op among them (else it would update the dot's tile in place before
+ * its store); no ACT evacuation function (the dot's value is stored). */
+static bool mark_outs(ebuild *x, const nx_inst *root)
+{
+	nx_ldepi *e = x->e;
+	e->dout = -1;
+	if (root->op != NX_OP_TUPLE || root->noperands < 2 || root->noperands > NX_LEPI_XO + 1)
+		return false;
+	for (int j = 0; j < root->noperands; j++) {
+		const nx_inst *o = root->operands[j];
+		int v = o == x->dot ? 0 : vget(x, o);
+		if (v == 0 && e->dout < 0) {
+			e->dout = j;
+			continue;
+		}
+		if (v < V_OP || v >= V_OP + e->nop || e->op[v - V_OP].xo >= 0)
+			return false;
+		e->op[v - V_OP].xo = e->nxo;
+		e->xo_op[e->nxo] = v - V_OP;
+		e->xo_tup[e->nxo++] = j;
+	}
+	return e->dout >= 0 && e->nop > 0 && e->op[e->nop - 1].xo >= 0;
 }
 
 /* may op k run on ACT: x op immediate (arithmetic), x * x (square), a copy */
@@ -311,8 +427,9 @@ static int64_t dot_n(const nx_inst *d)
 bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, nx_ldepi *eo)
 {
 	(void)L;
-	if (f->op != NX_OP_FUSION || f->ncalled != 1 || !f->called[0]->root || !nx_shape_is_array(f->shape))
+	if (f->op != NX_OP_FUSION || f->ncalled != 1 || !f->called[0]->root)
 		return false;
+	bool multi = !nx_shape_is_array(f->shape); /* a tuple root (mark_outs) */
 	const nx_comp *b = f->called[0];
 	ebuild x;
 	nx_ldepi e;
@@ -329,7 +446,7 @@ bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, 
 	if (!d || d == b->root || d->noperands != 2 || !nx_shape_is_array(d->shape) || nx_lower_dtype(d->shape->type) < 0)
 		return false;
 	e.dt = (nx_dtype)nx_lower_dtype(d->shape->type);
-	if ((e.dt != NX_DT_F32 && e.dt != NX_DT_BF16) || nx_lower_dtype(f->shape->type) != (int)e.dt)
+	if ((e.dt != NX_DT_F32 && e.dt != NX_DT_BF16) || (!multi && nx_lower_dtype(f->shape->type) != (int)e.dt))
 		return false;
 	x.n = nx_shape_elems(d->shape), x.N = dot_n(d);
 	if (x.n <= 0 || x.N <= 0)
@@ -344,10 +461,13 @@ bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, 
 			vput(&x, d->operands[j], V_DOTOP);
 	}
 	for (int k = 0; k < b->ninsts && ok; k++)
-		ok = classify(&x, b->insts[k]);
-	int rv = ok ? vget(&x, b->root) : V_NONE;
-	/* the root is the last op; the dot's operands feed only the dot */
-	ok = ok && e.nop > 0 && rv == V_OP + e.nop - 1;
+		ok = (multi && b->insts[k] == b->root) || classify(&x, b->insts[k]);
+	for (int k = 0; k < NX_LEPI_OPS; k++)
+		e.op[k].xo = -1;
+	int rv = ok && !multi ? vget(&x, b->root) : V_NONE;
+	/* the root is the last op (or a tuple of outputs); the dot's operands
+	 * feed only the dot */
+	ok = ok && e.nop > 0 && (multi ? mark_outs(&x, b->root) : rv == V_OP + e.nop - 1);
 	for (int k = 0; k < e.nop && ok; k++)
 		for (int j = 0; j < e.op[k].nops; j++) {
 			int v = e.op[k].src[j];
@@ -357,9 +477,12 @@ bool nx_l_dot_epi_ok(const nx_lower *L, const nx_inst *f, const nx_inst **dotp, 
 		}
 	nx_ptrmap_free(&x.val);
 	nx_ptrmap_free(&x.imm);
-	if (!ok || !mark_evac(&e))
+	if (!ok || !mark_evac(&e) || !mark_mid(&e) || (multi && e.evac_func >= 0))
 		return false;
-	mark_act(&e);
+	for (int j = 0; j < e.nxo; j++)
+		e.op[e.xo_op[j]].cslot = e.ncarry + j;
+	if (!e.nmid && !multi)
+		mark_act(&e);
 	if (dotp)
 		*dotp = d;
 	if (eo) {
@@ -398,7 +521,8 @@ int64_t nx_l_epi_pre_bytes(const nx_ldepi *e, int64_t G, int64_t nt)
 int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N)
 {
 	int esz = nx_dtype_bytes[e->dt];
-	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz);
+	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz) +
+	       (e->ncarry + 2 * e->nxo) * al64(G * nt * esz);
 }
 
 /* time of the ops on eng (ACT: the act ops; POOL: the others) */
@@ -406,7 +530,8 @@ static double ops_ns(const nx_lower *L, const nx_ldepi *e, nx_engine eng, int64_
 {
 	double ns = 0;
 	for (int k = 0; k < e->nop; k++) {
-		if ((eng == NX_ENG_POOL && e->op[k].act) || (eng == NX_ENG_ACT && !e->op[k].act) || e->op[k].evac)
+		bool a = e->op[k].act || e->op[k].mid;
+		if ((eng == NX_ENG_POOL && a) || (eng == NX_ENG_ACT && !a) || e->op[k].evac || e->op[k].fold)
 			continue;
 		nx_insn in;
 		memset(&in, 0, sizeof in);
@@ -435,8 +560,9 @@ double nx_l_epi_act_ns(const nx_lower *L, const nx_ldepi *e, int64_t w)
 	return ops_ns(L, e, NX_ENG_ACT, w);
 }
 
-void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
-                   int64_t w, bool pre)
+/* the ops of pass `pass` (-1: all) on one group */
+static void emit_ops(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                     int64_t w, bool pre, int pass, const nx_ap *carry)
 {
 	int nin = 1 + e->nrow + e->nstr;
 	int64_t slot = al64(w * nx_dtype_bytes[e->dt]);
@@ -453,8 +579,17 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 			v[nin + k] = v[0]; /* ACT's evacuation */
 			continue;
 		}
+		if (op->fold)
+			continue; /* the scale of the mid op that alone reads it */
+		if (pass >= 0 && (op->mid || op->lvl != pass)) {
+			if (op->cslot >= 0) /* another pass's (or ACT's) value in its step slot */
+				v[nin + k] = carry[op->cslot];
+			continue;
+		}
 		nx_ap o = dst;
-		if (k < e->nop - 1) {
+		if (carry && op->cslot >= 0) {
+			o = carry[op->cslot];
+		} else if (k < e->nop - 1) {
 			/* a scratch slot of the group's shape, the same every iteration */
 			o.offset = scratch + k * slot;
 			memset(o.loop_stride, 0, sizeof o.loop_stride);
@@ -467,6 +602,41 @@ void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *v
 		for (int j = 0; j < op->nops; j++)
 			in->ap[1 + j] = v[op->src[j]];
 		v[nin + k] = o;
+	}
+}
+
+void nx_l_epi_emit(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                   int64_t w, bool pre)
+{
+	emit_ops(L, e, eng, val, dst, scratch, w, pre, -1, NULL);
+}
+
+void nx_l_epi_emit_pass(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap *val, nx_ap dst, int64_t scratch,
+                        int64_t w, int pass, const nx_ap *carry)
+{
+	emit_ops(L, e, eng, val, dst, scratch, w, false, pass, carry);
+}
+
+void nx_l_epi_emit_mid(nx_lower *L, const nx_ldepi *e, const nx_ap *carry, nx_ap dst)
+{
+	int o0 = NX_LEPI_OP(e, 0);
+	for (int k = 0; k < e->nop; k++) {
+		const nx_ldepi_op *op = &e->op[k];
+		if (!op->mid)
+			continue;
+		nx_insn *in;
+		if (op->m.op == NX_I_TENSOR_TENSOR) { /* x * x */
+			in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+			in->func = NX_ACT_SQUARE;
+			in->fimm[0] = 1.0f;
+		} else {
+			in = nx_l_emit(L, NX_ENG_ACT, op->m.op);
+			in->func = (uint8_t)op->m.func;
+			in->flags = (uint16_t)op->m.flags;
+			in->fimm[0] = op->m.imm;
+		}
+		in->ap[0] = op->cslot >= 0 ? carry[op->cslot] : dst;
+		in->ap[1] = carry[e->op[op->src[0] - o0].cslot];
 	}
 }
 
@@ -505,8 +675,60 @@ static void describe(nx_ldepi *e)
 	if (e->evac_func >= 0)
 		n = snprintf(e->desc, sizeof e->desc, ", evacuated as %s(x * %g) on act", nx_act_names[e->evac_func],
 		             (double)e->evac_scale);
-	snprintf(e->desc + n, sizeof e->desc - (size_t)n, ", %d bias row%s resident, %d streamed input%s", e->nrow,
-	         e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
+	n += snprintf(e->desc + n, sizeof e->desc - (size_t)n, ", %d bias row%s resident, %d streamed input%s", e->nrow,
+	              e->nrow == 1 ? "" : "s", e->nstr, e->nstr == 1 ? "" : "s");
+	if (e->nxo)
+		snprintf(e->desc + n, sizeof e->desc - (size_t)n, "; stores the dot's value and %d more", e->nxo);
+}
+
+/* A multi-output epilogue the dot did not apply: region r (the dot's value
+ * a parameter) without the dot's output, as the multi-output fused loop
+ * after the dot (which wrote dv) */
+static nx_status multi_after(nx_lower *L, const nx_inst *f, const nx_inst *r, const nx_ldepi *e,
+                             nx_lval *const *ops, nx_lval *dv, nx_lval *out)
+{
+	nx_arena *a = &L->a;
+	const nx_comp *rb = r->called[0];
+	const nx_inst *rt = rb->root;
+	nx_inst *t = nx_arena_alloc(a, sizeof *t);
+	*t = *rt;
+	t->noperands = e->nxo;
+	t->operands = nx_arena_alloc(a, sizeof *t->operands * (size_t)e->nxo);
+	nx_shape **shp = nx_arena_alloc(a, sizeof *shp * (size_t)e->nxo);
+	nx_lval *v = nx_arena_alloc(a, sizeof *v);
+	memset(v, 0, sizeof *v);
+	v->ntuple = e->nxo;
+	v->tuple = nx_arena_alloc(a, sizeof(nx_lval *) * (size_t)(e->nxo + 1));
+	for (int j = 0, n = 0; j < rt->noperands; j++)
+		if (j != e->dout) {
+			t->operands[n] = rt->operands[j];
+			shp[n] = rt->operands[j]->shape;
+			v->tuple[n++] = out->tuple[j];
+		}
+	t->shape = nx_shape_tuple(a, e->nxo, shp);
+	v->shape = t->shape;
+	nx_comp *c = nx_arena_alloc(a, sizeof *c);
+	*c = *rb;
+	c->insts = nx_arena_alloc(a, sizeof *c->insts * (size_t)(rb->ninsts + 1));
+	for (int k = 0; k < rb->ninsts; k++)
+		c->insts[k] = rb->insts[k] == rt ? t : rb->insts[k];
+	c->root = t;
+	nx_inst *r2 = nx_arena_alloc(a, sizeof *r2);
+	*r2 = *r;
+	r2->shape = t->shape;
+	r2->called = nx_arena_alloc(a, sizeof *r2->called);
+	r2->called[0] = c;
+	if (!nx_l_fused_loop_ok(L, r2))
+		return nx_l_err(L, "dot epilogue: no kernel takes the outputs after the dot");
+	nx_lval **rops = nx_arena_alloc(a, sizeof *rops * (size_t)(r2->noperands + 1));
+	for (int q = 0; q < r2->noperands; q++) {
+		rops[q] = dv;
+		for (int k = 0; k < f->noperands; k++)
+			if (f->operands[k] == r2->operands[q])
+				rops[q] = ops[k];
+	}
+	nx_l_plan(L, "epilogue", "none (not in the dot kernel's plan); the outputs follow");
+	return nx_l_fused_loop(L, r2, rops, v);
 }
 
 nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *out)
@@ -526,8 +748,10 @@ nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops
 		dops[j] = ops[param_no(b, d->operands[j])];
 	/* the dot writes the output buffer (its shape): the result, or its raw
 	 * value that the region then updates in place */
-	nx_lval dv = *out;
+	nx_lval dv = e.nxo ? *out->tuple[e.dout] : *out;
 	dv.shape = d->shape;
+	for (int j = 0; j < e.nxo; j++)
+		e.xout[j] = out->tuple[e.xo_tup[j]];
 	L->epi = &e;
 	bool done = false;
 	nx_status rc = nx_l_data(L, d, dops, &dv, &done);
@@ -539,6 +763,8 @@ nx_status nx_l_dot_epi_fusion(nx_lower *L, const nx_inst *f, nx_lval *const *ops
 	if (rc || e.used)
 		return rc;
 	const nx_inst *r = nx_l_dot_epi_region(L, f);
+	if (r && e.nxo)
+		return multi_after(L, f, r, &e, ops, &dv, out);
 	if (!r || !nx_l_fusion_whole(L, r))
 		return nx_l_err(L, "dot epilogue: no kernel takes the region after the dot");
 	nx_lval **rops = nx_arena_alloc(&L->a, sizeof *rops * (size_t)(r->noperands + 1));

@@ -232,6 +232,18 @@ static nx_engine sd_epi_eng(const sd *x)
 	return x->epool ? NX_ENG_POOL : NX_ENG_DVE;
 }
 
+/* the epilogue has mid ops (two passes on POOL, ACT between them) */
+static bool sd_mid(const sd *x)
+{
+	return x->epi && x->epi->nmid;
+}
+
+/* the epilogue engine's signals per step: one per group and pass */
+static int64_t sd_epi_sigs(const sd *x)
+{
+	return x->G / x->gb * (sd_mid(x) ? 2 : 1);
+}
+
 static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int64_t mrow, int64_t ncol)
 {
 	const nx_ldepi *e = x->epi;
@@ -239,7 +251,7 @@ static void sd_epi_loads(sd *x, int par, const int64_t *lso, int64_t hoff0, int6
 		return;
 	nx_lower *L = x->L;
 	/* E[par] is free once DVE (POOL) finished the step before the last */
-	int64_t nst = x->G / x->gb;
+	int64_t nst = sd_epi_sigs(x);
 	nx_l_wait_rel(L, NX_ENG_SP, NX_LSEM_ENG + sd_epi_eng(x), x->base_dve - nst, S_SP_DVE);
 	nx_l_addreg(L, NX_ENG_SP, S_SP_DVE, nst);
 	int64_t tstep = x->side ? x->nt : x->mt * x->N, lss[3] = {0, 0, 0};
@@ -300,8 +312,62 @@ static void sd_epi_act(sd *x, int par, int64_t mrow, int64_t ncol, int da, int t
 	nx_l_epi_emit_act(x->L, e, val, pre);
 }
 
-/* the ops on one store group (loop level dg of eng over the groups) */
-static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int64_t mrow, int64_t ncol)
+/* the stores per group and store queue: one per output (a multi-output
+ * epilogue's outputs over all the queues), or one (each output on its own
+ * share of the queues: qsplit) */
+static int64_t sd_nso(const sd *x)
+{
+	return x->epi && !x->qsplit ? 1 + x->epi->nxo : 1;
+}
+
+/* step slot c's offset (an output's: of parity par) */
+static int64_t sd_slot(const sd *x, int c, int par)
+{
+	const nx_ldepi *e = x->epi;
+	int es = nx_dtype_bytes[e->dt];
+	int64_t sl = al64(x->G * x->nt * es), off = x->e_scr + (e->nop - 1) * al64(x->gb * x->nt * es);
+	return c < e->ncarry ? off + c * sl : off + (e->ncarry + 2 * (c - e->ncarry) + par) * sl;
+}
+
+/* step slot c's access pattern for the group (loop level dg over them) */
+static nx_ap sd_carry(const sd *x, int c, int par, int dg, int64_t mrow, int64_t ncol)
+{
+	int es = nx_dtype_bytes[x->epi->dt];
+	int32_t ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
+	int64_t off = sd_slot(x, c, par);
+	nx_ap a = nx_ap_sbuf(x->epi->dt, 0, (int)mrow, off, 2, ss, cn);
+	a.loop_stride[dg] = x->gb * x->nt * es;
+	return a;
+}
+
+/* ACT (mid ops): over the step's groups once POOL's first pass did each */
+static void sd_mid_act(sd *x, int par, int64_t mrow, int64_t ncol)
+{
+	nx_lower *L = x->L;
+	int64_t nst = x->G / x->gb;
+	nx_ap carry[NX_LEPI_OPS];
+	nx_l_loop(L, NX_ENG_ACT, nst);
+	int dg = L->s[NX_ENG_ACT].depth - 1;
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_EP, 1);
+	nx_l_wait_rel(L, NX_ENG_ACT, NX_LSEM_ENG + NX_ENG_POOL, x->base_dve, S_ACT_EP);
+	for (int c = 0; c < x->epi->ncarry + x->epi->nxo; c++)
+		carry[c] = sd_carry(x, c, par, dg, mrow, ncol);
+	int es = nx_dtype_bytes[x->epi->dt];
+	int32_t ss[2] = {(int32_t)x->nt, 1};
+	uint32_t cn[2] = {(uint32_t)x->gb, (uint32_t)ncol};
+	nx_ap o = nx_ap_sbuf(x->epi->dt, 0, (int)mrow, x->o_off[par], 2, ss, cn);
+	o.loop_stride[dg] = x->gb * x->nt * es;
+	nx_l_epi_emit_mid(L, x->epi, carry, o);
+	nx_lsync y = nx_l_signal(L, NX_ENG_ACT);
+	nx_l_max(&x->act, &y);
+	nx_l_endloop(L, NX_ENG_ACT);
+	nx_l_addreg(L, NX_ENG_ACT, S_ACT_EP, nst); /* POOL's second pass */
+}
+
+/* the ops on one store group (loop level dg of eng over the groups); pass
+ * 0 or 1 with mid ops, else -1 */
+static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int64_t mrow, int64_t ncol, int pass)
 {
 	const nx_ldepi *e = x->epi;
 	nx_lower *L = x->L;
@@ -337,7 +403,14 @@ static void sd_epi_group(sd *x, nx_engine eng, int dg, int par, int64_t stl, int
 			a.offset = b >= 0 ? x->e_pre[b][par] : x->e_str[-b - 1][par];
 			val[NX_LEPI_OP(e, k)] = a;
 		}
-	nx_l_epi_emit(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt, x->epool);
+	if (pass >= 0 || e->nxo) {
+		nx_ap carry[NX_LEPI_OPS];
+		for (int c = 0; c < e->ncarry + e->nxo; c++)
+			carry[c] = sd_carry(x, c, par, dg, mrow, ncol);
+		nx_l_epi_emit_pass(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt, pass, carry);
+	} else {
+		nx_l_epi_emit(L, e, eng, val, val[0], x->e_scr, x->gb * x->nt, x->epool);
+	}
 	nx_lsync y = nx_l_signal(L, eng);
 	nx_l_max(&x->dve, &y);
 }
@@ -354,7 +427,7 @@ static void sd_epi_ops(sd *x, int par, int64_t stl, int64_t mrow, int64_t ncol)
 	int dg = L->s[NX_ENG_DVE].depth - 1;
 	nx_l_addreg(L, NX_ENG_DVE, S_DVE_ACT, x->gb);
 	nx_l_wait_rel(L, NX_ENG_DVE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_DVE_ACT);
-	sd_epi_group(x, NX_ENG_DVE, dg, par, stl, mrow, ncol);
+	sd_epi_group(x, NX_ENG_DVE, dg, par, stl, mrow, ncol, -1);
 	nx_l_endloop(L, NX_ENG_DVE);
 }
 
@@ -541,11 +614,11 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 	if (x->lp)
 		sd_rows_wait(x, (both ? 2 : 1) + x->lp + x->ld);
 	/* ---- ACT: O[par] is free once the stores of the step before the last are done */
-	int64_t nst = x->G / x->gb; /* stores per queue per step (and the second output's) */
+	int64_t nst = x->G / x->gb; /* store groups per step (sd_nso stores per queue each; and the second output's) */
 	if (act) {
-		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst + x->dq);
+		nx_l_addreg(L, NX_ENG_ACT, S_ACT_ST, nst * sd_nso(x) + x->dq);
 		for (int q = 0; q < x->nqs; q++)
-			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * (nst + x->dq), S_ACT_ST);
+			nx_l_wait_rel(L, NX_ENG_ACT, x->qs[q], x->base_s[q] - 2 * (nst * sd_nso(x) + x->dq), S_ACT_ST);
 		if (sd_epi_act_any(x))
 			sd_epi_wait_loads(x, NX_ENG_ACT);
 	}
@@ -648,6 +721,10 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_dot_cs_dve(x, par, ssz);
 	if (x->sec) /* the outputs from the step's result (dot_sec.c) */
 		nx_l_sd_sec_step(x, par);
+	if (sd_mid(x) && act)
+		sd_mid_act(x, par, mrow, ncol);
+	if (sd_mid(x) && pe) /* ACT's mid-op signals (the next step's first pair waits for them too) */
+		nx_l_addreg(L, NX_ENG_PE, S_PE_T, nst);
 	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -667,12 +744,20 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->KT * x->nbs);
 	if (x->epool) /* an epilogue keeps nbs == 1 (dot_plan.c) */
 		sd_epi_wait_loads(x, NX_ENG_POOL);
+	if (sd_mid(x)) { /* the first pass over the groups, once ACT evacuated each */
+		nx_l_loop(L, NX_ENG_POOL, nst);
+		nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb);
+		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
+		sd_epi_group(x, NX_ENG_POOL, L->s[NX_ENG_POOL].depth - 1, par, stl, mrow, ncol, 0);
+		nx_l_endloop(L, NX_ENG_POOL);
+	}
 	nx_l_loop(L, NX_ENG_POOL, nst); /* a loop even of one group (nbs > 1: of each batch) */
 	x->lv_g = L->s[NX_ENG_POOL].depth - 1;
-	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, x->gb * x->nbs);
+	/* (mid ops: then ACT's mid ops on the group) */
+	nx_l_addreg(L, NX_ENG_POOL, S_POOL_ACT, sd_mid(x) ? 1 : x->gb * x->nbs);
 	nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_ACT, x->base_act, S_POOL_ACT);
 	if (x->epool) {
-		sd_epi_group(x, NX_ENG_POOL, x->lv_g, par, stl, mrow, ncol);
+		sd_epi_group(x, NX_ENG_POOL, x->lv_g, par, stl, mrow, ncol, sd_mid(x) ? 1 : -1);
 	} else if (x->epi) {
 		nx_l_addreg(L, NX_ENG_POOL, S_POOL_DVE, 1);
 		nx_l_wait_rel(L, NX_ENG_POOL, NX_LSEM_ENG + NX_ENG_DVE, x->base_dve, S_POOL_DVE);
@@ -685,8 +770,13 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		int64_t lss[3] = {0, 0, x->gb * x->nt * eo};
 		if (x->lp)
 			sd_rows_post(x, par, mrow);
-		split_dma(x, NX_ENG_POOL, x->qs, x->nqs, false, x->out->dt, x->O.buf->off + ohoff * eo, x->O.sr, mrow, nd, hs,
+		int nq = x->qsplit ? x->nqs / (1 + x->epi->nxo) : x->nqs;
+		split_dma(x, NX_ENG_POOL, x->qs, nq, false, x->out->dt, x->O.buf->off + ohoff * eo, x->O.sr, mrow, nd, hs,
 		          ss, cn, x->o_off[par], oslo, lss, (int)eo, &x->stores);
+		for (int j = 0; x->epi && j < x->epi->nxo; j++) /* the other outputs, the same layout */
+			split_dma(x, NX_ENG_POOL, x->qs + (x->qsplit ? (j + 1) * nq : 0), nq, false, x->out->dt,
+			          x->epi->xout[j]->buf->off + ohoff * eo, x->O.sr, mrow, nd, hs, ss, cn,
+			          sd_slot(x, x->epi->ncarry + j, par), oslo, lss, (int)eo, &x->stores);
 	}
 	nx_l_endloop(L, NX_ENG_POOL);
 	x->lv_g = -1;
@@ -752,7 +842,7 @@ static void sd_block(sd *x)
 	 * its queues), once S[0] is free: with an odd step count the parity
 	 * restarts, so after the previous block (below) */
 	bool restart = x->NS % 2 && x->NB * x->Bt > 1, early = x->s0f && !restart;
-	int64_t upe = early ? x->G + (x->cs != NULL) : 0, udve = early ? x->G / x->gb : 0;
+	int64_t upe = early ? x->G + (x->cs != NULL) : 0, udve = early ? sd_epi_sigs(x) : 0;
 	x->em = 1u << NX_ENG_SP;
 	if (early)
 		sd_step(x, 0, 0, sz0);
@@ -799,7 +889,7 @@ static void sd_block(sd *x)
 	/* PE: the next block's pieces follow this block's on the piece queues
 	 * (and its stores on the store queues) */
 	nx_l_addreg(L, NX_ENG_PE, S_PE_PL, x->rp);
-	nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb));
+	nx_l_addreg(L, NX_ENG_PE, S_PE_PS, x->rp + nsteps * (x->G / x->gb) * sd_nso(x));
 }
 
 
@@ -867,6 +957,8 @@ static void sd_epi_entry(sd *x, int h)
 	nx_l_setreg(L, ee, S_DVE_LD, 0);
 	if (x->epool)
 		nx_l_setreg(L, NX_ENG_ACT, S_DVE_LD, 0); /* the act ops' wait for the loads */
+	if (sd_mid(x))
+		nx_l_setreg(L, NX_ENG_ACT, S_ACT_EP, 0);
 	/* relative waits on DVE or POOL (SP, POOL) and on ACT (DVE) see only
 	 * this kernel's signals */
 	nx_lsync e0;
@@ -993,14 +1085,19 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->epi) {
 		int na = 0, nv = 0;
 		for (int k = 0; k < x->epi->nop; k++)
-			na += x->epool && x->epi->op[k].act, nv += x->epi->op[k].evac;
-		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s", x->epi->nop - na - nv,
-		          x->epi->nop - na - nv == 1 ? "" : "s", x->epool ? "pool" : "dve",
-		          na ? nx_arena_printf(&L->a, " (%d more on act, per tile pair before its evacuation)", na) : "",
+			na += x->epool && x->epi->op[k].act, nv += x->epi->op[k].evac || x->epi->op[k].fold;
+		int nm = x->epi->nmid;
+		nx_l_plan(L, "epilogue", "%d op%s on %s per store group%s%s%s%s", x->epi->nop - na - nv - nm,
+		          x->epi->nop - na - nv - nm == 1 ? "" : "s", x->epool ? "pool" : "dve",
+		          na   ? nx_arena_printf(&L->a, " (%d more on act, per tile pair before its evacuation)", na)
+		          : nm ? nx_arena_printf(&L->a, " in two passes (%d more on act between them, %d step slot%s)", nm,
+		                                 x->epi->ncarry, x->epi->ncarry == 1 ? "" : "s")
+		               : "",
 		          x->epi->desc,
 		          x->nqe ? nx_arena_printf(&L->a, " on sp q%d (+%d queues%s)", x->qe[0], x->nqe - 1,
 		                                   x->nqp ? ", then resident pieces" : "")
-		                 : "");
+		                 : "",
+		          x->qsplit ? nx_arena_printf(&L->a, ", each on %d store queues", x->nqs / (1 + x->epi->nxo)) : "");
 	}
 	if (x->rows)
 		nx_l_dot_rows_plan(L, x->rows, x->mt, x->nt);
@@ -1020,6 +1117,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &x->B->buf->written);
 	nx_l_wait(L, NX_ENG_PE, &L->psum_free[ph]);
 	nx_l_wait(L, NX_ENG_POOL, &x->O.buf->war);
+	for (int j = 0; x->epi && j < x->epi->nxo; j++)
+		nx_l_wait(L, NX_ENG_POOL, &x->epi->xout[j]->buf->war);
 	if (x->cs)
 		nx_l_dot_cs_entry(x, h);
 	if (x->epi)
@@ -1123,6 +1222,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	if (x->epi) {
 		nx_l_max(&done, &x->eloads);
 		nx_l_max(&x->out->buf->written, &x->dve);
+		for (int j = 0; j < x->epi->nxo; j++) {
+			nx_l_max(&x->epi->xout[j]->buf->written, &x->stores);
+			nx_l_max(&x->epi->xout[j]->buf->war, &x->stores);
+		}
 		for (int k = 0; k < x->epi->nrow; k++)
 			nx_l_max(&x->epi->row[k]->buf->war, &x->eloads);
 		for (int k = 0; k < x->epi->nstr; k++)
@@ -1214,7 +1317,9 @@ nx_status nx_l_dot_loop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lv
 	if (epi && sd_fits(t, A, B, M, N) && nx_l_sd_plan(L, &sc)) {
 		/* unless the region's own kernel (its streamed bytes at the
 		 * DMA peak) costs less than the epilogue costs the dot */
-		double reg = (double)(2 + epi->nstr) * (double)(Bt * M * N * sc.eo) / nx_target_dma_peak_gbps(t) + 3000;
+		double reg = (double)(1 + (epi->nxo ? epi->nxo : 1) + epi->nstr) * (double)(Bt * M * N * sc.eo) /
+		                 nx_target_dma_peak_gbps(t) +
+		             3000;
 		if (!plain || sc.est <= pl.est + reg) {
 			epi->used = true;
 			return sd_emit_cs(L, &sc);

@@ -29,6 +29,8 @@ enum { S_PE_DV = 5, S_PE_PO = 6, S_DVE_ST = 2, S_POOL_DV = 12 };
 /* the column sum (dot_cs.c; never with an epilogue nor batch steps, so
  * never with a second output): PE counts DVE's sums, DVE PE's signals */
 enum { S_PE_CS = 8, S_DVE_CS = 11 };
+/* mid ops (dot_epi.c mark_mid): ACT counts POOL's groups of the first pass */
+enum { S_ACT_EP = 14 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {
@@ -80,6 +82,7 @@ typedef struct nx_sd {
 	 * its streamed inputs on nqe queues of their own */
 	const nx_ldepi *epi;
 	bool epool; /* the epilogue runs on POOL before each store (it is faster there) */
+	bool qsplit; /* a multi-output epilogue: each output stored on its share of the store queues */
 	int nqe, qe[8];
 	int64_t base_e[8], base_dve, e_row[NX_LEPI_IN], e_str[NX_LEPI_IN][2], e_scr;
 	int64_t e_pre[NX_LEPI_OPS][2]; /* the act ops' pre buffers (epool) */

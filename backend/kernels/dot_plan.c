@@ -152,7 +152,10 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				 * is and transpose it on PE (the 128-row tiles of a step side
 				 * by side in one PSUM bank) */
 				int64_t rbw = G * rw, nw = rbw / 128;
-				bool tpe_ok = !x->rows && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
+				bool mid = x->epi && x->epi->nmid;
+				if (mid && G % 2)
+					continue; /* (PE's first pair of a step waits for the step before: two banks) */
+				bool tpe_ok = !x->rows && !mid && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
 				              bytes + 2 * nbs * al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
@@ -167,6 +170,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 					int wide = qw % NQS_OPT, nqs = nqs_opt[wide];
 					int nqe = x->epi && x->epi->nstr ? nqe_opt[qw / NQS_OPT] : 0;
 					c.nqe = nqe;
+					int nso = x->epi ? 1 + x->epi->nxo : 1;
 					if (nqs > mt)
 						nqs = (int)mt;
 					int nql = kt < SQ - nqe - nqs ? (int)kt : SQ - nqe - nqs;
@@ -201,7 +205,15 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 						double ld = dma_est_q(t, (double)(x->K * sw * c.es * nbs), kt, sstr, nls, !bstep);
 						/* stores: one per tile group of gb tiles */
 						double st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs, !bstep),
-						       st = (double)(G / gb) * st1;
+						       st = (double)(G / gb) * st1 * nso;
+						/* a multi-output epilogue: each output on its share
+						 * of the queues when they divide (fewer, larger
+						 * transfers), all in parallel */
+						c.qsplit = nso > 1 && nqs % nso == 0;
+						if (c.qsplit) {
+							st1 = dma_est_q(t, (double)(mt * gb * nt * x->eo * nbs), mt, false, nqs / nso, !bstep);
+							st = (double)(G / gb) * st1;
+						}
 						for (const nx_ldsec *s = x->sec; s; s = s->next) { /* a store per step, matmuls per batch */
 							int64_t kv = nx_l_div_le(x->N, t->pe_cols), k2 = s->i->shape->dims[s->i->shape->rank - 1];
 							st += dma_est_q(t, (double)(x->N * k2 * 4 * nbs), kv, false, nqs, false);
@@ -239,8 +251,8 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 							double pool = (double)(G / gb) * nx_l_epi_ns(L, x->epi, NX_ENG_POOL, gb * nt);
 							/* (POOL: ACT runs the act ops, in the SBUF left) */
 							double act = ev + nx_l_epi_act_ns(L, x->epi, G * nt);
-							c.epool = dve > step && pool < dve &&
-							          bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget;
+							c.epool = mid || (dve > step && pool < dve &&
+							                  bytes + nx_l_epi_pre_bytes(x->epi, G, nt) + 128 <= budget);
 							if (c.epool)
 								dve = pool > act ? pool : act;
 							step = dve > step ? dve : step;

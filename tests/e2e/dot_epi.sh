@@ -12,9 +12,21 @@
 # epilogue and the kernel count, `nxcc run --check-races` (HBM too) must
 # find no race; bat is a batched dot (batches as steps) with scale, bias
 # row and a streamed input; qkv also with --auto-cast all --auto-cast-type bf16. gfwd,
-# the GELU after a dot, keeps the split: its tanh follows the bias add, and
-# ACT runs no epilogue op but at the evacuation. dt (tanh of the dot) and
-# de (exp(0.125 x), a bias row, a streamed factor; 1000 rows) have ACT
+# the GELU after a dot with a bias row, is one kernel: its tanh follows the
+# bias add and the cubic (a mid op), so POOL runs the ops in two passes over
+# the step's groups and ACT the tanh between them (at main c15b312: two
+# kernels, 289 us; now 213 us, POOL-bound: 7 ops; ACT runs the tanh
+# with the multiply before it as its scale, and f/2). dt (tanh of the dot) and
+# gmo is the GELU forward as the recomputation pass leaves it in the BERT
+# layer: the dot its own fusion, read by the output and by a loop fusion
+# with two outputs (tanh(u), gelu): the dot takes the loop fusion as a
+# multi-output epilogue (lower.c dot_multi), storing its own tiles and the
+# two values (at main c15b312: two kernels, 331 us; now 264 us); in gmo2
+# (K = 16384) the stationary schedule does not take the dot (the K-block
+# loop does): the two outputs follow the dot as one fused loop; gmoq
+# ([1024, 1024] x [1024, 2048]) stores each output on 4 of the 12 store
+# queues (399 us at main c15b312, 272 us now). de (exp(0.125 x), a bias
+# row, a streamed factor; 1000 rows) have ACT
 # evacuate the dot's tile through the function (at main: two kernels,
 # 212 and 114 us; now 92 and 68 us). gbw is BERT's GELU backward after
 # l2.dx as the recomputation pass leaves it (f.d and tanh streamed, the
@@ -133,6 +145,57 @@ ENTRY %e (x: $X, w: $W, a: $Y, b: $Y, c: $Y, g: $Y) -> $Y {
 EOT
 }
 gelu_hlo 2048 1024 1024 > "$tmp/gelu.hlo"
+# the GELU forward as the recomputation pass leaves it after a [M, K] x
+# [K, N] dot: the dot its own fusion, read by the loop fusion computing
+# tanh(u) and gelu (two outputs) and by the output (the backward's f.d)
+gmo_hlo() { # M K N
+	X="f32[$1,$2]" W="f32[$2,$3]" Y="f32[$1,$3]" B="f32[$3]"
+	cat <<EOT
+HloModule gmo
+%fd (p0: $X, p1: $W) -> $Y {
+  %p0 = $X parameter(0)
+  %p1 = $W parameter(1)
+  ROOT %d = $Y dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+%fg (q0: $Y, q1: $B) -> ($Y, $Y) {
+  %q0 = $Y parameter(0)
+  %q1 = $B parameter(1)
+  %bb = $Y broadcast(%q1), dimensions={1}
+  %f = $Y add(%q0, %bb)
+  %f2 = $Y multiply(%f, %f)
+  %f3 = $Y multiply(%f2, %f)
+  %ga = f32[] constant(0.044715)
+  %gaF = $Y broadcast(%ga), dimensions={}
+  %af3 = $Y multiply(%f3, %gaF)
+  %u0 = $Y add(%f, %af3)
+  %gc = f32[] constant(0.7978846)
+  %gcF = $Y broadcast(%gc), dimensions={}
+  %u = $Y multiply(%u0, %gcF)
+  %th = $Y tanh(%u)
+  %one = f32[] constant(1)
+  %oneF = $Y broadcast(%one), dimensions={}
+  %tp1 = $Y add(%th, %oneF)
+  %h = f32[] constant(0.5)
+  %hF = $Y broadcast(%h), dimensions={}
+  %hf = $Y multiply(%f, %hF)
+  %gelu = $Y multiply(%hf, %tp1)
+  ROOT %t = ($Y, $Y) tuple(%th, %gelu)
+}
+ENTRY %e (x: $X, w: $W, c: $B) -> ($Y, $Y, $Y) {
+  %x = $X parameter(0)
+  %w = $W parameter(1)
+  %c = $B parameter(2)
+  %d = $Y fusion(%x, %w), kind=kOutput, calls=%fd
+  %g = ($Y, $Y) fusion(%d, %c), kind=kLoop, calls=%fg
+  %th = $Y get-tuple-element(%g), index=0
+  %ge = $Y get-tuple-element(%g), index=1
+  ROOT %r = ($Y, $Y, $Y) tuple(%th, %ge, %d)
+}
+EOT
+}
+gmo_hlo 1024 2048 1024 > "$tmp/gmo.hlo"
+gmo_hlo 512 16384 512 > "$tmp/gmo2.hlo"
+gmo_hlo 1024 1024 2048 > "$tmp/gmoq.hlo"
 gelu_hlo 2048 128 4096 > "$tmp/gelu4.hlo"
 cat > "$tmp/gfwd.hlo" <<'EOT'
 HloModule gfwd
@@ -276,10 +339,14 @@ for spec in "qkv:2:1 op on dve per store group, 1 bias row resident, 0 streamed 
 	"r2:1:4 ops on dve per store group, 1 bias row resident, 2 streamed inputs" \
 	"bf:1:2 ops on dve per store group, 1 bias row resident, 1 streamed input" \
 	"gelu:1:9 ops on dve per store group, 0 bias rows resident, 4 streamed inputs" \
-	"gelu4:2:none (not in the dot kernel's plan); the region follows in place" "gfwd:2:-" \
+	"gelu4:2:none (not in the dot kernel's plan); the region follows in place" \
+	"gfwd:1:7 ops on pool per store group in two passes (2 more on act between them, 4 step slots), 1 bias row resident, 0 streamed inputs" \
 	"bat:1:3 ops on dve per store group, 1 bias row resident, 1 streamed input" \
 	"dt:1:0 ops on dve per store group, evacuated as tanh(x * 1) on act, 0 bias rows resident, 0 streamed inputs" \
 	"de:1:2 ops on dve per store group, evacuated as exp(x * 0.125) on act, 1 bias row resident, 1 streamed input" \
+	"gmo:1:7 ops on pool per store group in two passes (2 more on act between them, 3 step slots), 1 bias row resident, 0 streamed inputs; stores the dot's value and 2 more" \
+	"gmo2:2:none (not in the dot kernel's plan); the outputs follow" \
+	"gmoq:1:7 ops on pool per store group in two passes (2 more on act between them, 3 step slots), 1 bias row resident, 0 streamed inputs; stores the dot's value and 2 more, each on 4 store queues" \
 	"gbw:1:10 ops on pool per store group (4 more on act, per tile pair before its evacuation), 1 bias row resident, 2 streamed inputs"; do
 	g=${spec%%:*} rest=${spec#*:}
 	want=${rest%%:*} epi=${rest#*:}

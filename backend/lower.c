@@ -17,27 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-struct nx_lent {
-	const nx_inst *key;
-	const nx_inst *res; /* resolved to (fusion param -> outer operand, fusion -> root) */
-	nx_lval *val;
-	int last_use;       /* node index; -1 none */
-	bool output, dead;
-	bool used;          /* read by a live node (dead code is not lowered) */
-	bool nondot;        /* read by a live node other than a dot */
-	/* a dot: the row fusion it may apply as its epilogue (its only reader;
-	 * kernels/dot_rows.c), and what the dot loop did with it */
-	const nx_inst *rows_f;
-	nx_ldrows rows;
-	nx_ldsec sec[2]; /* with SOFTMAX_BWD: the dots it may compute from p and from its result (dot_sec) */
-	/* a batched dot: its only reader, a transpose keeping the last dim,
-	 * whose layout it may store in (dot_tout); that transpose: the value
-	 * its dot wrote (NULL: none, it transposes) */
-	const nx_inst *tout;
-	nx_lval *pre;
-	nx_ldcs cs; /* a dot: the column sum it may store too (dot_cs; red NULL: none) */
-};
-
 const char *const nx_lower_custom_calls[] = {"AwsNeuronTransferWithStaticRing", "AwsNeuronGelu",
                                               "AwsNeuronGeluBackward", "AwsNeuronSoftmax",
                                               "AwsNeuronSoftmaxBackward", NULL};
@@ -147,6 +126,16 @@ static const nx_inst *resolve(nx_lower *L, const nx_inst *i)
 		i = r;
 	}
 	return i;
+}
+
+nx_lent *nx_l_ent(nx_lower *L, const nx_inst *i)
+{
+	return ent(L, i);
+}
+
+const nx_inst *nx_l_resolve(nx_lower *L, const nx_inst *i)
+{
+	return resolve(L, i);
 }
 
 /* ------------------------------------------------------------- buffers
@@ -904,122 +893,6 @@ static nx_status hbm_plan_check(nx_lower *L, const nodes *ns)
 	return rc;
 }
 
-/* how many live nodes read d (counting up to 2) */
-static int live_readers(nx_lower *L, const nodes *ns, const nx_inst *d)
-{
-	int readers = 0;
-	for (int q = 0; q < ns->n && readers < 2; q++) {
-		const nx_lent *qe = ent(L, ns->v[q]);
-		for (int o = 0; (qe->used || qe->output) && o < ns->v[q]->noperands; o++)
-			readers += resolve(L, ns->v[q]->operands[o]) == d;
-	}
-	return readers;
-}
-
-/* A batched dot read only by a transpose that keeps the last dim (and is no
- * output) may store its tiles in the transpose's layout (lower_data.c
- * tout_mat, when the stationary dot-loop takes it): the transpose then only
- * names that value (the attention's context and gradients, [b, h, s, d]
- * stored as [b, s, h, d]). */
-static void dot_tout(nx_lower *L, const nodes *ns)
-{
-	for (int k = 0; k < ns->n; k++) {
-		const nx_inst *t = ns->v[k];
-		const nx_lent *te = ent(L, t);
-		if (t->op != NX_OP_TRANSPOSE || te->output || !te->used || t->noperands != 1)
-			continue;
-		const nx_inst *d = resolve(L, t->operands[0]);
-		const nx_lent *de = ent(L, d);
-		int r = d->shape->rank;
-		if (d->op != NX_OP_DOT || de->output || de->rows_f || de->tout || de->last_use != k ||
-		    !d->a.dot.lhs_batch.n || t->a.dimensions.n != r || t->a.dimensions.v[r - 1] != r - 1 ||
-		    live_readers(L, ns, d) != 1)
-			continue;
-		ent(L, d)->tout = t;
-	}
-}
-
-/* A dot read only by a row fusion that is its row softmax (kernels/dot_rows.c)
- * may apply it in its evacuation: the fusion then only names the result. */
-static void dot_rows(nx_lower *L, const nodes *ns)
-{
-	for (int k = 0; k < ns->n; k++) {
-		const nx_inst *f = ns->v[k];
-		nx_lent *fe = ent(L, f);
-		if (f->op != NX_OP_FUSION || (!fe->output && !fe->used) || !nx_l_row_ok(L, f))
-			continue;
-		for (int j = 0; j < f->noperands; j++) {
-			const nx_inst *d = resolve(L, f->operands[j]);
-			nx_lent *de = ent(L, d);
-			if (d->op != NX_OP_DOT || de->output || de->rows_f || de->last_use != k)
-				continue;
-			nx_ldrows r;
-			if (live_readers(L, ns, d) == 1 && nx_l_dot_rows_match(f, j, &r)) {
-				de = ent(L, d); /* the map may have grown */
-				de->rows_f = f;
-				de->rows = r;
-				break;
-			}
-		}
-	}
-}
-
-/* A reduce-add over the contracting dims of an earlier dot's operand (a bias
- * gradient beside its weight gradient) may be summed by that dot from the
- * tiles it streams (kernels/dot_cs.c): the reduce then only names it. */
-static void dot_cs(nx_lower *L, const nodes *ns)
-{
-	for (int k = 0; k < ns->n; k++) {
-		const nx_inst *r = ns->v[k];
-		const nx_lent *re = ent(L, r);
-		if (r->op != NX_OP_REDUCE || (!re->output && !re->used) || r->noperands != 2)
-			continue;
-		const nx_inst *x = resolve(L, r->operands[0]), *init = resolve(L, r->operands[1]);
-		for (int q = 0; q < k; q++) {
-			const nx_inst *d = ns->v[q];
-			const nx_lent *de = ent(L, d);
-			if (d->op != NX_OP_DOT || d->noperands != 2 || de->cs.red || (!de->output && !de->used))
-				continue;
-			for (int j = 0; j < 2 && !ent(L, d)->cs.red; j++) {
-				/* the operand, or a transpose of it (a deferred one) */
-				const nx_inst *o = resolve(L, d->operands[j]), *t = NULL;
-				if (o != x && o->op == NX_OP_TRANSPOSE && resolve(L, o->operands[0]) == x)
-					t = o, o = x;
-				nx_ldcs cs;
-				if (o == x && nx_l_dot_cs_match(d, j, r, init, t, &cs))
-					ent(L, d)->cs = cs;
-			}
-			if (ent(L, d)->cs.red)
-				break;
-		}
-	}
-}
-
-/* A SOFTMAX_BWD row epilogue's dot may compute later dots x^T . Y per
- * batch, x its p or its result (nx_l_dot_sec_match; attention's dv and dk
- * beside dp; kernels/dot_sec.c): they then only name their values, their
- * transposing readers too (dot_tout). */
-static void dot_sec(nx_lower *L, const nodes *ns)
-{
-	for (int k = 0; k < ns->n; k++) {
-		const nx_inst *d = ns->v[k];
-		const nx_lent *de = ent(L, d);
-		if (d->op != NX_OP_DOT || !de->rows_f || de->rows.kind != NX_DR_SOFTMAX_BWD || de->output)
-			continue;
-		const nx_inst *x[2] = {resolve(L, de->rows_f->operands[de->rows.pk]), resolve(L, de->rows_f)};
-		for (int j = k + 1, w; j < ns->n; j++) {
-			const nx_inst *d2 = ns->v[j];
-			const nx_lent *e2 = ent(L, d2);
-			if (!e2->used || e2->output || e2->rows_f)
-				continue;
-			for (w = 0; w < 2 && (ent(L, d)->sec[w].i || !nx_l_dot_sec_match(L, d, d2, x[w], resolve)); w++)
-				;
-			if (w < 2)
-				ent(L, d)->sec[w] = (nx_ldsec){.i = d2, .tout = ent(L, d2)->tout, .post = w};
-		}
-	}
-}
-
 static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 {
 	const nodes ns = *nsp;
@@ -1045,10 +918,7 @@ static void liveness(nx_lower *L, const nodes *nsp, const nx_inst *root)
 		}
 	}
 	ent(L, resolve(L, root))->last_use = ns.n;
-	dot_rows(L, nsp);
-	dot_tout(L, nsp);
-	dot_cs(L, nsp);
-	dot_sec(L, nsp);
+	nx_l_pair_dots(L, nsp->v, nsp->n);
 }
 
 /* a second output's Y (dot_sec), not lowered yet maybe: its value, or a

@@ -80,6 +80,7 @@ typedef struct nx_lstream {
 	int64_t mult[NX_LOOP_DEPTH + 1]; /* iterations of the enclosing loops */
 } nx_lstream;
 
+
 typedef struct nx_lent nx_lent;
 
 /* Instructions per engine stream (gpt2_tp1 needs 403,525 on PE today, as
@@ -648,5 +649,34 @@ bool nx_l_dot_loop_b2_ok(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 /* M, N and the M tile of a dot without batch dims that the unrolled kernel
  * takes (false otherwise) */
 bool nx_l_dot_dims(const nx_lower *L, const nx_inst *i, int64_t *M, int64_t *N, int64_t *mt);
+
+/* lower.c: what the driver knows of a node (its value, liveness, the
+ * pairings of lower_pair.c); nx_l_ent: i's entry (made on first use; the
+ * map may move, so entries are not kept across calls), nx_l_resolve: i
+ * through fusion parameters and roots */
+struct nx_lent {
+	const nx_inst *key;
+	const nx_inst *res; /* resolved to (fusion param -> outer operand, fusion -> root) */
+	nx_lval *val;
+	int last_use;       /* node index; -1 none */
+	bool output, dead;
+	bool used;          /* read by a live node (dead code is not lowered) */
+	bool nondot;        /* read by a live node other than a dot */
+	/* a dot: the row fusion it may apply as its epilogue (its only reader;
+	 * kernels/dot_rows.c), and what the dot loop did with it */
+	const nx_inst *rows_f;
+	nx_ldrows rows;
+	nx_ldsec sec[2]; /* with SOFTMAX_BWD: the dots it may compute from p and from its result (dot_sec) */
+	/* a batched dot: its only reader, a transpose keeping the last dim,
+	 * whose layout it may store in (dot_tout); that transpose: the value
+	 * its dot wrote (NULL: none, it transposes) */
+	const nx_inst *tout;
+	nx_lval *pre;
+	nx_ldcs cs; /* a dot: the column sum it may store too (dot_cs; red NULL: none) */
+};
+nx_lent *nx_l_ent(nx_lower *L, const nx_inst *i);
+const nx_inst *nx_l_resolve(nx_lower *L, const nx_inst *i);
+/* lower_pair.c: the pairings over the n flattened nodes v, after liveness */
+void nx_l_pair_dots(nx_lower *L, const nx_inst *const *v, int n);
 
 #endif

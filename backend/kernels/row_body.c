@@ -656,15 +656,17 @@ double nx_rw_op_cycles(const rk *x, const rop *o, int *only)
 /* engines by estimated busy time per tile (ns): ops that only one side can
  * run (ACT: activates; DVE/POOL, which share the SBUF port: reductions, two-
  * input ops) are counted first, then each flexible op goes to the side that
- * ends up less busy; DVE/POOL ops to the less busy of the two */
+ * ends up less busy; DVE/POOL ops to the less busy of the two, or to
+ * POOL where the two share the SBUF port (port_pool) */
 void nx_rw_assign(rk *x)
 {
 	double load[NX_ENG_COUNT] = {0}, rest_act = 0, rest_port = 0;
+	bool share = port_pool(x, x->kt);
 	for (int q = 0; q < x->nop; q++) {
 		int only;
 		double c = nx_rw_op_cycles(x, &x->op[q], &only);
 		rest_act += only == 1 ? c / clk_act : 0;
-		rest_port += only == 2 ? c / clk_dve : 0;
+		rest_port += only == 2 ? c / clk_port(x, x->kt) : 0;
 	}
 	for (int q = 0; q < x->nop; q++) {
 		rop *o = &x->op[q];
@@ -678,14 +680,18 @@ void nx_rw_assign(rk *x)
 			o->e = NX_ENG_ACT;
 			rest_act -= c / clk_act;
 		} else if (only == 2) {
-			rest_port -= c / clk_dve;
+			rest_port -= c / clk_port(x, x->kt);
 			bool pool_ok = o->kind == O_RED || o->kind == O_IOTA ||
 			               (o->kind == O_FULL && o->m.op == NX_I_TENSOR_TENSOR && nx_alu_kinds[o->m.func] == 'a');
-			o->e = pool_ok && load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
+			/* POOL all it can run where it shares the port (port_pool) */
+			if (share)
+				o->e = o->kind == O_FULL && !(nx_isa_table[o->m.op].engines & NX_EM_POOL) ? NX_ENG_DVE : NX_ENG_POOL;
+			else
+				o->e = pool_ok && load[NX_ENG_POOL] < load[NX_ENG_DVE] ? NX_ENG_POOL : NX_ENG_DVE;
 		} else {
 			double a = load[NX_ENG_ACT] + rest_act + c / clk_act;
-			double d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + rest_port + c / clk_dve;
-			o->e = a < d ? NX_ENG_ACT : NX_ENG_DVE;
+			double d = load[NX_ENG_DVE] + load[NX_ENG_POOL] + rest_port + c / clk_port(x, x->kt);
+			o->e = a <= d ? NX_ENG_ACT : share ? NX_ENG_POOL : NX_ENG_DVE; /* (ties: ACT, its own port) */
 		}
 		load[o->e] += c / (o->e == NX_ENG_ACT ? clk_act : o->e == NX_ENG_POOL ? clk_pool : clk_dve);
 	}

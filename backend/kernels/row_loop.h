@@ -48,7 +48,7 @@ typedef struct rop {
 } rop;
 
 #define RW_ND 8 /* buffer sets at most */
-#define RW_NB 32 /* tiles per loop body at most */
+#define RW_NB 64 /* tiles per loop body at most */
 #define RW_NC 16 /* chunks per row at most (long rows) */
 
 /* the kernel: its body (row_body.c) and its tiles (row_loop.c) */
@@ -113,6 +113,23 @@ static inline int64_t al64(int64_t v)
 
 /* engine clocks (GHz) of the estimates */
 static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4, clk_pe = 2.8;
+
+/* Where DVE and POOL share the SBUF port they never run at once, so
+ * POOL, the faster clock, takes every op of theirs it can run
+ * (nx_rw_assign) in kernels of 4 full tiles or more of kt rows; smaller
+ * ones, bound by latency rather than the port, keep DVE too (POOL often
+ * still issues an earlier kernel's stores: mlp_single_case_2's [32, 10]
+ * row kernels 5.5 -> 10.3 us on POOL alone) */
+static inline bool port_pool(const rk *x, int64_t kt)
+{
+	return x->L->t->dve_pool_share_sbuf && x->R / (128 * kt) * x->nc >= 4;
+}
+
+/* the clock of the ops only DVE or POOL run at kt rows per partition */
+static inline double clk_port(const rk *x, int64_t kt)
+{
+	return port_pool(x, kt) ? clk_pool : clk_dve;
+}
 
 /* row_body.c: classifies fusion f's body into x (false: outside the
  * subset) */

@@ -75,6 +75,8 @@ void nx_l_sd_sec_setup(nx_sd *x, int64_t off, int ph)
 		o->v_off[0] = o->d_off[1] + x->nbs * o->dbb, o->v_off[1] = o->v_off[0] + x->nbs * o->vbb;
 		off = o->v_off[1] + x->nbs * o->vbb;
 		o->vps = vps, vps += 2 * x->nbs * x->nk * o->K * 4;
+		/* its FLOPs: V's dot has no kernel of its own (compile --stats) */
+		L->st.flops += 2.0 * (double)x->Bt * (double)x->M * (double)x->N * (double)o->K;
 		nx_l_plan(L, "second output",
 		          "%s = %s^T . Y per batch [%lld, %lld] -> %s: %lld key tiles of %lld, %lld query tiles accumulated in "
 		          "psum half %d on pe%s; Y's rows [%lld, %lld x %lld] after p on every load queue; evacuated on dve; "

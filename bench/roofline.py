@@ -105,7 +105,7 @@ def cells(x):
     q = x["queues"]
     return (x["name"] + (" (%d ranks)" % x["ranks"] if x["ranks"] > 1 else ""),
             "%s (%s)" % (fmt_ns(x["bound_ns"]), x["bound_kind"]), fmt_ns(x["sim_ns"]),
-            "%.1fx" % x["ratio"], "%.1fx" % x["hbm_only_ratio"], "%.1f%%" % x["mfu"], "%.1fx" % x["hbm_ratio"], str(x["dmas"]),
+            "%.2fx" % x["ratio"], "%.2fx" % x["hbm_only_ratio"], "%.1f%%" % x["mfu"], "%.1fx" % x["hbm_ratio"], str(x["dmas"]),
             "%.0f" % x["bpp"], "/".join("%.0f" % b[e] for e in ("pe", "act", "dve", "pool", "sp")),
             "%.1f / %.0f" % (sum(q) / len(q), max(q)) if q else "-")
 

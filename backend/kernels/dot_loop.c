@@ -931,10 +931,11 @@ static void sd_epi_entry(sd *x, int h)
 	for (int q = 0; q < x->nqs; q++) /* SP's queues: its transfers first */
 		if (x->qs[q] < SQS)
 			sq.s[x->qs[q]] = L->qcount[x->qs[q]];
-	if (e->nrow && !x->nqe)
+	bool pr = !x->nqe && !nx_l_sd_epi_rows_sp(x); /* POOL loads the rows */
+	if (e->nrow && pr)
 		nx_l_wait(L, NX_ENG_POOL, &sq);
 	int nq = x->nqs < x->mt ? x->nqs : (int)x->mt;
-	for (int k = 0; k < e->nrow && !x->nqe; k++) { /* (else SP: nx_l_sd_epi_start) */
+	for (int k = 0; k < e->nrow && pr; k++) { /* (else SP: nx_l_sd_epi_start) */
 		nx_l_wait(L, NX_ENG_POOL, &e->row[k]->buf->written);
 		int32_t s1[1] = {1};
 		uint32_t cn[1] = {(uint32_t)x->N};
@@ -959,12 +960,11 @@ static void sd_epi_entry(sd *x, int h)
 		nx_l_setreg(L, NX_ENG_ACT, S_DVE_LD, 0); /* the act ops' wait for the loads */
 	if (sd_mid(x))
 		nx_l_setreg(L, NX_ENG_ACT, S_ACT_EP, 0);
-	/* relative waits on DVE or POOL (SP, POOL) and on ACT (DVE) see only
-	 * this kernel's signals */
+	/* relative waits on DVE or POOL (POOL; SP's: sd_emit) and on ACT (DVE)
+	 * see only this kernel's signals */
 	nx_lsync e0;
 	memset(&e0, 0, sizeof e0);
 	e0.s[NX_LSEM_ENG + ee] = x->base_dve;
-	nx_l_wait(L, NX_ENG_SP, &e0);
 	if (x->epool)
 		return; /* POOL's own waits on ACT: sd_emit */
 	nx_l_setreg(L, NX_ENG_DVE, S_DVE_ACT, 0);
@@ -1173,7 +1173,10 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_setreg(L, NX_ENG_ACT, S_ACT_ST, 0);
 	nx_l_setreg(L, NX_ENG_POOL, S_POOL_ACT, 0);
 	/* relative waits see only this kernel's signals: the engines' earlier
-	 * kernels must be complete before */
+	 * kernels must be complete before; not SP's, whose waits only guard
+	 * buffers of this region (the region's wait covers their earlier
+	 * users) and imply this kernel's signals they count (program order):
+	 * its first loads overlap the previous kernel's tail */
 	nx_lsync e0;
 	memset(&e0, 0, sizeof e0);
 	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = x->base_act;
@@ -1181,7 +1184,6 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &e0);
 	e0.s[NX_LSEM_ENG + NX_ENG_ACT] = 0;
 	e0.s[NX_LSEM_ENG + NX_ENG_PE] = x->base_pe;
-	nx_l_wait(L, NX_ENG_SP, &e0);
 	nx_l_wait(L, NX_ENG_ACT, &e0);
 	e0.s[NX_LSEM_ENG + NX_ENG_PE] = 0;
 	for (int q = 0; q < x->nqs; q++)

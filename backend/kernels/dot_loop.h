@@ -172,6 +172,9 @@ int nx_l_sd_epi_queues(const nx_lower *L, const nx_sd *x, bool bstep, int64_t nb
 void nx_l_sd_epi_pieces(nx_sd *x, int npl);
 void nx_l_sd_epi_start(nx_sd *x);
 void nx_l_sd_epi_skip(nx_sd *x, nx_engine eng, int n);
+/* dot_start.c: SP loads the bias rows of an epilogue without queues of its
+ * own on DVE (false: POOL does, sd_epi_entry) */
+bool nx_l_sd_epi_rows_sp(nx_sd *x);
 
 /* out = A . B per batch as the K-block loop nest (no batch of two levels) */
 nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_lval *out, int64_t Bt, int64_t M,

@@ -83,3 +83,35 @@ void nx_l_sd_epi_skip(nx_sd *x, nx_engine eng, int n)
 	}
 	nx_l_setreg(L, eng, S_EPI_X, x->rp - x->p0off);
 }
+
+/* Without epilogue queues (nqe 0) and with the epilogue on DVE: SP loads
+ * the bias rows on its own load queues, ahead of the first step's inputs
+ * (before their counts start: sd_emit), instead of POOL on the store
+ * queues. Those queues are FIFO and still carry the previous kernel's
+ * last stores at this kernel's start, and POOL only issues after them
+ * (program order), so there the rows held up the resident pieces PE
+ * starts on; SP's queues are idle by then. DVE waits for them; false when
+ * SP has no queue of its own here (POOL loads them: sd_epi_entry). */
+bool nx_l_sd_epi_rows_sp(nx_sd *x)
+{
+	const nx_ldepi *e = x->epi;
+	nx_lower *L = x->L;
+	int nsq = x->nql < SQS ? x->nql : SQS;
+	if (x->nqe || x->epool || !e->nrow || nsq < 1)
+		return false;
+	int nq = nsq < x->mt ? nsq : (int)x->mt;
+	int32_t s1[1] = {1};
+	uint32_t cn[1] = {(uint32_t)x->N};
+	for (int k = 0; k < e->nrow; k++) {
+		nx_l_wait(L, NX_ENG_SP, &e->row[k]->buf->written);
+		for (int q = 0; q < nq; q++) {
+			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
+			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
+			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[q], sb, hb);
+			nx_l_max(&x->eloads, &y);
+			nx_l_wait(L, NX_ENG_DVE, &y);
+		}
+	}
+	return true;
+}

@@ -617,6 +617,23 @@ void nx_l_epi_emit_pass(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_
 	emit_ops(L, e, eng, val, dst, scratch, w, false, pass, carry);
 }
 
+/* op on ACT: its function, or x * x as the square function */
+static nx_insn *act_op(nx_lower *L, const nx_ldepi_op *op)
+{
+	nx_insn *in;
+	if (op->m.op == NX_I_TENSOR_TENSOR) { /* x * x */
+		in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
+		in->func = NX_ACT_SQUARE;
+		in->fimm[0] = 1.0f;
+	} else {
+		in = nx_l_emit(L, NX_ENG_ACT, op->m.op);
+		in->func = (uint8_t)op->m.func;
+		in->flags = (uint16_t)op->m.flags;
+		in->fimm[0] = op->m.imm;
+	}
+	return in;
+}
+
 void nx_l_epi_emit_mid(nx_lower *L, const nx_ldepi *e, const nx_ap *carry, nx_ap dst)
 {
 	int o0 = NX_LEPI_OP(e, 0);
@@ -624,17 +641,7 @@ void nx_l_epi_emit_mid(nx_lower *L, const nx_ldepi *e, const nx_ap *carry, nx_ap
 		const nx_ldepi_op *op = &e->op[k];
 		if (!op->mid)
 			continue;
-		nx_insn *in;
-		if (op->m.op == NX_I_TENSOR_TENSOR) { /* x * x */
-			in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
-			in->func = NX_ACT_SQUARE;
-			in->fimm[0] = 1.0f;
-		} else {
-			in = nx_l_emit(L, NX_ENG_ACT, op->m.op);
-			in->func = (uint8_t)op->m.func;
-			in->flags = (uint16_t)op->m.flags;
-			in->fimm[0] = op->m.imm;
-		}
+		nx_insn *in = act_op(L, op);
 		in->ap[0] = op->cslot >= 0 ? carry[op->cslot] : dst;
 		in->ap[1] = carry[e->op[op->src[0] - o0].cslot];
 	}
@@ -651,17 +658,7 @@ void nx_l_epi_emit_act(nx_lower *L, const nx_ldepi *e, const nx_ap *val, const n
 		if (!op->act)
 			continue;
 		nx_ap o = op->pbuf >= 0 ? pre[op->pbuf] : val[NX_LEPI_STR(e, -op->pbuf - 1)];
-		nx_insn *in;
-		if (op->m.op == NX_I_TENSOR_TENSOR) { /* x * x */
-			in = nx_l_emit(L, NX_ENG_ACT, NX_I_ACTIVATE);
-			in->func = NX_ACT_SQUARE;
-			in->fimm[0] = 1.0f;
-		} else {
-			in = nx_l_emit(L, NX_ENG_ACT, op->m.op);
-			in->func = (uint8_t)op->m.func;
-			in->flags = (uint16_t)op->m.flags;
-			in->fimm[0] = op->m.imm;
-		}
+		nx_insn *in = act_op(L, op);
 		in->ap[0] = o;
 		in->ap[1] = v[op->src[0]];
 		v[nin + k] = o;

@@ -31,6 +31,31 @@ void nx_l_sd_epi_pieces(nx_sd *x, int npl)
 	NX_ASSERT(x->nspe >= x->nqp && x->nsp - x->nspe >= npl && x->kt - x->nsp >= x->nqs_res);
 }
 
+/* SP loads the epilogue's bias rows over queues qv[0..nq) (partitions
+ * split among them); each transfer counts in eloads, and in erows (the
+ * epilogue queues) or DVE's waits (dve: SP's own queues) */
+static void rows_load(nx_sd *x, const int *qv, int nq, bool dve)
+{
+	const nx_ldepi *e = x->epi;
+	nx_lower *L = x->L;
+	int32_t s1[1] = {1};
+	uint32_t cn[1] = {(uint32_t)x->N};
+	for (int k = 0; k < e->nrow; k++) {
+		nx_l_wait(L, NX_ENG_SP, &e->row[k]->buf->written);
+		for (int q = 0; q < nq; q++) {
+			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
+			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
+			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
+			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, qv[q], sb, hb);
+			nx_l_max(&x->eloads, &y);
+			if (dve)
+				nx_l_wait(L, NX_ENG_DVE, &y);
+			else
+				nx_l_max(&x->erows, &y);
+		}
+	}
+}
+
 /* The bias rows (every partition the same row of N): SP loads them on the
  * epilogue queues, ahead of the streamed inputs, instead of POOL on the
  * store queues, where they held up the resident pieces PE starts on (and
@@ -51,20 +76,7 @@ void nx_l_sd_epi_start(nx_sd *x)
 	}
 	if (!x->nqe || !e->nrow)
 		return;
-	int nq = x->nqe < x->mt ? x->nqe : (int)x->mt;
-	int32_t s1[1] = {1};
-	uint32_t cn[1] = {(uint32_t)x->N};
-	for (int k = 0; k < e->nrow; k++) {
-		nx_l_wait(L, NX_ENG_SP, &e->row[k]->buf->written);
-		for (int q = 0; q < nq; q++) {
-			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
-			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
-			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->qe[q], sb, hb);
-			nx_l_max(&x->eloads, &y);
-			nx_l_max(&x->erows, &y);
-		}
-	}
+	rows_load(x, x->qe, x->nqe < x->mt ? x->nqe : (int)x->mt, false);
 	for (int q = 0; q < x->nqe; q++)
 		x->base_e[q] = L->qcount[x->qe[q]];
 }
@@ -95,23 +107,9 @@ void nx_l_sd_epi_skip(nx_sd *x, nx_engine eng, int n)
 bool nx_l_sd_epi_rows_sp(nx_sd *x)
 {
 	const nx_ldepi *e = x->epi;
-	nx_lower *L = x->L;
 	int nsq = x->nql < SQS ? x->nql : SQS;
 	if (x->nqe || x->epool || !e->nrow || nsq < 1)
 		return false;
-	int nq = nsq < x->mt ? nsq : (int)x->mt;
-	int32_t s1[1] = {1};
-	uint32_t cn[1] = {(uint32_t)x->N};
-	for (int k = 0; k < e->nrow; k++) {
-		nx_l_wait(L, NX_ENG_SP, &e->row[k]->buf->written);
-		for (int q = 0; q < nq; q++) {
-			int64_t p0 = x->mt * q / nq, p1 = x->mt * (q + 1) / nq;
-			nx_ap hb = nx_ap_hbm(e->dt, e->row[k]->buf->off, (int)(p1 - p0), 0, 1, s1, cn);
-			nx_ap sb = nx_ap_sbuf(e->dt, (int)p0, (int)(p1 - p0), x->e_row[k], 1, s1, cn);
-			nx_lsync y = nx_l_dma_q(L, NX_ENG_SP, x->ql[q], sb, hb);
-			nx_l_max(&x->eloads, &y);
-			nx_l_wait(L, NX_ENG_DVE, &y);
-		}
-	}
+	rows_load(x, x->ql, nsq < x->mt ? nsq : (int)x->mt, true);
 	return true;
 }

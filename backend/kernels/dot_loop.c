@@ -501,6 +501,11 @@ static void sd_tile_pe(sd *x, int64_t soff, int j, int tp, int64_t pb, int64_t m
 	/* PE: the bank is free once ACT evacuated its previous tile */
 	nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - dist, S_PE_T);
+	if (sd_mid(x)) { /* (not the mid-op signals of the step before) */
+		nx_insn *w = &L->s[NX_ENG_PE].v[L->s[NX_ENG_PE].n - 1];
+		NX_ASSERT(w->op == NX_I_WAIT && w->iarg[3] == 0);
+		w->iarg[3] = S_PE_M + 1;
+	}
 	for (int first = 1; first >= 0; first--) {
 		if (!first) {
 			if (x->KT == 1)
@@ -703,6 +708,8 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_lsync y = nx_l_signal(L, NX_ENG_ACT);
 		nx_l_max(&x->act, &y);
 	}
+	if (pe && sd_mid(x))
+		nx_l_setreg(L, NX_ENG_PE, S_PE_M, 0);
 	if (pe)
 		nx_l_endloop(L, NX_ENG_PE);
 	if (act)
@@ -723,8 +730,10 @@ static void sd_step(sd *x, int par, int64_t sidx, int64_t ssz)
 		nx_l_sd_sec_step(x, par);
 	if (sd_mid(x) && act)
 		sd_mid_act(x, par, mrow, ncol);
-	if (sd_mid(x) && pe) /* ACT's mid-op signals (the next step's first pair waits for them too) */
+	if (sd_mid(x) && pe) { /* ACT's mid-op signals (the next step's first pair not for them) */
 		nx_l_addreg(L, NX_ENG_PE, S_PE_T, nst);
+		nx_l_setreg(L, NX_ENG_PE, S_PE_M, -nst);
+	}
 	if (!x->bstep && pe) {
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PL, -npair);
 		nx_l_addreg(L, NX_ENG_PE, S_PE_PS, -npair);
@@ -1162,6 +1171,8 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 	nx_l_wait(L, NX_ENG_POOL, &bs);
 	nx_l_setreg(L, NX_ENG_SP, S_SP_PE, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_T, 0);
+	if (sd_mid(x))
+		nx_l_setreg(L, NX_ENG_PE, S_PE_M, 0);
 	nx_l_setreg(L, NX_ENG_PE, S_PE_L, 0);
 	if (!x->bstep) {
 		nx_l_setreg(L, NX_ENG_PE, S_PE_PL, 0);

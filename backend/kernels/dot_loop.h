@@ -29,8 +29,10 @@ enum { S_PE_DV = 5, S_PE_PO = 6, S_DVE_ST = 2, S_POOL_DV = 12 };
 /* the column sum (dot_cs.c; never with an epilogue nor batch steps, so
  * never with a second output): PE counts DVE's sums, DVE PE's signals */
 enum { S_PE_CS = 8, S_DVE_CS = 11 };
-/* mid ops (dot_epi.c mark_mid): ACT counts POOL's groups of the first pass */
-enum { S_ACT_EP = 14 };
+/* mid ops (dot_epi.c mark_mid): ACT counts POOL's groups of the first pass;
+ * PE's tile waits add S_PE_M, minus the step before's mid-op signals at a
+ * step's first pair (its banks were evacuated before them), else 0 */
+enum { S_ACT_EP = 14, S_PE_M = 7 };
 enum { SQ = NX_LQ, SQS = NX_LQ / 2 }; /* queues: all, a side's */
 
 typedef struct nx_sd {

@@ -1044,6 +1044,10 @@ nx_status nx_l_row(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx_lval *
 	}
 	x.loop_tiles = groups * NB;
 	int64_t u = x.loop_tiles;
+	/* tile u in set u % ND, as in the body (one body of T tiles need not
+	 * be a multiple of ND: the first tail's set is not always set 0, and
+	 * it waits for tile u - ND, the one before it in its set) */
+	par = (int)(u % ND);
 	for (; u < T; u++, par = (par + 1) % ND)
 		tail(&x, 128, kt, u / x.nc * 128 * kt, par, u);
 	if (k2 > 0) {

@@ -57,8 +57,11 @@ ENTRY e {
   ROOT r = f32[3000,1000] maximum(y, zb)
 }
 EOT
-cat > "$tmp/r3d.hlo" <<'EOT'
-HloModule r3d
+# r3 NAME TAIL: the [1024,64]x[64,3072] dot reshaped to [1024,64,48]
+# plus a broadcast bias, then TAIL (lines ending in ROOT)
+r3() {
+	cat <<EOT
+HloModule $1
 ENTRY e {
   x = f32[1024,64] parameter(0)
   w = f32[64,3072] parameter(1)
@@ -67,23 +70,13 @@ ENTRY e {
   d3 = f32[1024,64,48] reshape(d)
   bb = f32[1024,64,48] broadcast(b), dimensions={1,2}
   y = f32[1024,64,48] add(d3, bb)
-  ROOT t = f32[1024,64,48] exponential(y)
+$2
 }
 EOT
-cat > "$tmp/r3s.hlo" <<'EOT'
-HloModule r3s
-ENTRY e {
-  x = f32[1024,64] parameter(0)
-  w = f32[64,3072] parameter(1)
-  b = f32[64,48] parameter(2)
-  d = f32[1024,3072] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  d3 = f32[1024,64,48] reshape(d)
-  bb = f32[1024,64,48] broadcast(b), dimensions={1,2}
-  y = f32[1024,64,48] add(d3, bb)
-  t = f32[1024,64,48] tanh(y)
-  ROOT e = f32[1024,64,48] exponential(t)
 }
-EOT
+r3 r3d "  ROOT t = f32[1024,64,48] exponential(y)" > "$tmp/r3d.hlo"
+r3 r3s "  t = f32[1024,64,48] tanh(y)
+  ROOT e = f32[1024,64,48] exponential(t)" > "$tmp/r3s.hlo"
 cat > "$tmp/bf.hlo" <<'EOT'
 HloModule bf
 ENTRY e {

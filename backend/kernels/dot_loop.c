@@ -501,7 +501,9 @@ static void sd_tile_pe(sd *x, int64_t soff, int j, int tp, int64_t pb, int64_t m
 	/* PE: the bank is free once ACT evacuated its previous tile */
 	nx_l_addreg(L, NX_ENG_PE, S_PE_T, 1);
 	nx_l_wait_rel(L, NX_ENG_PE, NX_LSEM_ENG + NX_ENG_ACT, x->base_act - dist, S_PE_T);
-	if (sd_mid(x)) { /* (not the mid-op signals of the step before) */
+	/* not for the mid-op signals of the step before (S_PE_M); in a device
+	 * loop the wait's second register is the iteration's: it waits for them */
+	if (sd_mid(x) && !L->ndloops) {
 		nx_insn *w = &L->s[NX_ENG_PE].v[L->s[NX_ENG_PE].n - 1];
 		NX_ASSERT(w->op == NX_I_WAIT && w->iarg[3] == 0);
 		w->iarg[3] = S_PE_M + 1;

@@ -376,6 +376,11 @@ bool nx_l_resident(const nx_lower *L, const nx_lval *v, int64_t P, int64_t F);
 void nx_l_resident_read(nx_lower *L, const nx_lval *v, const nx_lsync *done);
 
 int64_t nx_l_div_le(int64_t n, int64_t cap); /* largest divisor of n <= cap */
+/* x rounded up to a multiple of 64 bytes (SBUF and HBM placement) */
+static inline int64_t nx_l_al64(int64_t x)
+{
+	return (x + 63) & ~(int64_t)63;
+}
 /* Chunk of a flat row of F elements: the largest divisor <= fmax, or when
  * that is below fmax / 4 (and below F), the smallest divisor above fmax. */
 int64_t nx_l_chunk(int64_t F, int64_t fmax);

@@ -272,11 +272,6 @@ static nx_shape *shape2(nx_lower *L, nx_type t, int64_t a, int64_t b)
 	return nx_shape_array(&L->a, t, 2, d);
 }
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 /* --------------------------------------------------------- data ops */
 static nx_status lower_slice(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *out)
 {
@@ -380,8 +375,8 @@ static int64_t elementwise_bytes(nx_lval *const *ops, int nops, const nx_lval *o
 {
 	int64_t b = 0;
 	for (int k = 0; k < nops; k++)
-		b += al64(F * nx_dtype_bytes[ops[k]->dt]);
-	return b + al64(F * nx_dtype_bytes[out->dt]);
+		b += nx_l_al64(F * nx_dtype_bytes[ops[k]->dt]);
+	return b + nx_l_al64(F * nx_dtype_bytes[out->dt]);
 }
 
 /* Elementwise over contiguous ranges of the flat values, each range a
@@ -546,11 +541,11 @@ static nx_status split_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops
 	int esz = nx_dtype_bytes[x->dt];
 	/* the same layout nx_l_reduce uses for its partitions */
 	int64_t P = O == 1 ? 1 : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P;
-	int64_t need = al64(T * R * esz) + al64(T * 4) + 64 + al64(T * nx_dtype_bytes[out->dt]);
+	int64_t need = nx_l_al64(T * R * esz) + nx_l_al64(T * 4) + 64 + nx_l_al64(T * nx_dtype_bytes[out->dt]);
 	if (O == 1 && R > 1) {
 		/* a full reduction spreads R over up to 128 partitions */
 		int64_t S = nx_l_div_le(R, 128);
-		need = al64(R / S * esz) + 4 + 64 + al64(nx_dtype_bytes[out->dt]);
+		need = nx_l_al64(R / S * esz) + 4 + 64 + nx_l_al64(nx_dtype_bytes[out->dt]);
 	}
 	/* a row too long for the loop nest's buffer sets: two passes */
 	bool row_fits = nx_l_reduce_row_fits(L, x->dt, out->dt, R);
@@ -651,7 +646,7 @@ static int64_t dot_bytes(const nx_lower *L, int64_t M, int64_t K, int64_t N, int
 {
 	int64_t kt = nx_l_div_le(K, L->t->pe_rows), KT = K / kt;
 	int64_t mt = nx_l_div_le(M, L->t->pe_cols), MT = M / mt;
-	return al64(KT * M * ea) + al64(KT * N * eb) + MT * N * eo;
+	return nx_l_al64(KT * M * ea) + nx_l_al64(KT * N * eb) + MT * N * eo;
 }
 
 /* Operand side of a batch dot as a per-batch matrix: its dims after the nb

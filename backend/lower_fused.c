@@ -41,11 +41,6 @@ typedef struct plan {
 	const nx_lower *L;
 } plan;
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 static int find(const plan *p, const nx_inst *i)
 {
 	for (int k = 0; k < p->n; k++)
@@ -249,7 +244,7 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 			p->bytes += 64;
 		} else if (v->kind == FV_BVIEW || v->kind == FV_COMP || v->load) {
 			v->off = p->bytes;
-			p->bytes += al64(p->F * nx_dtype_bytes[v->dt]);
+			p->bytes += nx_l_al64(p->F * nx_dtype_bytes[v->dt]);
 		}
 	}
 	if (p->F > L->t->vec_max_free_sbuf && p->cl == 1)
@@ -262,7 +257,7 @@ static bool build(const nx_lower *L, const nx_inst *f, plan *p, int64_t P0)
 		nx_l_dot_dims(L, d, &M, &N, &mt);
 		int64_t K = nx_shape_elems(d->operands[0]->shape) / M;
 		int64_t kt = nx_l_div_le(K, L->t->pe_rows);
-		extra = al64(K / kt * M * 4) + al64(K / kt * N * 4) + al64(M / mt * N * 4);
+		extra = nx_l_al64(K / kt * M * 4) + nx_l_al64(K / kt * N * 4) + nx_l_al64(M / mt * N * 4);
 	}
 	return p->bytes + extra <= L->sbuf_half;
 }

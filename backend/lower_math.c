@@ -10,11 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 int nx_lp_add(nx_lprog *p, nx_engine e, nx_isa_op op, int func, int dst, int a, int b, float imm)
 {
 	NX_ASSERT(p->nsteps < NX_LP_MAXSTEP);
@@ -60,7 +55,7 @@ static int64_t prog_bytes(const nx_lprog *p, nx_lval *const *in, const nx_lval *
 		s.dt = k < p->nin ? in[k]->dt : k == p->nin ? out->dt : NX_DT_F32;
 		s.row = p->row[k];
 		s.off = b;
-		b += al64((s.row ? T : T * R) * nx_dtype_bytes[s.dt]);
+		b += nx_l_al64((s.row ? T : T * R) * nx_dtype_bytes[s.dt]);
 		if (si)
 			si[k] = s;
 	}

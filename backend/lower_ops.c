@@ -85,11 +85,6 @@ bool nx_l_elem_map(const nx_inst *i, nx_lemap *out)
 	return true;
 }
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 int64_t nx_l_chunk(int64_t F, int64_t fmax)
 {
 	int64_t d = nx_l_div_le(F, fmax);
@@ -151,7 +146,7 @@ nx_status nx_l_elementwise(nx_lower *L, const nx_inst *i, nx_lval *const *ops, n
 	int64_t off[9], bytes = 0;
 	for (int k = 0; k <= nops; k++) {
 		off[k] = bytes;
-		bytes += al64(t.F * nx_dtype_bytes[k < nops ? ops[k]->dt : out->dt]);
+		bytes += nx_l_al64(t.F * nx_dtype_bytes[k < nops ? ops[k]->dt : out->dt]);
 	}
 	int64_t base;
 	int h;
@@ -266,7 +261,7 @@ nx_status nx_l_iota(nx_lower *L, const nx_inst *i, nx_lval *out)
 	int64_t full = len / F, rem = len - full * F;
 	int64_t base;
 	int h;
-	nx_status rc = nx_l_sbuf_begin(L, al64(F * (wrap ? 4 : esz)), &base, &h);
+	nx_status rc = nx_l_sbuf_begin(L, nx_l_al64(F * (wrap ? 4 : esz)), &base, &h);
 	if (rc)
 		return rc;
 	nx_l_plan_kernel(L, "iota");
@@ -365,7 +360,7 @@ static bool transpose_sbuf(nx_lower *L, const nx_inst *i, nx_lval *op, nx_lval *
 		return false;
 	int64_t base;
 	int h;
-	if ((*rc = nx_l_sbuf_begin(L, al64(R * nx_dtype_bytes[out->dt]), &base, &h)) != NX_OK)
+	if ((*rc = nx_l_sbuf_begin(L, nx_l_al64(R * nx_dtype_bytes[out->dt]), &base, &h)) != NX_OK)
 		return true;
 	if (!nx_l_resident(L, op, R, C)) {
 		/* our own region overwrote it; the region keeps its wait as its free point */
@@ -487,8 +482,8 @@ nx_status nx_l_reduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	int64_t S = O == 1 ? nx_l_div_le(R, 128) : 1;
 	int64_t P = O == 1 ? S : nx_l_div_le(O, 128), T = O == 1 ? 1 : O / P, R2 = R / S;
 	int esz = nx_dtype_bytes[src->dt], osz = nx_dtype_bytes[out->dt];
-	int64_t o_in = 0, o_part = al64(T * R2 * esz), o_init = o_part + al64(T * 4), o_out = o_init + 64;
-	int64_t bytes = o_out + al64(T * osz);
+	int64_t o_in = 0, o_part = nx_l_al64(T * R2 * esz), o_init = o_part + nx_l_al64(T * 4), o_out = o_init + 64;
+	int64_t bytes = o_out + nx_l_al64(T * osz);
 	int64_t base;
 	int h;
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);

@@ -20,11 +20,6 @@
 
 enum { CW_MAX = 4096, NBUF = 2, NPIECE = 16 };
 
-static int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
-}
-
 /* reduced dims a leading prefix, kept dims trailing; R rows of C */
 static bool dims_ok(const nx_inst *i, int64_t *R, int64_t *C)
 {
@@ -81,8 +76,8 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 	kr = kr < R / 256 ? kr : R / 256 > 1 ? R / 256 : 1;
 	int64_t TF = R / (128 * kr), KT = TF + (R - TF * 128 * kr + 127) / 128; /* full tiles, all tiles */
 	/* SBUF: row-tile buffers [128, kr * CW], ones [128, 1], init [128, 1] f32, result [128, CT] */
-	int64_t o_buf = 0, o_ones = o_buf + NBUF * al64(kr * CW * esz), o_init = o_ones + 64, o_res = o_init + 64;
-	int64_t bytes = o_res + al64(CT * eo), base;
+	int64_t o_buf = 0, o_ones = o_buf + NBUF * nx_l_al64(kr * CW * esz), o_init = o_ones + 64, o_res = o_init + 64;
+	int64_t bytes = o_res + nx_l_al64(CT * eo), base;
 	int h;
 	nx_status rc = nx_l_sbuf_begin(L, bytes, &base, &h);
 	if (rc)
@@ -139,7 +134,7 @@ nx_status nx_l_colsum(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_lva
 			int b = (int)(t % NBUF);
 			/* full tiles of kr rows per partition, then tiles of one */
 			int64_t kk = kt < TF ? kr : 1, r0 = kt < TF ? kt * 128 * kr : TF * 128 * kr + (kt - TF) * 128;
-			int64_t np = R - r0 < 128 * kk ? R - r0 : 128, ob = o_buf + b * al64(kr * CW * esz);
+			int64_t np = R - r0 < 128 * kk ? R - r0 : 128, ob = o_buf + b * nx_l_al64(kr * CW * esz);
 			/* loads, once PE is done with the buffer (tile t - NBUF) */
 			nx_lsync ld;
 			memset(&ld, 0, sizeof ld);

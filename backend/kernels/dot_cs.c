@@ -19,11 +19,6 @@
 
 #include <string.h>
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 /* the streamed axis' extent and its columns per step */
 static int64_t cs_extent(const nx_sd *x)
 {
@@ -47,7 +42,7 @@ bool nx_l_dot_cs_ok(const nx_lower *L, const nx_sd *c)
 int64_t nx_l_dot_cs_bytes(const nx_sd *c)
 {
 	int64_t ct = (cs_extent(c) + 127) / 128;
-	return c->cs ? 64 + al64(ct * nx_dtype_bytes[c->cs->dt]) + 2 * al64(cs_sw(c) * 4) : 0;
+	return c->cs ? 64 + nx_l_al64(ct * nx_dtype_bytes[c->cs->dt]) + 2 * nx_l_al64(cs_sw(c) * 4) : 0;
 }
 
 double nx_l_dot_cs_pe_ns(const nx_sd *c, double mm_ns, double ctl_ns)
@@ -68,8 +63,8 @@ void nx_l_dot_cs_setup(nx_sd *x, int64_t off)
 	x->cs->out = nx_l_newval(x->L, x->cs->red->shape);
 	x->cs_ones = off;
 	x->cs_p[0] = off + 64;
-	x->cs_p[1] = x->cs_p[0] + al64(cs_sw(x) * 4);
-	x->cs_res = x->cs_p[1] + al64(cs_sw(x) * 4);
+	x->cs_p[1] = x->cs_p[0] + nx_l_al64(cs_sw(x) * 4);
+	x->cs_res = x->cs_p[1] + nx_l_al64(cs_sw(x) * 4);
 }
 
 void nx_l_dot_cs_plan(nx_lower *L, const nx_sd *x)

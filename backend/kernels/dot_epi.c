@@ -28,11 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 /* body classification: the epilogue value of each instruction, while the
  * inputs are still being found: rows, streamed inputs and ops numbered
  * apart (renumbered as nx_ldepi's values at the end) */
@@ -515,14 +510,14 @@ bool nx_l_dot_epi_operand(const nx_inst *f, int k)
 
 int64_t nx_l_epi_pre_bytes(const nx_ldepi *e, int64_t G, int64_t nt)
 {
-	return e->npbuf * 2 * al64(G * nt * nx_dtype_bytes[e->dt]);
+	return e->npbuf * 2 * nx_l_al64(G * nt * nx_dtype_bytes[e->dt]);
 }
 
 int64_t nx_l_epi_bytes(const nx_ldepi *e, int64_t G, int64_t gb, int64_t nt, int64_t N)
 {
 	int esz = nx_dtype_bytes[e->dt];
-	return e->nrow * al64(N * esz) + e->nstr * 2 * al64(G * nt * esz) + (e->nop - 1) * al64(gb * nt * esz) +
-	       (e->ncarry + 2 * e->nxo) * al64(G * nt * esz);
+	return e->nrow * nx_l_al64(N * esz) + e->nstr * 2 * nx_l_al64(G * nt * esz) + (e->nop - 1) * nx_l_al64(gb * nt * esz) +
+	       (e->ncarry + 2 * e->nxo) * nx_l_al64(G * nt * esz);
 }
 
 /* time of the ops on eng (ACT: the act ops; POOL: the others) */
@@ -565,7 +560,7 @@ static void emit_ops(nx_lower *L, const nx_ldepi *e, nx_engine eng, const nx_ap 
                      int64_t w, bool pre, int pass, const nx_ap *carry)
 {
 	int nin = 1 + e->nrow + e->nstr;
-	int64_t slot = al64(w * nx_dtype_bytes[e->dt]);
+	int64_t slot = nx_l_al64(w * nx_dtype_bytes[e->dt]);
 	nx_ap v[1 + 2 * NX_LEPI_IN + NX_LEPI_OPS];
 	for (int k = 0; k < nin; k++)
 		v[k] = val[k];

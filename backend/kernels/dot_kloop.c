@@ -27,11 +27,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 enum { R_SP_PE, R_PE_LD, R_PE_ACT, R_ACT_PE, R_ACT_ST, R_POOL_ACT, R_PE_LDX };
 /* loads go to up to NQL queues: SP's 8 and POOL's but the store queue
  * (SP borrows them); every queue gets one piece (a partition range) per
@@ -268,7 +263,7 @@ nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 	x.ea = nx_dtype_bytes[A->dt], x.eb = nx_dtype_bytes[B->dt], x.eo = nx_dtype_bytes[out->dt];
 	NX_ASSERT(!A->B2); /* nx_l_dot_loop_b2_ok said the stationary schedule takes it */
 	int64_t KT = (K + x.kt - 1) / x.kt;
-	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - al64(x.nt * x.eo) - 128;
+	int64_t per = x.mt * x.ea + x.nt * x.eb, room = L->sbuf_half - nx_l_al64(x.nt * x.eo) - 128;
 	x.KTb = room / per;
 	if (x.KTb < 1)
 		return nx_l_err(L, "dot tile does not fit SBUF");
@@ -288,7 +283,7 @@ nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 		int64_t rest = KTf - x.KTb;
 		x.kblocks = 1 + rest / x.KTb + ((rest % x.KTb) > 0 || rk > 0);
 	}
-	int64_t bytes = al64(x.KTb * x.mt * x.ea) + al64(x.KTb * x.nt * x.eb) + al64(x.nt * x.eo);
+	int64_t bytes = nx_l_al64(x.KTb * x.mt * x.ea) + nx_l_al64(x.KTb * x.nt * x.eb) + nx_l_al64(x.nt * x.eo);
 	int64_t base;
 	int h;
 	nx_status rc;
@@ -296,8 +291,8 @@ nx_status nx_l_dot_kloop(nx_lower *L, const nx_ldmat *A, const nx_ldmat *B, nx_l
 		return rc;
 	L->st.flops += 2.0 * (double)Bt * (double)M * (double)N * (double)K;
 	x.a_off = base;
-	x.b_off = base + al64(x.KTb * x.mt * x.ea);
-	x.o_off = x.b_off + al64(x.KTb * x.nt * x.eb);
+	x.b_off = base + nx_l_al64(x.KTb * x.mt * x.ea);
+	x.o_off = x.b_off + nx_l_al64(x.KTb * x.nt * x.eb);
 	int ph = L->pidx++ & 1;
 	x.pbase = ph * (t->psum_banks / 2) * t->psum_bank_bytes;
 	/* load queues: up to NQL, at most the partitions of every part, and

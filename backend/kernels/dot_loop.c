@@ -17,11 +17,6 @@
 
 static const nx_engine engs[4] = {NX_ENG_SP, NX_ENG_PE, NX_ENG_ACT, NX_ENG_POOL};
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 
 /* ------------------------------------------------ stationary schedule
  * The schedule used when the tiles divide the operands evenly and a whole
@@ -325,7 +320,7 @@ static int64_t sd_slot(const sd *x, int c, int par)
 {
 	const nx_ldepi *e = x->epi;
 	int es = nx_dtype_bytes[e->dt];
-	int64_t sl = al64(x->G * x->nt * es), off = x->e_scr + (e->nop - 1) * al64(x->gb * x->nt * es);
+	int64_t sl = nx_l_al64(x->G * x->nt * es), off = x->e_scr + (e->nop - 1) * nx_l_al64(x->gb * x->nt * es);
 	return c < e->ncarry ? off + c * sl : off + (e->ncarry + 2 * (c - e->ncarry) + par) * sl;
 }
 
@@ -910,13 +905,13 @@ static void sd_epi_setup(sd *x, int64_t off)
 {
 	const nx_ldepi *e = x->epi;
 	int es = nx_dtype_bytes[e->dt];
-	for (int k = 0; k < e->nrow; k++, off += al64(x->N * es))
+	for (int k = 0; k < e->nrow; k++, off += nx_l_al64(x->N * es))
 		x->e_row[k] = off;
 	for (int k = 0; k < e->nstr; k++)
-		for (int p = 0; p < 2; p++, off += al64(x->G * x->nt * es))
+		for (int p = 0; p < 2; p++, off += nx_l_al64(x->G * x->nt * es))
 			x->e_str[k][p] = off;
 	for (int k = 0; k < e->npbuf && x->epool; k++)
-		for (int p = 0; p < 2; p++, off += al64(x->G * x->nt * es))
+		for (int p = 0; p < 2; p++, off += nx_l_al64(x->G * x->nt * es))
 			x->e_pre[k][p] = off;
 	x->e_scr = off;
 	int spq = (x->nql < SQS ? x->nql : SQS) + (x->nqs > SQS ? x->nqs - SQS : 0);
@@ -990,13 +985,13 @@ static nx_status sd_emit(nx_lower *L, sd *x)
 {
 	const nx_target *t = L->t;
 	int64_t rw = x->side ? x->nt : x->mt, sw = x->side ? x->mt : x->nt;
-	int64_t rbytes = al64(x->KT * x->G * rw * x->er), sbytes = al64(x->KT * sw * x->es);
-	int64_t obytes = al64(x->G * x->nt * x->eo);
-	int64_t tbytes = x->tpe ? al64(x->nw * x->K * x->er) : 0;
+	int64_t rbytes = nx_l_al64(x->KT * x->G * rw * x->er), sbytes = nx_l_al64(x->KT * sw * x->es);
+	int64_t obytes = nx_l_al64(x->G * x->nt * x->eo);
+	int64_t tbytes = x->tpe ? nx_l_al64(x->nw * x->K * x->er) : 0;
 	NX_ASSERT(!(x->epi && x->rows)); /* their buffers and DVE counts share the same places */
 	NX_ASSERT(x->nbs >= 1 && (x->nbs == 1 || (x->bstep && !x->epi)));
 	x->ep = x->rows && x->rows->P ? nx_dtype_bytes[x->rows->P->dt] : 0;
-	x->rbb = rbytes, x->sbb = sbytes, x->obb = obytes, x->tbb = tbytes, x->pbb = al64(x->G * x->nt * x->ep);
+	x->rbb = rbytes, x->sbb = sbytes, x->obb = obytes, x->tbb = tbytes, x->pbb = nx_l_al64(x->G * x->nt * x->ep);
 	rbytes *= x->nbs, sbytes *= x->nbs, obytes *= x->nbs, tbytes *= x->nbs;
 	int64_t ebytes = x->rows ? 64 + nx_l_dot_rows_bytes(x->rows, x->G, x->nt) + 2 * (x->nbs - 1) * x->pbb : 0;
 	int64_t bytes = (x->bstep ? 2 : 1) * rbytes + 2 * sbytes + 2 * obytes + 2 * tbytes + ebytes, base;

@@ -8,11 +8,6 @@
 
 typedef nx_sd sd;
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 /* rng: by the largest partition range of the split (the plans without
  * batch steps; the batch-step model keeps the even split it was tuned on) */
 static double dma_est_q(const nx_target *t, double bytes, double parts, bool strided, int nq, bool rng)
@@ -127,11 +122,11 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 				                (x->A->B2 && x->Bt > nb2 && (nb2 / nbs) % 2) || x->A->sb > INT32_MAX ||
 				                x->B->sb > INT32_MAX || x->M * x->N > INT32_MAX))
 					continue;
-				int64_t bytes = nbs * ((bstep ? 2 : 1) * al64(x->KT * G * rw * c.er) + 2 * al64(x->KT * sw * c.es) +
-				                       2 * al64(G * nt * x->eo)) +
+				int64_t bytes = nbs * ((bstep ? 2 : 1) * nx_l_al64(x->KT * G * rw * c.er) + 2 * nx_l_al64(x->KT * sw * c.es) +
+				                       2 * nx_l_al64(G * nt * x->eo)) +
 				                (x->epi ? nx_l_epi_bytes(x->epi, G, gb, nt, x->N) : 0) +
 				                (x->rows ? nx_l_dot_rows_bytes(x->rows, G, nt) : 0) +
-				                (x->rows && x->rows->P ? 2 * (nbs - 1) * al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0) +
+				                (x->rows && x->rows->P ? 2 * (nbs - 1) * nx_l_al64(G * nt * nx_dtype_bytes[x->rows->P->dt]) : 0) +
 				                nx_l_dot_cs_bytes(&c);
 				if (x->rows && x->rows->P && !bstep)
 					continue; /* P loads per batch step only */
@@ -157,7 +152,7 @@ static bool sd_plan(nx_lower *L, sd *x, int64_t budget)
 					continue; /* (PE's first pair of a step waits for the step before: two banks) */
 				bool tpe_ok = !x->rows && !mid && bstep && rstr && (side ? x->B->sr : x->A->sc) == 1 && kt == 128 && x->KT % 2 == 0 &&
 				              G % 2 == 0 && rbw % 128 == 0 && nw * 128 * 4 <= bank &&
-				              bytes + 2 * nbs * al64(nw * x->K * c.er) + 128 <= budget;
+				              bytes + 2 * nbs * nx_l_al64(nw * x->K * c.er) + 128 <= budget;
 				/* loads over the 8 SP queues, stores over the 8 POOL ones; or,
 				 * with small stores, loads over 15 queues and stores on one */
 				/* stores over 8, 4, 2 or 1 queues, loads over the others (SP

@@ -24,11 +24,6 @@
 #include "backend/lower.h"
 #include "backend/kernels/dot_loop.h"
 
-static int64_t al64(int64_t x)
-{
-	return (x + 63) & ~(int64_t)63;
-}
-
 /* V's columns (K') */
 static int64_t sec_k(const nx_ldsec *s)
 {
@@ -53,7 +48,7 @@ int64_t nx_l_sd_sec_bytes(const nx_lower *L, const nx_sd *x, int64_t G, int64_t 
 		                s->Y.sb > INT32_MAX)))
 			return -1;
 		slots += nk * K * 4;
-		bytes += 2 * nbs * (al64(G * K * ey) + al64(nk * K * eo));
+		bytes += 2 * nbs * (nx_l_al64(G * K * ey) + nx_l_al64(nk * K * eo));
 	}
 	return 2 * nbs * slots > half ? -1 : bytes;
 }
@@ -70,7 +65,7 @@ void nx_l_sd_sec_setup(nx_sd *x, int64_t off, int ph)
 		struct nx_sdo *o = &x->so[x->nsec++];
 		x->npre += !s->post, x->npost += s->post;
 		o->s = s, o->K = sec_k(s), o->ey = nx_dtype_bytes[s->Y.dt], o->eo = nx_dtype_bytes[s->O.dt];
-		o->dbb = al64(x->G * o->K * o->ey), o->vbb = al64(x->nk * o->K * o->eo);
+		o->dbb = nx_l_al64(x->G * o->K * o->ey), o->vbb = nx_l_al64(x->nk * o->K * o->eo);
 		o->d_off[0] = off, o->d_off[1] = off + x->nbs * o->dbb;
 		o->v_off[0] = o->d_off[1] + x->nbs * o->dbb, o->v_off[1] = o->v_off[0] + x->nbs * o->vbb;
 		off = o->v_off[1] + x->nbs * o->vbb;

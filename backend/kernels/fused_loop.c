@@ -344,11 +344,6 @@ bool nx_l_fused_loop_ok(const nx_lower *L, const nx_inst *f)
 	return bytes > 128.0 * (double)L->sbuf_half;
 }
 
-static int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
-}
-
 /* v's operand view in buffer set b: a tile slot, or a broadcast column read
  * with free stride 0 */
 static nx_ap tile_ap(const fl *x, int v, int64_t np, int64_t tr, int b)
@@ -1125,7 +1120,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 	int64_t bytes = 0, soff[FL_MAX];
 	for (int k = 0; k < ns; k++) {
 		soff[k] = bytes;
-		bytes += al64(x.tr * x.off[k]);
+		bytes += nx_l_al64(x.tr * x.off[k]);
 	}
 	for (int v = 0; v < x.nv; v++)
 		x.off[v] = slot[v] >= 0 ? soff[slot[v]] : 0;
@@ -1137,7 +1132,7 @@ nx_status nx_l_fused_loop(nx_lower *L, const nx_inst *f, nx_lval *const *ops, nx
 			bytes += 64;
 		} else if (x.row[v] >= 0) {
 			x.off[v] = bytes;
-			bytes += al64(x.tr * nx_dtype_bytes[x.dt[v]]);
+			bytes += nx_l_al64(x.tr * nx_dtype_bytes[x.dt[v]]);
 		}
 	int64_t base;
 	int h;

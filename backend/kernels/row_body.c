@@ -567,16 +567,16 @@ int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols)
 		vin[k] = v->kind == V_ROWIN;
 		lu[k] = last_use(x, k);
 		if (v->kind == V_ROWIN) {
-			v->off = set, set += al64(kt * x->C * esz), v->slot = true;
+			v->off = set, set += nx_l_al64(kt * x->C * esz), v->slot = true;
 		} else if (v->kind == V_STATIN || v->kind == V_STAT) {
-			v->off = set, set += al64(kt * esz), v->slot = true;
+			v->off = set, set += nx_l_al64(kt * esz), v->slot = true;
 		} else if (v->kind == V_COLIN || v->kind == V_COL) {
-			v->off = c, c += al64(x->C * esz);
+			v->off = c, c += nx_l_al64(x->C * esz);
 		} else if (v->kind == V_SCIN || (v->kind == V_CONST && v->mem)) {
 			v->off = c, c += 64;
 		} else if (v->kind == V_CSUM) {
 			/* the sums [128, ct] (ct: columns / 128), a ones column, a zero row */
-			v->off = c, c += al64((x->C + 127) / 128 * esz) + 64 + 512;
+			v->off = c, c += nx_l_al64((x->C + 127) / 128 * esz) + 64 + 512;
 		}
 	}
 	for (int q = 0; q <= x->nop; q++) {
@@ -585,14 +585,14 @@ int64_t nx_rw_layout(rk *x, int64_t kt, int64_t *cols)
 			if ((v->kind == V_ROWIN || v->kind == V_ROW) && v->slot && !gone[k] && lu[k] <= q) {
 				gone[k] = true;
 				fin[nf] = vin[k];
-				fo[nf] = v->off, fs[nf] = al64(kt * x->C * nx_dtype_bytes[v->dt]), nf++;
+				fo[nf] = v->off, fs[nf] = nx_l_al64(kt * x->C * nx_dtype_bytes[v->dt]), nf++;
 			}
 		}
 		for (int k = 0; k < x->nv; k++) {
 			rv *v = &x->v[k];
 			if (v->kind != V_ROW || v->slot || (q < x->nop && x->op[q].v != k))
 				continue;
-			int64_t sz = al64(kt * x->C * nx_dtype_bytes[v->dt]);
+			int64_t sz = nx_l_al64(kt * x->C * nx_dtype_bytes[v->dt]);
 			int f = -1;
 			/* x->sep: an output never takes an input's slot, so the next
 			 * loads into it need not wait for this tile's stores */
@@ -920,7 +920,7 @@ void nx_rw_emit_op(rk *x, const rop *o, int64_t np, int64_t kt, int b)
 		int a = o->o[0];
 		nx_dtype dt = x->v[a].dt;
 		int64_t esz = nx_dtype_bytes[dt], CT = (x->C + 127) / 128;
-		int64_t ones = cv->off + al64(CT * nx_dtype_bytes[cv->dt]);
+		int64_t ones = cv->off + nx_l_al64(CT * nx_dtype_bytes[cv->dt]);
 		for (int64_t j = 0; j < kt; j++)
 			nx_l_colsum_mm(L, dt, np, x->v[a].off + b * x->bufb + j * x->C * esz, x->C, ones,
 			               x->pbase + cv->pc * 4, 0);

@@ -690,7 +690,7 @@ static void csum_begin(rk *x, int h, int ph)
 	nx_l_wait(L, NX_ENG_DVE, &L->sbuf_free[h]);
 	for (int c = 0; c < x->ncs; c++) {
 		const rv *v = &x->v[x->cs[c]];
-		int64_t ones = v->off + al64(CT * nx_dtype_bytes[v->dt]);
+		int64_t ones = v->off + nx_l_al64(CT * nx_dtype_bytes[v->dt]);
 		nx_insn *m = nx_l_emit(L, NX_ENG_DVE, NX_I_MEMSET);
 		m->fimm[0] = 1.0f;
 		m->ap[0] = nx_ap_sbuf(x->v[cs_op(x, c)->o[0]].dt, 0, 128, ones, 1, s1, c1);

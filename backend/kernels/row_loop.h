@@ -105,12 +105,6 @@ typedef struct rk {
 	bool cwait[NX_ENG_COUNT];  /* engine e waited for colw */
 } rk;
 
-/* bytes rounded up to SBUF's 64-byte alignment */
-static inline int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
-}
-
 /* engine clocks (GHz) of the estimates */
 static const double clk_act = 1.4, clk_dve = 1.12, clk_pool = 1.4, clk_pe = 2.8;
 

@@ -47,11 +47,6 @@ typedef struct sa {
 	int lv;                       /* loop level of the pair loop on every engine, -1 outside */
 } sa;
 
-static int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
-}
-
 /* Structure: one index per update row into operand dim d (all dims before d
  * of size 1), the update's window = the operand's other dims, trailing;
  * combiner add; f32/bf16/f16 values, s32/u32 indices. Fills V, H, N. */
@@ -115,8 +110,8 @@ static int64_t pick_b(const nx_lower *L, int64_t V, int64_t H, int64_t N, int64_
 		if (B > c || (B > 1 && B / 2 >= VT))
 			continue;
 		int64_t W = B * 128, NB = (V + W - 1) / W;
-		int64_t b = al64(KT * 4) * 2 + al64(KT * H * esz) + al64(W * 4) + al64(NB * 4) +
-		            NSET * (al64(W * 4) + al64(KT * W * esz) + 2 * al64(B * H * esz));
+		int64_t b = nx_l_al64(KT * 4) * 2 + nx_l_al64(KT * H * esz) + nx_l_al64(W * 4) + nx_l_al64(NB * 4) +
+		            NSET * (nx_l_al64(W * 4) + nx_l_al64(KT * W * esz) + 2 * nx_l_al64(B * H * esz));
 		if (b <= L->sbuf_half) {
 			*bytes = b;
 			return B;
@@ -447,16 +442,16 @@ static nx_status chunk(nx_lower *L, nx_lval *const *ops, nx_lval *xin, nx_lval *
 	if (rc)
 		return rc;
 	int64_t o = base;
-	x.o_idxr = o, o += al64(x.KT * 4);
-	x.o_idxf = o, o += al64(x.KT * 4);
-	x.o_upd = o, o += al64(x.KT * x.H * x.esz);
-	x.o_iota = o, o += al64(x.W * 4);
-	x.o_boff = o, o += al64(x.NB * 4);
+	x.o_idxr = o, o += nx_l_al64(x.KT * 4);
+	x.o_idxf = o, o += nx_l_al64(x.KT * 4);
+	x.o_upd = o, o += nx_l_al64(x.KT * x.H * x.esz);
+	x.o_iota = o, o += nx_l_al64(x.W * 4);
+	x.o_boff = o, o += nx_l_al64(x.NB * 4);
 	for (int s = 0; s < NSET; s++) {
-		x.o_iotab[s] = o, o += al64(x.W * 4);
-		x.o_oh[s] = o, o += al64(x.KT * x.W * x.esz);
-		x.o_op[s] = o, o += al64(x.B * x.H * x.esz);
-		x.o_res[s] = o, o += al64(x.B * x.H * x.esz);
+		x.o_iotab[s] = o, o += nx_l_al64(x.W * 4);
+		x.o_oh[s] = o, o += nx_l_al64(x.KT * x.W * x.esz);
+		x.o_op[s] = o, o += nx_l_al64(x.B * x.H * x.esz);
+		x.o_res[s] = o, o += nx_l_al64(x.B * x.H * x.esz);
 		x.pbase[s] = s * (L->t->psum_banks / 2) * L->t->psum_bank_bytes;
 	}
 	NX_ASSERT(o - base == bytes);

@@ -134,11 +134,6 @@ static void tile(st *x, int64_t np, int64_t tr, int64_t row0, int b)
 	}
 }
 
-static int64_t al64(int64_t v)
-{
-	return (v + 63) & ~(int64_t)63;
-}
-
 /* Whether nx_l_reduce_loop holds one row of R elements of type in (with
  * its output and partial) in one of its ND buffer sets: stream()'s budget. */
 bool nx_l_reduce_row_fits(const nx_lower *L, nx_dtype in, nx_dtype out, int64_t R)
@@ -167,13 +162,13 @@ static nx_status stream(st *x, int64_t O)
 	for (int k = 0; k < x->nops; k++) {
 		x->in_off[k] = bytes;
 		if (!(x->reduce && k == 1))
-			bytes += al64(tr * x->R * nx_dtype_bytes[x->ops[k]->dt]);
+			bytes += nx_l_al64(tr * x->R * nx_dtype_bytes[x->ops[k]->dt]);
 	}
 	x->out_off = bytes;
-	bytes += al64(tr * x->Ro * nx_dtype_bytes[x->out->dt]);
+	bytes += nx_l_al64(tr * x->Ro * nx_dtype_bytes[x->out->dt]);
 	x->part_off = bytes;
 	if (x->reduce)
-		bytes += al64(tr * 4);
+		bytes += nx_l_al64(tr * 4);
 	x->bufb = bytes;
 	bytes *= ND;
 	x->init_off = bytes; /* the reduce's init value, outside the buffer sets */
@@ -389,8 +384,8 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 	 * >= 2 KiB where R allows); the k column groups are added at the end */
 	int64_t k = col_rows(L, x->dt, out->dt, R, C), wk = k > 1 ? k * C : cw;
 	int64_t nfull = R / (128 * k), rest = R - nfull * 128 * k;
-	int64_t o_in = 0, o_acc = NCB * al64(wk * esz), o_out = o_acc + al64(wk * 4), o_part = o_out + al64(cw * osz);
-	int64_t o_init = o_part + al64(cw * 4);
+	int64_t o_in = 0, o_acc = NCB * nx_l_al64(wk * esz), o_out = o_acc + nx_l_al64(wk * 4), o_part = o_out + nx_l_al64(cw * osz);
+	int64_t o_init = o_part + nx_l_al64(cw * 4);
 	int64_t base;
 	int h;
 	nx_status rc = nx_l_sbuf_begin(L, o_init + 64, &base, &h);
@@ -440,7 +435,7 @@ nx_status nx_l_colreduce(nx_lower *L, const nx_inst *i, nx_lval *const *ops, nx_
 			int64_t kk = rb < nfull ? k : 1, r0 = rb < nfull ? rb * 128 * k : nfull * 128 * k + (rb - nfull) * 128;
 			int64_t np = R - r0 < 128 * kk ? (R - r0) / kk : 128;
 			uint32_t cl[1] = {(uint32_t)(kk * w)};
-			int64_t ib = base + o_in + b * al64(wk * esz);
+			int64_t ib = base + o_in + b * nx_l_al64(wk * esz);
 			nx_l_wait(L, NX_ENG_SP, &comp[b]); /* the adds done with this buffer */
 			nx_lsync ld;
 			memset(&ld, 0, sizeof ld);
